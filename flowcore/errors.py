@@ -1,0 +1,237 @@
+"""Every error flowcore raises, rooted at :class:`FlowcoreError`.
+
+Each leaf also derives from the builtin exception a caller would naturally
+catch, so ``except ValueError`` keeps working around flowcore calls::
+
+    FlowcoreError
+    ├── GraphDefinitionError (ValueError)      compile() found problems; .problems lists all
+    ├── InvalidInputError (ValueError)         run() input does not fit the state schema
+    ├── InvalidUpdateError (ValueError)        a node's update cannot be applied
+    ├── ReferenceSyntaxError (ValueError)      a <<ref>> is malformed
+    ├── ReferenceResolutionError (LookupError) a <<ref>> could not be resolved at run time
+    ├── RoutingError (ValueError)              a router returned a target it did not declare
+    ├── GraphRecursionError (RecursionError)   the run exceeded its recursion_limit
+    └── NodeError (RuntimeError)               a node failed after all its attempts
+        └── NodeTimeoutError (TimeoutError)    ... because an attempt ran out of time
+
+Every error has a stable ``code`` (anchors in docs/errors.md) and a message
+that names the graph element at fault and says how to fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "FlowcoreError",
+    "GraphDefinitionError",
+    "GraphRecursionError",
+    "InvalidInputError",
+    "InvalidUpdateError",
+    "NodeError",
+    "NodeTimeoutError",
+    "ReferenceResolutionError",
+    "ReferenceSyntaxError",
+    "RoutingError",
+]
+
+
+class FlowcoreError(Exception):
+    """Root of every error raised by flowcore.
+
+    Example:
+        >>> try:
+        ...     raise InvalidUpdateError("bad", node="a", key="k")
+        ... except FlowcoreError as exc:
+        ...     exc.code
+        'invalid-update'
+    """
+
+    code: str = "flowcore-error"
+
+
+class GraphDefinitionError(FlowcoreError, ValueError):
+    """The graph definition is invalid; ``problems`` lists every problem found.
+
+    Example:
+        >>> err = GraphDefinitionError(["edge a -> b: unknown node 'b'"])
+        >>> err.problems
+        ("edge a -> b: unknown node 'b'",)
+    """
+
+    code = "graph-definition"
+
+    def __init__(self, problems: Sequence[str], *, graph: str | None = None) -> None:
+        self.problems: tuple[str, ...] = tuple(problems)
+        self.graph = graph
+        where = f"graph {graph!r}" if graph else "graph"
+        count = len(self.problems)
+        header = f"{where} has {count} problem{'s' if count != 1 else ''}:"
+        super().__init__("\n".join([header, *(f"  - {p}" for p in self.problems)]))
+
+
+class InvalidInputError(FlowcoreError, ValueError):
+    """The input given to a run does not fit the graph's state schema.
+
+    Example:
+        >>> InvalidInputError("input key 'x' is not in the state schema").code
+        'invalid-input'
+    """
+
+    code = "invalid-input"
+
+
+class InvalidUpdateError(FlowcoreError, ValueError):
+    """A node returned an update that cannot be applied to the state.
+
+    Raised for updates that are not mappings, keys missing from the schema,
+    reducer failures, and two writes to a replace-key in one superstep.
+
+    Example:
+        >>> InvalidUpdateError("x", node="a", key="k").key
+        'k'
+    """
+
+    code = "invalid-update"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        node: str | None = None,
+        key: str | None = None,
+        nodes: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.node = node
+        self.key = key
+        self.nodes: tuple[str, ...] = tuple(nodes) if nodes else ((node,) if node else ())
+
+
+class ReferenceSyntaxError(FlowcoreError, ValueError):
+    """A ``<<...>>`` reference is malformed (empty, or a bad path segment).
+
+    Example:
+        >>> ReferenceSyntaxError("<<n1.>> has an empty path segment").code
+        'reference-syntax'
+    """
+
+    code = "reference-syntax"
+
+
+class ReferenceResolutionError(FlowcoreError, LookupError):
+    """A ``<<namespace.path>>`` reference could not be resolved at run time.
+
+    Example:
+        >>> err = ReferenceResolutionError("<<a.b>>", segment="b", node="n", reason="no key")
+        >>> err.segment
+        'b'
+    """
+
+    code = "reference-resolution"
+
+    def __init__(
+        self,
+        reference: str,
+        *,
+        segment: str,
+        reason: str,
+        node: str | None = None,
+    ) -> None:
+        self.reference = reference
+        self.segment = segment
+        self.node = node
+        self.reason = reason
+        where = f"node {node!r}: " if node else ""
+        super().__init__(
+            f"{where}cannot resolve {reference}: segment {segment!r} {reason}. "
+            "Check the reference path against the upstream output, or escape it as \\<< "
+            "if it is meant literally."
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_reference_error, (self.reference, self.segment, self.reason, self.node))
+
+
+def _rebuild_reference_error(
+    reference: str, segment: str, reason: str, node: str | None
+) -> ReferenceResolutionError:
+    return ReferenceResolutionError(reference, segment=segment, reason=reason, node=node)
+
+
+class RoutingError(FlowcoreError, ValueError):
+    """A router returned something that is not one of its declared targets.
+
+    Example:
+        >>> RoutingError("bad", node="a").node
+        'a'
+    """
+
+    code = "routing"
+
+    def __init__(self, message: str, *, node: str) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+class GraphRecursionError(FlowcoreError, RecursionError):
+    """The run needed more supersteps than its ``recursion_limit`` allows.
+
+    Example:
+        >>> GraphRecursionError("too deep", limit=3).limit
+        3
+    """
+
+    code = "recursion-limit"
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class NodeError(FlowcoreError, RuntimeError):
+    """A node raised, after exhausting its retry policy.
+
+    ``node`` names the node, ``attempts`` says how many times it ran, and
+    ``cause`` (also ``__cause__``) is the last exception it raised.
+
+    Example:
+        >>> err = NodeError(node="fetch", attempts=3, cause=OSError("down"))
+        >>> (err.node, err.attempts)
+        ('fetch', 3)
+    """
+
+    code = "node-failed"
+
+    def __init__(self, *, node: str, attempts: int, cause: BaseException) -> None:
+        self.node = node
+        self.attempts = attempts
+        self.cause = cause
+        tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
+        super().__init__(
+            f"node {node!r} failed {tries}: {type(cause).__name__}: {cause}. "
+            "Fix the node, or give it a RetryPolicy that retries this exception."
+        )
+        self.__cause__ = cause
+
+
+class NodeTimeoutError(NodeError, TimeoutError):
+    """A node's attempt took longer than its ``timeout``.
+
+    Example:
+        >>> err = NodeTimeoutError(node="slow", attempts=1, timeout=0.5)
+        >>> err.timeout
+        0.5
+    """
+
+    code = "node-timeout"
+
+    def __init__(self, *, node: str, attempts: int, timeout: float) -> None:
+        self.timeout = timeout
+        cause = TimeoutError(f"attempt exceeded {timeout}s")
+        super().__init__(node=node, attempts=attempts, cause=cause)
+        self.args = (
+            f"node {node!r} timed out after {attempts} attempt"
+            f"{'s' if attempts != 1 else ''} of {timeout}s each. "
+            "Raise its timeout= or make the node faster.",
+        )
