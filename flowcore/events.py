@@ -1,0 +1,142 @@
+"""The typed events a run emits, in the order things happen.
+
+Every event carries the run id, the graph's name and version, the superstep
+it belongs to and a wall-clock timestamp. A run emits exactly one
+:class:`DoneEvent`, always last, whatever way the run ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+__all__ = [
+    "CustomEvent",
+    "DoneEvent",
+    "Event",
+    "EventBase",
+    "NodeEndEvent",
+    "NodeErrorEvent",
+    "NodeSkippedEvent",
+    "NodeStartEvent",
+    "RunStartEvent",
+    "RunStatus",
+]
+
+RunStatus = Literal["completed", "failed", "interrupted", "cancelled"]
+"""How a run ended."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventBase:
+    """Fields every event has. ``type`` names the event kind.
+
+    Example:
+        >>> ev = RunStartEvent(run_id="r1", graph_name="g", graph_version="1",
+        ...                    superstep=0, timestamp=0.0, input={})
+        >>> ev.to_dict()["type"]
+        'run_start'
+    """
+
+    type: ClassVar[str] = "event"
+    run_id: str
+    graph_name: str
+    graph_version: str
+    superstep: int
+    timestamp: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict of the event, with its ``type`` (values are not copied).
+
+        Example:
+            >>> ev = CustomEvent(run_id="r", graph_name="g", graph_version="1", superstep=1,
+            ...                  timestamp=0.0, node="n", name="progress", data=50)
+            >>> ev.to_dict()["name"]
+            'progress'
+        """
+        out: dict[str, Any] = {"type": self.type}
+        for f in dataclasses.fields(self):
+            out[f.name] = getattr(self, f.name)
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStartEvent(EventBase):
+    """The run began; ``input`` is what it was given."""
+
+    type: ClassVar[str] = "run_start"
+    input: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeStartEvent(EventBase):
+    """A node began running (before its first attempt)."""
+
+    type: ClassVar[str] = "node_start"
+    node: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeEndEvent(EventBase):
+    """A node finished; ``update`` is what it returned, ``duration`` in seconds."""
+
+    type: ClassVar[str] = "node_end"
+    node: str
+    update: Mapping[str, Any] | None
+    duration: float
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeErrorEvent(EventBase):
+    """A node failed for good; ``error`` is the flowcore error describing why."""
+
+    type: ClassVar[str] = "node_error"
+    node: str
+    error: BaseException
+    duration: float
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeSkippedEvent(EventBase):
+    """A node did not run: ``reason`` is ``"not_triggered"`` or ``"upstream_failed"``."""
+
+    type: ClassVar[str] = "node_skipped"
+    node: str
+    reason: Literal["not_triggered", "upstream_failed"]
+    detail: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CustomEvent(EventBase):
+    """Emitted by a node through ``ctx.emit(name, data)``."""
+
+    type: ClassVar[str] = "custom"
+    node: str
+    name: str
+    data: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DoneEvent(EventBase):
+    """The one terminal event: how the run ended and the state it ended with."""
+
+    type: ClassVar[str] = "done"
+    status: RunStatus
+    state: Mapping[str, Any]
+    errors: tuple[BaseException, ...]
+
+
+Event = (
+    RunStartEvent
+    | NodeStartEvent
+    | NodeEndEvent
+    | NodeErrorEvent
+    | NodeSkippedEvent
+    | CustomEvent
+    | DoneEvent
+)
+"""Any event a run can emit."""

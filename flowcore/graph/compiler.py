@@ -1,0 +1,280 @@
+"""Turn a :class:`~flowcore.graph.builder.Graph` into a validated CompiledGraph.
+
+Every check runs, and every problem is reported in one
+:class:`~flowcore.errors.GraphDefinitionError`, so a user fixes a graph in
+one round instead of one error at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from flowcore.errors import GraphDefinitionError
+from flowcore.graph.constants import END, RESERVED_NAMES, START
+from flowcore.graph.spec import (
+    CallableShape,
+    EdgeSpec,
+    NodeSpec,
+    RouterSpec,
+    inspect_callable,
+    literal_targets,
+)
+from flowcore.graph.topology import Topology
+from flowcore.state.schema import StateSchema
+
+if TYPE_CHECKING:
+    from flowcore.graph.builder import _PendingNode, _PendingRouter
+    from flowcore.graph.compiled import CompiledGraph
+
+__all__ = ["compile_graph"]
+
+_NODE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_NAMESPACES = ("input", "state", "memory", "user")
+
+
+def compile_graph(
+    state_schema: type[Any],
+    *,
+    name: str,
+    version: str | None,
+    nodes: Sequence[_PendingNode],
+    edges: Sequence[tuple[tuple[str, ...], str]],
+    routers: Sequence[_PendingRouter],
+    problems: list[str],
+) -> CompiledGraph:
+    """Validate the declarations and build the immutable compiled graph."""
+    from flowcore.graph.compiled import CompiledGraph
+
+    schema: StateSchema | None = None
+    try:
+        schema = StateSchema.from_type(state_schema)
+    except GraphDefinitionError as exc:
+        problems.extend(exc.problems)
+
+    node_names = [n.name for n in nodes]
+    known = set(node_names)
+    specs: list[NodeSpec] = []
+    for index, pending in enumerate(nodes):
+        problems.extend(_check_node_name(pending.name))
+        shape = inspect_callable(pending.func, f"node {pending.name!r}")
+        if isinstance(shape, str):
+            problems.append(shape)
+            shape = CallableShape(is_async=False, takes_context=False)
+        if pending.template_error:
+            problems.append(f"node {pending.name!r} inputs: {pending.template_error}")
+        specs.append(
+            NodeSpec(
+                name=pending.name,
+                func=pending.func,
+                shape=shape,
+                index=index,
+                inputs=pending.template,
+                retry=pending.retry,
+                timeout=pending.timeout,
+            )
+        )
+
+    edge_specs: list[EdgeSpec] = []
+    seen_edges: set[tuple[tuple[str, ...], str]] = set()
+    for sources, target in edges:
+        label = f"edge {' + '.join(sources)} -> {target}"
+        bad = False
+        for src in sources:
+            if src == END:
+                problems.append(f"{label}: END cannot be the source of an edge")
+                bad = True
+            elif src == START and len(sources) > 1:
+                problems.append(f"{label}: START cannot be part of a join")
+                bad = True
+            elif src != START and src not in known:
+                problems.append(f"{label}: unknown source node {src!r}{_suggest(src, known)}")
+                bad = True
+        if target == START:
+            problems.append(f"{label}: START cannot be the target of an edge")
+            bad = True
+        elif target != END and target not in known:
+            problems.append(f"{label}: unknown target node {target!r}{_suggest(target, known)}")
+            bad = True
+        if not bad and (sources, target) not in seen_edges:
+            seen_edges.add((sources, target))
+            edge_specs.append(EdgeSpec(sources, target))
+
+    router_specs: list[RouterSpec] = []
+    for index, pending_router in enumerate(routers):
+        spec = _build_router(pending_router, index, known, problems)
+        if spec is not None:
+            router_specs.append(spec)
+
+    has_entry = any(e.sources == (START,) for e in edge_specs) or any(
+        r.source == START for r in router_specs
+    )
+    if not has_entry:
+        problems.append(
+            "graph has no entry point: add add_edge(START, '<first node>') "
+            "or add_conditional_edges(START, router, ...)"
+        )
+
+    topology = Topology(node_names, edge_specs, router_specs)
+    if has_entry:
+        for n in node_names:
+            if n not in topology.reachable:
+                problems.append(
+                    f"node {n!r} is unreachable from START; connect it with an edge or remove it"
+                )
+    for edge in edge_specs:
+        if len(edge.sources) > 1:
+            for src in edge.sources:
+                if topology.is_back_edge(src, edge.target):
+                    problems.append(
+                        f"join {' + '.join(edge.sources)} -> {edge.target} closes a cycle; "
+                        "a join cannot be a loop's back edge, use a plain or conditional edge"
+                    )
+
+    if schema is not None:
+        problems.extend(_check_references(specs, topology, schema, known))
+
+    if problems:
+        raise GraphDefinitionError(problems, graph=name)
+    assert schema is not None
+    return CompiledGraph(
+        name=name,
+        version=version or _structural_version(specs, edge_specs, router_specs, schema),
+        schema=schema,
+        nodes=specs,
+        edges=edge_specs,
+        routers=router_specs,
+        topology=topology,
+    )
+
+
+def _check_node_name(name: str) -> list[str]:
+    if name in RESERVED_NAMES:
+        return [
+            f"node name {name!r} is reserved (START, END and the <<ref>> namespaces "
+            f"{', '.join(_NAMESPACES)}); rename the node"
+        ]
+    if not _NODE_NAME.match(name):
+        return [
+            f"node name {name!r} is not valid: use letters, digits, '_' or '-' so "
+            "<<refs>> can name it"
+        ]
+    return []
+
+
+def _build_router(
+    pending: _PendingRouter, index: int, known: set[str], problems: list[str]
+) -> RouterSpec | None:
+    source = pending.source
+    label = f"conditional edge from {source!r}"
+    ok = True
+    if source == END:
+        problems.append(f"{label}: END cannot route anywhere")
+        ok = False
+    elif source != START and source not in known:
+        problems.append(f"{label}: unknown source node {source!r}{_suggest(source, known)}")
+        ok = False
+    shape = inspect_callable(pending.func, f"router of {label}")
+    if isinstance(shape, str):
+        problems.append(shape)
+        return None
+    path_map: Mapping[Hashable, str] | None
+    raw = pending.path_map
+    if raw is None:
+        path_map = None
+        targets = literal_targets(pending.func)
+        if not targets:
+            problems.append(
+                f"{label}: router {getattr(pending.func, '__name__', pending.func)!r} has no "
+                "declared targets; pass path_map={'key': 'node', ...} or a list of node "
+                "names, or annotate its return type as Literal['node_a', 'node_b']"
+            )
+            ok = False
+    elif isinstance(raw, Mapping):
+        path_map = dict(raw)
+        targets = tuple(dict.fromkeys(path_map.values()))
+    elif isinstance(raw, Sequence) and not isinstance(raw, str):
+        path_map = {t: t for t in raw}
+        targets = tuple(dict.fromkeys(raw))
+    else:
+        problems.append(f"{label}: path_map must be a dict or a list of node names, got {raw!r}")
+        return None
+    if not targets and raw is not None:
+        problems.append(f"{label}: path_map is empty; declare at least one target")
+        ok = False
+    for t in targets:
+        if t == START:
+            problems.append(f"{label}: START cannot be a route target")
+            ok = False
+        elif t != END and t not in known:
+            problems.append(f"{label}: path map names unknown node {t!r}{_suggest(t, known)}")
+            ok = False
+    if not ok:
+        return None
+    return RouterSpec(source, pending.func, shape, path_map, tuple(targets), index)
+
+
+def _check_references(
+    specs: Sequence[NodeSpec], topology: Topology, schema: StateSchema, known: set[str]
+) -> list[str]:
+    problems: list[str] = []
+    for spec in specs:
+        if spec.inputs is None or spec.inputs.is_static:
+            continue
+        upstream: frozenset[str] | None = None
+        for ref in spec.inputs.references:
+            ns = ref.namespace
+            where = f"node {spec.name!r} input {ref.text}"
+            if ns == "state":
+                if ref.path and ref.path[0] not in schema:
+                    problems.append(
+                        f"{where}: state has no key {ref.path[0]!r} "
+                        f"(keys: {', '.join(schema.keys)})"
+                    )
+            elif ns in ("memory", "user"):
+                if ns not in schema:
+                    problems.append(
+                        f"{where}: the {ns!r} namespace reads state[{ns!r}]; "
+                        f"add a {ns!r} key to state schema {schema.name}"
+                    )
+            elif ns == "input":
+                continue
+            elif ns in known:
+                if upstream is None:
+                    upstream = topology.ancestors(spec.name)
+                if ns not in upstream:
+                    problems.append(
+                        f"{where}: node {ns!r} is not upstream of {spec.name!r}, so its "
+                        f"output cannot exist yet; add an edge path {ns} -> {spec.name}"
+                    )
+            else:
+                problems.append(
+                    f"{where}: {ns!r} is not a node or a namespace "
+                    f"({', '.join(_NAMESPACES)}){_suggest(ns, known)}"
+                )
+    return problems
+
+
+def _suggest(name: str, known: set[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _structural_version(
+    nodes: Sequence[NodeSpec],
+    edges: Sequence[EdgeSpec],
+    routers: Sequence[RouterSpec],
+    schema: StateSchema,
+) -> str:
+    """A short hash of the graph's shape, so events can tell graph revisions apart."""
+    parts = [
+        "nodes:" + ",".join(n.name for n in nodes),
+        "edges:" + ";".join(f"{'+'.join(e.sources)}>{e.target}" for e in edges),
+        "routes:" + ";".join(f"{r.source}>{'|'.join(r.targets)}" for r in routers),
+        "state:" + ",".join(schema.keys),
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]

@@ -1,0 +1,45 @@
+"""``NodeContext``: what a node taking ``(state, ctx)`` gets besides the state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["NodeContext"]
+
+
+def _discard(name: str, data: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeContext:
+    """Run-scoped facts and services for one node execution.
+
+    ``inputs`` holds the node's declared inputs with every ``<<ref>>``
+    resolved; ``config`` is the mapping passed to ``run(config=...)``.
+
+    Example:
+        >>> async def node(state, ctx):
+        ...     ctx.emit("progress", {"done": 1})
+        ...     return {"seen_by": ctx.node}
+    """
+
+    run_id: str
+    node: str
+    graph_name: str
+    superstep: int
+    attempt: int = 1
+    config: Mapping[str, Any] = field(default_factory=dict)
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    _emit: Callable[[str, Any], None] = _discard
+
+    def emit(self, name: str, data: Any = None) -> None:
+        """Emit a ``custom`` event carrying ``data``; safe to call from sync nodes.
+
+        Example:
+            >>> ctx = NodeContext(run_id="r", node="n", graph_name="g", superstep=1)
+            >>> ctx.emit("progress", 0.5)  # no listener: dropped
+        """
+        self._emit(name, data)
