@@ -17,6 +17,7 @@ __all__ = [
     "DoneEvent",
     "Event",
     "EventBase",
+    "NodeCancelledEvent",
     "NodeEndEvent",
     "NodeErrorEvent",
     "NodeSkippedEvent",
@@ -101,6 +102,21 @@ class NodeErrorEvent(EventBase):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeCancelledEvent(EventBase):
+    """A node that had started was cancelled before it finished.
+
+    This happens to a node's in-flight siblings when a ``fail_fast`` run
+    stops, and to every in-flight node when the run itself is cancelled, so
+    that each ``node_start`` is closed by exactly one ``node_end``,
+    ``node_error`` or ``node_cancelled``.
+    """
+
+    type: ClassVar[str] = "node_cancelled"
+    node: str
+    duration: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NodeSkippedEvent(EventBase):
     """A node did not run: ``reason`` is ``"not_triggered"`` or ``"upstream_failed"``."""
 
@@ -135,6 +151,7 @@ Event = (
     | NodeStartEvent
     | NodeEndEvent
     | NodeErrorEvent
+    | NodeCancelledEvent
     | NodeSkippedEvent
     | CustomEvent
     | DoneEvent

@@ -22,7 +22,7 @@ class NodeRun:
     node: str
     pass_index: int
     superstep: int
-    status: Literal["completed", "failed", "skipped"]
+    status: Literal["completed", "failed", "skipped", "cancelled"]
     update: Mapping[str, Any] | None = None
     started_at: float = 0.0
     duration: float = 0.0

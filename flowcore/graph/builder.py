@@ -117,8 +117,12 @@ class Graph:
         if name in self._nodes:
             self._problems.append(f"duplicate node name {name!r}: each node needs a unique name")
             return self
-        if timeout is not None and not timeout > 0:
-            self._problems.append(f"node {name!r}: timeout must be > 0 seconds, got {timeout}")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+        ):
+            self._problems.append(
+                f"node {name!r}: timeout must be > 0 seconds (a number, or None), got {timeout!r}"
+            )
         self._nodes[name] = _PendingNode(name, func, inputs, retry, timeout)
         return self
 

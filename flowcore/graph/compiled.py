@@ -154,6 +154,15 @@ class CompiledGraph:
         Example:
             >>> # result = compiled.run_sync({"question": "hi"})
         """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                "run_sync() cannot be called from inside a running event loop "
+                "(e.g. in async code or a notebook); use 'await graph.run(...)' there"
+            )
         return asyncio.run(
             self.run(
                 run_input,
@@ -230,6 +239,7 @@ class RunStream:
         self._given = given
         self._task: asyncio.Task[RunResult] | None = None
         self._finished = False
+        self._cancel_requested = False
 
     @property
     def run_id(self) -> str:
@@ -238,7 +248,11 @@ class RunStream:
 
     def _start(self) -> asyncio.Task[RunResult]:
         if self._task is None:
-            task = asyncio.create_task(self._engine.execute(self._values, self._given))
+            if self._cancel_requested:
+                run = self._engine.execute_cancelled(self._values, self._given)
+            else:
+                run = self._engine.execute(self._values, self._given)
+            task = asyncio.create_task(run)
             task.add_done_callback(lambda _t: self._queue.put_nowait(_END_OF_STREAM))
             self._task = task
         return self._task
@@ -279,7 +293,10 @@ class RunStream:
         Example:
             >>> # stream.cancel()
         """
-        if self._task is not None and not self._task.done():
+        if self._task is None:
+            # Not started yet: remember, so that starting ends it at once.
+            self._cancel_requested = True
+        elif not self._task.done():
             self._task.cancel()
 
     async def aclose(self) -> None:

@@ -132,6 +132,7 @@ def compile_graph(
                         f"join {' + '.join(edge.sources)} -> {edge.target} closes a cycle; "
                         "a join cannot be a loop's back edge, use a plain or conditional edge"
                     )
+                    break  # one report per join, however many of its sources loop
 
     if schema is not None:
         problems.extend(_check_references(specs, topology, schema, known))

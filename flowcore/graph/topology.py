@@ -10,7 +10,7 @@ root of the next pass, which covers the nodes reachable from those roots.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flowcore.graph.constants import END, START
 from flowcore.graph.spec import EdgeSpec, RouterSpec
@@ -39,6 +39,33 @@ class PassPlan:
     roots: frozenset[str]
     nodes: tuple[str, ...]
     preds: Mapping[str, tuple[str, ...]]
+    _ancestors: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
+
+    def ancestors(self, node: str) -> frozenset[str]:
+        """Every node of this plan with a path to ``node`` (cached per node).
+
+        Only asked for at joins, so a long chain never builds a set per link.
+
+        Example:
+            >>> plan = PassPlan(frozenset({"a"}), ("a", "b", "c"),
+            ...                 {"a": (), "b": ("a",), "c": ("a", "b")})
+            >>> sorted(plan.ancestors("c"))
+            ['a', 'b']
+        """
+        found = self._ancestors.get(node)
+        if found is not None:
+            return found
+        preds = self.preds
+        seen: set[str] = set()
+        stack = list(preds[node])
+        while stack:
+            n = stack.pop()
+            if n not in seen:
+                seen.add(n)
+                stack.extend(preds[n])
+        found = frozenset(seen)
+        self._ancestors[node] = found
+        return found
 
 
 class Topology:
@@ -115,6 +142,7 @@ class Topology:
                 preds=tuple(preds),
             )
         self._plans: dict[frozenset[str], PassPlan] = {}
+        self._all_preds: dict[str, set[str]] | None = None
 
     def is_back_edge(self, source: str, target: str) -> bool:
         """Whether taking ``source -> target`` starts a new pass."""
@@ -145,15 +173,15 @@ class Topology:
 
     def ancestors(self, node: str) -> frozenset[str]:
         """Every node with a path to ``node`` over any edge, back edges included."""
-        preds: dict[str, set[str]] = {}
-        for name in self.order:
-            for p in self.triggers[name].preds:
-                preds.setdefault(name, set()).add(p)
-        for src, targets in self.back_targets.items():
-            for t in targets:
-                preds.setdefault(t, set()).add(src)
-        for src, t in self.back_edges:
-            preds.setdefault(t, set()).add(src)
+        preds = self._all_preds
+        if preds is None:
+            preds = {}
+            for name in self.order:
+                preds[name] = set(self.triggers[name].preds)
+            for src, target in self.back_edges:
+                if target in preds:
+                    preds[target].add(src)
+            self._all_preds = preds
         seen: set[str] = set()
         stack = list(preds.get(node, ()))
         while stack:

@@ -17,6 +17,7 @@ Determinism comes from three rules:
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +38,7 @@ from flowcore.events import (
     CustomEvent,
     DoneEvent,
     Event,
+    NodeCancelledEvent,
     NodeEndEvent,
     NodeErrorEvent,
     NodeSkippedEvent,
@@ -50,6 +52,7 @@ from flowcore.result import NodeRun, RunResult
 from flowcore.scheduler.context import NodeContext
 from flowcore.scheduler.invoke import call_user_function, invoke_with_policy
 from flowcore.scheduler.options import DEFAULT_RECURSION_LIMIT, RunOptions
+from flowcore.state.schema import replace_conflict
 
 if TYPE_CHECKING:
     from flowcore.graph.compiled import CompiledGraph
@@ -74,6 +77,16 @@ class _Outcome:
 
 class _RunFailed(Exception):
     """Internal: stop the run; the errors are already recorded."""
+
+
+class _FoldFailed(Exception):
+    """Internal: the writes of ``level`` could not be folded into ``values``."""
+
+    def __init__(self, level: int, error: InvalidUpdateError, values: dict[str, Any]) -> None:
+        super().__init__(level)
+        self.level = level
+        self.error = error
+        self.values = values
 
 
 class _PassState:
@@ -126,6 +139,7 @@ class RunEngine:
         self._input: Mapping[str, Any] = {}
         self._t0 = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._pass_index = 0
 
     # ----------------------------------------------------------------- events
     def _event_base(self, superstep: int) -> dict[str, Any]:
@@ -154,6 +168,7 @@ class RunEngine:
             dataflow = self.options.mode == "dataflow"
             while roots:
                 pass_index += 1
+                self._pass_index = pass_index
                 plan = self._topo.pass_plan(roots)
                 if dataflow:
                     roots = await self._dataflow_pass(plan, pass_index)
@@ -170,6 +185,17 @@ class RunEngine:
             self._finish("cancelled")
             raise
         return self._finish(status)
+
+    async def execute_cancelled(
+        self, values: dict[str, Any], run_input: Mapping[str, Any]
+    ) -> RunResult:
+        """End a run that was cancelled before it started: no node runs."""
+        self.values = values
+        self._input = run_input
+        self._t0 = time.perf_counter()
+        if self._emit is not None:
+            self._emit(RunStartEvent(**self._event_base(0), input=run_input))
+        return self._finish("cancelled")
 
     def _finish(self, status: RunStatus) -> RunResult:
         result = RunResult(
@@ -214,8 +240,10 @@ class RunEngine:
         """None if ``node`` should run; else why it is skipped."""
         preds = plan.preds[node]
         for p in preds:
-            if p in ps.poisoned:
-                ps.poisoned[node] = p
+            root = ps.poisoned.get(p)
+            if root is not None:
+                # Name the node that failed, not the nearest skipped one.
+                ps.poisoned[node] = root
                 return "upstream_failed"
         if node in plan.roots:
             return None
@@ -254,14 +282,17 @@ class RunEngine:
                 )
             )
 
+    def _recursion_error(self) -> GraphRecursionError:
+        return GraphRecursionError(
+            f"graph {self.graph.name!r} needed more than {self.limit} supersteps "
+            "(recursion_limit); a loop probably never takes its exit route. Fix the "
+            "router's exit condition, or pass a larger recursion_limit to run()",
+            limit=self.limit,
+        )
+
     def _check_limit(self, level: int) -> None:
         if level > self.limit:
-            raise GraphRecursionError(
-                f"graph {self.graph.name!r} needed more than {self.limit} supersteps "
-                "(recursion_limit); a loop probably never takes its exit route. Fix the "
-                "router's exit condition, or pass a larger recursion_limit to run()",
-                limit=self.limit,
-            )
+            raise self._recursion_error()
 
     def _absorb(self, out: _Outcome, pass_index: int, ps: _PassState) -> bool:
         """Record a finished node; return False if it failed."""
@@ -384,122 +415,171 @@ class RunEngine:
 
     # -------------------------------------------------------------- dataflow
     async def _dataflow_pass(self, plan: PassPlan, pass_index: int) -> list[str]:
+        """Start each node as soon as its own predecessors are done.
+
+        To end in the state supersteps mode would reach, a failure that stops
+        the run at level L sets a *ceiling*: nodes at levels >= L are cancelled
+        or never started and their writes dropped, while nodes below L still
+        run to the end. Supersteps mode likewise commits every step before L
+        and none from L on.
+        """
         ps = _PassState()
         base = self.step
         start_values = self.values
+        index = self._topo.index
         sorter: TopologicalSorter[str] = TopologicalSorter(plan.preds)
         sorter.prepare()
         done_q: asyncio.Queue[_Outcome] = asyncio.Queue()
-        ancestors: dict[str, frozenset[str]] = {}
         views: dict[str, Mapping[str, Any]] = {}
         updates: dict[str, Mapping[str, Any] | None] = {}
-        tasks: set[asyncio.Task[None]] = set()
-        failure: BaseException | None = None
-        running = 0
+        running: dict[str, tuple[asyncio.Task[None], int]] = {}
+        replace_owner: dict[tuple[int, str], str] = {}
+        ceiling = math.inf
+
+        def stop_at(level: int, error: BaseException | None) -> None:
+            nonlocal ceiling
+            if error is not None and error not in self.errors:
+                self.errors.append(error)
+            if level >= ceiling:
+                return
+            ceiling = level
+            for name, (task, lvl) in list(running.items()):
+                # A task that already finished has its outcome queued: keep it.
+                if lvl >= level and task.cancel():
+                    del running[name]
 
         async def one(spec: NodeSpec, view: Mapping[str, Any], level: int) -> None:
-            out = await self._run_node(spec, view, level)
-            done_q.put_nowait(out)
+            done_q.put_nowait(await self._run_node(spec, view, level))
 
         async with asyncio.TaskGroup() as tg:
             pending = sorter.get_ready()
             while True:
-                try:
-                    while pending:
-                        skipped = []
-                        for node in sorted(pending, key=self._topo.index.__getitem__):
-                            preds = plan.preds[node]
-                            reason = self._decide(node, plan, ps)
-                            anc: set[str] = set()
-                            for p in preds:
-                                anc.update(ancestors[p])
-                                if p in ps.executed:
-                                    anc.add(p)
-                            ancestors[node] = frozenset(anc)
-                            if reason is not None:
-                                self._skip(node, reason, plan, ps, base, pass_index)
-                                skipped.append(node)
-                                continue
-                            level = 1 + max((ps.res[p] for p in preds), default=base)
-                            self._check_limit(level)
-                            self.step = max(self.step, level)
-                            view = self._dataflow_view(
-                                node, preds, ps, anc, views, updates, start_values
-                            )
-                            views[node] = view
-                            task = tg.create_task(one(self._specs[node], view, level))
-                            tasks.add(task)
-                            task.add_done_callback(tasks.discard)
-                            running += 1
-                        if not skipped:
-                            break
-                        sorter.done(*skipped)
-                        pending = sorter.get_ready()
-                except FlowcoreError as exc:
-                    failure = exc
-                if failure is not None or running == 0:
+                while pending:
+                    finished = []
+                    for node in sorted(pending, key=index.__getitem__):
+                        preds = plan.preds[node]
+                        level = 1 + max((ps.res[p] for p in preds), default=base)
+                        if level >= ceiling:
+                            continue  # abandoned: never started, never marked done
+                        reason = self._decide(node, plan, ps)
+                        if reason is not None:
+                            self._skip(node, reason, plan, ps, base, pass_index)
+                            finished.append(node)
+                            continue
+                        if level > self.limit:
+                            stop_at(level, self._recursion_error())
+                            continue
+                        try:
+                            view = self._dataflow_view(node, plan, ps, views, updates, start_values)
+                        except _FoldFailed as failed:
+                            # A reducer rejected an ancestor's write: as in
+                            # supersteps mode, that write's level is not applied.
+                            stop_at(failed.level, failed.error)
+                            continue
+                        views[node] = view
+                        self.step = max(self.step, level)
+                        task = tg.create_task(one(self._specs[node], view, level))
+                        running[node] = (task, level)
+                    if not finished:
+                        break
+                    sorter.done(*finished)
+                    pending = sorter.get_ready()
+                if not running:
                     break
                 out = await done_q.get()
-                running -= 1
+                if running.pop(out.node, None) is None:
+                    continue  # cancelled by stop_at, but returned anyway
                 ok = self._absorb(out, pass_index, ps)
                 updates[out.node] = out.update
-                if not ok and self._fail_fast:
-                    failure = out.error
-                    break
+                if not ok:
+                    if self._fail_fast:
+                        stop_at(out.level, None)
+                elif out.update and out.level < ceiling:
+                    conflict = self._replace_conflict(out, replace_owner)
+                    if conflict is not None:
+                        stop_at(out.level, conflict)
                 sorter.done(out.node)
                 pending = sorter.get_ready()
-            if failure is not None:
-                for t in tasks:
-                    t.cancel()
-        # Completed nodes are facts even when the pass failed: fold them in.
-        self.values = self._fold(start_values, ps.writes)
-        if failure is not None:
-            if failure not in self.errors:
-                self.errors.append(failure)
+        writes = ps.writes if ceiling == math.inf else [w for w in ps.writes if w[0] < ceiling]
+        try:
+            self.values = self._fold(start_values, writes)
+        except _FoldFailed as failed:
+            self.values = failed.values
+            stop_at(failed.level, failed.error)
+        if ceiling != math.inf:
+            self.step = min(self.step, int(ceiling))
             raise _RunFailed
         return self._ordered(ps.next_roots)
+
+    def _replace_conflict(
+        self, out: _Outcome, owners: dict[tuple[int, str], str]
+    ) -> InvalidUpdateError | None:
+        """Find two writes to one replace-key at one level as soon as both exist."""
+        assert out.update is not None
+        schema = self._schema
+        for key in out.update:
+            if schema.reducer(key) is not None:
+                continue
+            first = owners.setdefault((out.level, key), out.node)
+            if first != out.node:
+                # Name them in declaration order, as supersteps mode does.
+                a, b = sorted((first, out.node), key=self._topo.index.__getitem__)
+                return replace_conflict(key, a, b)
+        return None
 
     def _dataflow_view(
         self,
         node: str,
-        preds: Sequence[str],
+        plan: PassPlan,
         ps: _PassState,
-        anc: set[str],
         views: Mapping[str, Mapping[str, Any]],
         updates: Mapping[str, Mapping[str, Any] | None],
         start_values: Mapping[str, Any],
     ) -> Mapping[str, Any]:
-        if not anc:
+        """The pass-start state plus the writes of ``node``'s executed ancestors."""
+        preds = plan.preds[node]
+        if not preds:
             return start_values
         if len(preds) == 1 and preds[0] in ps.executed:
-            # A chain link: the parent's view plus the parent's own write.
+            # A chain link: the parent's view plus the parent's own write, which
+            # comes last in (level, declaration) order.
             parent = preds[0]
             upd = updates.get(parent)
             if not upd:
                 return views[parent]
-            return self._schema.apply(views[parent], [(parent, upd)])
-        writes = [w for w in ps.writes if w[2] in anc]
-        return self._fold(start_values, writes)
+            try:
+                return self._schema.apply(views[parent], [(parent, upd)])
+            except InvalidUpdateError as exc:
+                raise _FoldFailed(ps.res[parent], exc, dict(views[parent])) from exc
+        anc = plan.ancestors(node)
+        return self._fold(start_values, [w for w in ps.writes if w[2] in anc])
 
     def _fold(
         self,
         values: Mapping[str, Any],
         writes: Sequence[tuple[int, int, str, Mapping[str, Any]]],
     ) -> dict[str, Any]:
-        """Apply writes grouped by level, each group in declaration order."""
+        """Apply writes level by level, each level in declaration order.
+
+        If a level cannot be applied, raise :class:`_FoldFailed` carrying the
+        state before that level.
+        """
         out = dict(values)
         if not writes:
             return out
         ordered = sorted(writes, key=lambda w: (w[0], w[1]))
         group: list[tuple[str, Mapping[str, Any]]] = []
         level = ordered[0][0]
-        for lvl, _, node, upd in ordered:
-            if lvl != level:
-                out = self._schema.apply(out, group)
-                group = []
-                level = lvl
-            group.append((node, upd))
-        return self._schema.apply(out, group)
+        try:
+            for lvl, _, node, upd in ordered:
+                if lvl != level:
+                    out = self._schema.apply(out, group)
+                    group = []
+                    level = lvl
+                group.append((node, upd))
+            return self._schema.apply(out, group)
+        except InvalidUpdateError as exc:
+            raise _FoldFailed(level, exc, out) from exc
 
     # ------------------------------------------------------------- one node
     def _context(
@@ -603,6 +683,9 @@ class RunEngine:
             if routers:
                 ctx = self._context(name, level, out.attempts, inputs)
                 out.routes = await self._route(name, routers, values, update, ctx)
+        except asyncio.CancelledError:
+            self._record_cancelled(out, time.perf_counter() - t_start)
+            raise
         except (NodeError, InvalidUpdateError, RoutingError, ReferenceResolutionError) as exc:
             out.error = exc
             if isinstance(exc, NodeError):
@@ -633,6 +716,26 @@ class RunEngine:
                     )
                 )
         return out
+
+    def _record_cancelled(self, out: _Outcome, duration: float) -> None:
+        # Close the node's node_start, so a listener never waits for an end
+        # that will not come.
+        self.node_runs.append(
+            NodeRun(
+                out.node,
+                self._pass_index,
+                out.level,
+                "cancelled",
+                None,
+                out.started,
+                duration,
+                out.attempts,
+            )
+        )
+        if self._emit is not None:
+            self._emit(
+                NodeCancelledEvent(**self._event_base(out.level), node=out.node, duration=duration)
+            )
 
     # -------------------------------------------------------------- routing
     async def _route(

@@ -48,11 +48,18 @@ class RunOptions:
                 f"on_error={self.on_error!r} is not a failure policy; "
                 "use 'fail_fast' or 'skip_dependents'"
             )
-        if self.max_concurrency is not None and self.max_concurrency < 1:
-            raise InvalidInputError(
-                f"max_concurrency must be >= 1 or None, got {self.max_concurrency}"
-            )
-        if self.recursion_limit is not None and self.recursion_limit < 1:
-            raise InvalidInputError(
-                f"recursion_limit must be >= 1 or None, got {self.recursion_limit}"
-            )
+        _check_count("max_concurrency", self.max_concurrency)
+        _check_count("recursion_limit", self.recursion_limit)
+
+
+def _check_count(name: str, value: object) -> None:
+    # bool is an int subclass, and a string or float read from a config file
+    # would otherwise fail much later, deep inside the scheduler.
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(
+            f"{name} must be a whole number >= 1 or None, got {type(value).__name__} {value!r}"
+        )
+    if value < 1:
+        raise InvalidInputError(f"{name} must be >= 1 or None, got {value}")

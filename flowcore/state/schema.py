@@ -8,6 +8,7 @@ only the keys a write touches are rebuilt (no deep copies).
 
 from __future__ import annotations
 
+import functools
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,14 +25,15 @@ Write = tuple[str, Mapping[str, Any]]
 """One node's update: ``(node_name, {key: value, ...})``."""
 
 _BUILTIN_REDUCERS: tuple[Reducer, ...] = (append, merge)
-_NO_DEFAULT = object()
 
 
 @dataclass(frozen=True, slots=True)
 class _Channel:
     name: str
     reducer: Reducer | None  # None means replace
-    default: Any  # _NO_DEFAULT when the key starts absent
+    # Called once per run so that no two runs share a mutable starting value;
+    # None when the key starts absent.
+    default: Callable[[], Any] | None
 
 
 class StateSchema:
@@ -117,15 +119,15 @@ class StateSchema:
             {'x': 1}
         """
         if isinstance(run_input, BaseModel):
-            run_input = {k: getattr(run_input, k) for k in type(run_input).model_fields}
+            return self._initial_from_model(run_input)
         if run_input is not None and not isinstance(run_input, Mapping):
+            example = self.keys[0] if self.keys else "key"
             raise InvalidInputError(
-                f"run input must be a mapping of state keys (or None), got "
-                f"{type(run_input).__name__}; pass e.g. {{'{self.keys[0] if self.keys else 'key'}'"
-                ": value}}"
+                "run input must be a mapping of state keys (or None), got "
+                f"{type(run_input).__name__}; pass e.g. {{{example!r}: value}}"
             )
         values: dict[str, Any] = {
-            c.name: c.default for c in self._channels.values() if c.default is not _NO_DEFAULT
+            c.name: c.default() for c in self._channels.values() if c.default is not None
         }
         if run_input:
             unknown = [k for k in run_input if k not in self._reducers]
@@ -139,6 +141,23 @@ class StateSchema:
                 values = self.apply(values, [("__input__", run_input)])
             except InvalidUpdateError as exc:
                 raise InvalidInputError(str(exc)) from exc
+        if self.model is not None:
+            values = self._validate_model(values)
+        return values
+
+    def _initial_from_model(self, instance: BaseModel) -> dict[str, Any]:
+        # A model instance already is a whole state, defaults included; folding
+        # its values through the reducers would count each default twice.
+        given = {k: getattr(instance, k) for k in type(instance).model_fields}
+        unknown = [k for k in given if k not in self._reducers]
+        if unknown:
+            raise InvalidInputError(
+                f"input model {type(instance).__name__} has field"
+                f"{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                f"not in state schema {self.name} (keys: {', '.join(self.keys)})"
+            )
+        values = {c.name: c.default() for c in self._channels.values() if c.default is not None}
+        values.update(given)
         if self.model is not None:
             values = self._validate_model(values)
         return values
@@ -231,15 +250,7 @@ class StateSchema:
                 if reducer is None or reducer is replace:
                     first = replaced_by.get(key)
                     if first is not None:
-                        raise InvalidUpdateError(
-                            f"nodes {first!r} and {node!r} both wrote replace-key {key!r} in "
-                            "the same superstep, so the result would depend on timing; "
-                            "give the key a reducer, e.g. Annotated[list[T], append], or "
-                            "let only one of them write it",
-                            node=node,
-                            key=key,
-                            nodes=(first, node),
-                        )
+                        raise replace_conflict(key, first, node)
                     replaced_by[key] = node
                     out[key] = new
                     continue
@@ -264,6 +275,23 @@ class StateSchema:
 
 
 # ---------------------------------------------------------------- helpers
+def replace_conflict(key: str, first: str, second: str) -> InvalidUpdateError:
+    """The error for two writes to one replace-key in the same superstep.
+
+    Example:
+        >>> replace_conflict("x", "left", "right").nodes
+        ('left', 'right')
+    """
+    return InvalidUpdateError(
+        f"nodes {first!r} and {second!r} both wrote replace-key {key!r} in the same "
+        "superstep, so the result would depend on timing; give the key a reducer, "
+        "e.g. Annotated[list[T], append], or let only one of them write it",
+        node=second,
+        key=key,
+        nodes=(first, second),
+    )
+
+
 def _is_typeddict(tp: object) -> bool:
     return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__total__")
 
@@ -276,14 +304,17 @@ def _reducer_from_metadata(metadata: Iterable[object]) -> Reducer | None:
     return None if found is replace else found
 
 
-def _default_for(tp: object) -> Any:
-    base = get_origin(tp) or tp
+def _default_for(tp: object) -> Callable[[], Any] | None:
+    """A factory for the empty value of a reducer key (``list`` -> ``[]``), if any."""
+    base = _unwrap_required(tp)
+    base = get_origin(base) or base
     if isinstance(base, type):
         try:
-            return base()
+            base()
         except Exception:
-            return _NO_DEFAULT
-    return _NO_DEFAULT
+            return None
+        return typing.cast(Callable[[], Any], base)
+    return None
 
 
 def _unwrap_required(tp: object) -> object:
@@ -307,7 +338,7 @@ def _typeddict_channels(schema: type[Any]) -> list[_Channel]:
         if get_origin(hint) is typing.Annotated:
             base, *metadata = get_args(hint)
             reducer = _reducer_from_metadata(metadata)
-        default = _default_for(base) if reducer is not None else _NO_DEFAULT
+        default = _default_for(base) if reducer is not None else None
         channels.append(_Channel(name, reducer, default))
     return channels
 
@@ -316,12 +347,14 @@ def _pydantic_channels(model: type[BaseModel]) -> list[_Channel]:
     channels = []
     for name, field in model.model_fields.items():
         reducer = _reducer_from_metadata(field.metadata)
+        default: Callable[[], Any] | None
         if not field.is_required():
-            default = field.get_default(call_default_factory=True)
+            # pydantic deep-copies mutable defaults and calls factories anew.
+            default = functools.partial(field.get_default, call_default_factory=True)
         elif reducer is not None:
             default = _default_for(field.annotation)
         else:
-            default = _NO_DEFAULT
+            default = None
         channels.append(_Channel(name, reducer, default))
     return channels
 
