@@ -23,6 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "CheckpointStoreError",
     "FlowcoreError",
     "GraphDefinitionError",
     "GraphRecursionError",
@@ -32,7 +35,9 @@ __all__ = [
     "NodeTimeoutError",
     "ReferenceResolutionError",
     "ReferenceSyntaxError",
+    "ResumeError",
     "RoutingError",
+    "SerializationError",
 ]
 
 
@@ -235,3 +240,74 @@ class NodeTimeoutError(NodeError, TimeoutError):
             f"{'s' if attempts != 1 else ''} of {timeout}s each. "
             "Raise its timeout= or make the node faster.",
         )
+
+
+class CheckpointError(FlowcoreError):
+    """Saving or loading a checkpoint failed; the stored data is left as it was.
+
+    Example:
+        >>> CheckpointError("checkpoint 'c1' already exists in thread 't'").code
+        'checkpoint'
+    """
+
+    code = "checkpoint"
+
+
+class SerializationError(CheckpointError, TypeError):
+    """A value cannot be stored: it is not one of the types the serializer knows.
+
+    ``path`` says where the value sits (e.g. ``values.notes[2]``).
+
+    Example:
+        >>> err = SerializationError("cannot store a socket", path="values.conn")
+        >>> err.path
+        'values.conn'
+    """
+
+    code = "serialization"
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class CheckpointStoreError(CheckpointError):
+    """The storage behind a checkpointer is unusable: corrupt, foreign or too new.
+
+    Example:
+        >>> CheckpointStoreError("x.db is not a flowcore checkpoint database").code
+        'checkpoint-store'
+    """
+
+    code = "checkpoint-store"
+
+
+class CheckpointNotFoundError(CheckpointError, LookupError):
+    """A thread or checkpoint id names nothing stored.
+
+    Example:
+        >>> CheckpointNotFoundError("no thread 't'", thread_id="t").thread_id
+        't'
+    """
+
+    code = "checkpoint-not-found"
+
+    def __init__(self, message: str, *, thread_id: str, checkpoint_id: str | None = None) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+
+
+class ResumeError(FlowcoreError, ValueError):
+    """A thread cannot be resumed the way it was asked (nothing to resume, wrong value).
+
+    Example:
+        >>> ResumeError("thread 't' has finished", thread_id="t").thread_id
+        't'
+    """
+
+    code = "resume"
+
+    def __init__(self, message: str, *, thread_id: str) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id

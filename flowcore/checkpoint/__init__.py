@@ -1,0 +1,15 @@
+"""Durable execution: checkpoint stores, their records and serialization."""
+
+from flowcore.checkpoint.memory import InMemoryCheckpointer
+from flowcore.checkpoint.protocol import Checkpoint, Checkpointer, PendingWrite, WriteGroup
+from flowcore.checkpoint.serde import JsonSerializer, Serializer
+
+__all__ = [
+    "Checkpoint",
+    "Checkpointer",
+    "InMemoryCheckpointer",
+    "JsonSerializer",
+    "PendingWrite",
+    "Serializer",
+    "WriteGroup",
+]

@@ -1,0 +1,139 @@
+"""The checkpointer port: what a store of checkpoints must do, and the records it keeps.
+
+A *thread* is a named sequence of runs of one graph. Each checkpoint of a
+thread records one step forward: the writes applied since its parent (a
+delta), now and then a full snapshot so that loading never replays much, and
+a cursor saying where the run goes on. While a superstep runs, each node's
+result is saved as a :class:`PendingWrite` against the checkpoint the step
+started from, so a crash or a failed sibling never makes that node run twice.
+
+The store treats ``writes``, ``snapshot``, ``cursor``, ``metadata`` and
+``PendingWrite.payload`` as opaque JSON-like data; the engine owns their
+meaning. Every implementation stores values through a serializer, so what
+comes back is an equal copy, never the object that was saved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Checkpoint", "Checkpointer", "PendingWrite", "WriteGroup"]
+
+WriteGroup = Sequence[tuple[str, Mapping[str, Any]]]
+"""The writes of one superstep, as ``(node, update)`` pairs in the order applied."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One saved point in a thread's history.
+
+    ``writes`` holds one :data:`WriteGroup` per superstep applied since
+    ``parent_id`` (usually exactly one). ``snapshot``, when not None, is the
+    complete state at this checkpoint, so loading can start here instead of
+    replaying older writes. ``cursor`` says where the run continues; None
+    means the run had nothing left to do.
+
+    Example:
+        >>> cp = Checkpoint("thread-1", "c1", None, step=0, created_at=0.0,
+        ...                 snapshot={"values": {"x": 1}, "outputs": {}})
+        >>> cp.is_snapshot
+        True
+    """
+
+    thread_id: str
+    checkpoint_id: str
+    parent_id: str | None
+    step: int
+    created_at: float
+    writes: Sequence[WriteGroup] = ()
+    snapshot: Mapping[str, Any] | None = None
+    cursor: Mapping[str, Any] | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_snapshot(self) -> bool:
+        """True when this checkpoint holds the whole state, not only a delta."""
+        return self.snapshot is not None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWrite:
+    """What one node produced in a superstep that has not been checkpointed yet.
+
+    Saved against the checkpoint the superstep started from, under the key
+    ``(thread_id, checkpoint_id, node)``; saving again for the same node
+    replaces the earlier record.
+
+    Example:
+        >>> PendingWrite("search", {"status": "completed", "update": {"hits": 3}}).node
+        'search'
+    """
+
+    node: str
+    payload: Mapping[str, Any]
+
+
+@runtime_checkable
+class Checkpointer(Protocol):
+    """A durable (or in-memory) store of checkpoints, grouped by thread.
+
+    Every method is a coroutine. Implementations must be safe for many
+    concurrent runs on distinct threads within one event loop.
+
+    Example:
+        >>> from flowcore.checkpoint import InMemoryCheckpointer
+        >>> isinstance(InMemoryCheckpointer(), Checkpointer)
+        True
+    """
+
+    async def put(self, checkpoint: Checkpoint) -> None:
+        """Store a new checkpoint.
+
+        Raises :class:`~flowcore.errors.CheckpointError` if its id already
+        exists in the thread, :class:`~flowcore.errors.CheckpointNotFoundError`
+        if ``parent_id`` is not a checkpoint of the same thread, and
+        :class:`~flowcore.errors.SerializationError` if a value cannot be
+        stored; in each case nothing is written.
+        """
+        ...
+
+    async def put_write(self, thread_id: str, checkpoint_id: str, write: PendingWrite) -> None:
+        """Store (or replace) one node's pending write against a checkpoint.
+
+        Raises :class:`~flowcore.errors.CheckpointNotFoundError` if the
+        checkpoint does not exist in the thread.
+        """
+        ...
+
+    async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """The checkpoint with this id in this thread, or the thread's latest.
+
+        Returns None when the thread has no such checkpoint (or no checkpoint).
+        """
+        ...
+
+    async def get_writes(self, thread_id: str, checkpoint_id: str) -> tuple[PendingWrite, ...]:
+        """The pending writes saved against a checkpoint, oldest first."""
+        ...
+
+    async def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> list[Checkpoint]:
+        """Checkpoints of a thread, newest first.
+
+        ``before`` keeps only checkpoints saved before that one (raising
+        :class:`~flowcore.errors.CheckpointNotFoundError` if it is not in the
+        thread); ``limit`` caps how many are returned. An unknown thread has
+        an empty history.
+        """
+        ...
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Remove every checkpoint and pending write of a thread (no-op if unknown)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and background tasks; the store is unusable after."""
+        ...

@@ -1,0 +1,39 @@
+"""Checkpoints as plain data: the one layout every store serializes."""
+
+from __future__ import annotations
+
+from flowcore.checkpoint.protocol import Checkpoint
+
+__all__ = ["checkpoint_from_record", "checkpoint_to_record"]
+
+
+def checkpoint_to_record(cp: Checkpoint) -> dict[str, object]:
+    """A checkpoint as plain data, ready for a serializer."""
+    return {
+        "thread_id": cp.thread_id,
+        "checkpoint_id": cp.checkpoint_id,
+        "parent_id": cp.parent_id,
+        "step": cp.step,
+        "created_at": cp.created_at,
+        "writes": [[[node, dict(update)] for node, update in group] for group in cp.writes],
+        "snapshot": None if cp.snapshot is None else dict(cp.snapshot),
+        "cursor": None if cp.cursor is None else dict(cp.cursor),
+        "metadata": dict(cp.metadata),
+    }
+
+
+def checkpoint_from_record(rec: dict[str, object]) -> Checkpoint:
+    """The inverse of :func:`checkpoint_to_record`."""
+    writes = rec["writes"]
+    assert isinstance(writes, list)
+    return Checkpoint(
+        thread_id=str(rec["thread_id"]),
+        checkpoint_id=str(rec["checkpoint_id"]),
+        parent_id=None if rec["parent_id"] is None else str(rec["parent_id"]),
+        step=int(rec["step"]),  # type: ignore[call-overload]
+        created_at=float(rec["created_at"]),  # type: ignore[arg-type]
+        writes=tuple(tuple((str(n), u) for n, u in group) for group in writes),
+        snapshot=rec["snapshot"],  # type: ignore[arg-type]
+        cursor=rec["cursor"],  # type: ignore[arg-type]
+        metadata=rec["metadata"],  # type: ignore[arg-type]
+    )
