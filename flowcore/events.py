@@ -17,6 +17,7 @@ __all__ = [
     "DoneEvent",
     "Event",
     "EventBase",
+    "InterruptEvent",
     "NodeCancelledEvent",
     "NodeEndEvent",
     "NodeErrorEvent",
@@ -102,6 +103,19 @@ class NodeErrorEvent(EventBase):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class InterruptEvent(EventBase):
+    """A node called ``interrupt(value)``: the run will pause for an answer.
+
+    ``interrupt_id`` is the id to answer with ``Resume(by_id={...})``.
+    """
+
+    type: ClassVar[str] = "interrupt"
+    node: str
+    interrupt_id: str
+    value: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NodeCancelledEvent(EventBase):
     """A node that had started was cancelled before it finished.
 
@@ -152,6 +166,7 @@ Event = (
     | NodeEndEvent
     | NodeErrorEvent
     | NodeCancelledEvent
+    | InterruptEvent
     | NodeSkippedEvent
     | CustomEvent
     | DoneEvent

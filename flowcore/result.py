@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from flowcore.events import RunStatus
+from flowcore.interrupts import Interrupt
 
 __all__ = ["NodeRun", "RunResult"]
 
@@ -36,7 +37,9 @@ class RunResult:
     """The outcome of one run.
 
     ``outputs`` maps each node to the update it returned last; ``node_runs``
-    lists every execution and skip in the order they ended.
+    lists every execution and skip in the order they ended. A run on a thread
+    names it and the newest checkpoint; an ``interrupted`` run lists what
+    its nodes asked in ``interrupts``.
 
     Example:
         >>> r = RunResult(run_id="r", graph_name="g", graph_version="1",
@@ -55,6 +58,9 @@ class RunResult:
     errors: tuple[BaseException, ...] = ()
     supersteps: int = 0
     duration: float = 0.0
+    interrupts: tuple[Interrupt, ...] = ()
+    thread_id: str | None = None
+    checkpoint_id: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -10,6 +10,7 @@ from flowcore.graph.policy import RetryPolicy
 from flowcore.refs import ValueTemplate
 
 if TYPE_CHECKING:
+    from flowcore.checkpoint.protocol import Checkpointer
     from flowcore.graph.compiled import CompiledGraph
 
 __all__ = ["Graph"]
@@ -194,11 +195,21 @@ class Graph:
         return self.add_edge(node, END)
 
     # ---------------------------------------------------------------- compile
-    def compile(self, *, name: str | None = None, version: str | None = None) -> CompiledGraph:
+    def compile(
+        self,
+        *,
+        name: str | None = None,
+        version: str | None = None,
+        checkpointer: Checkpointer | None = None,
+        interrupt_before: Sequence[str] = (),
+        interrupt_after: Sequence[str] = (),
+    ) -> CompiledGraph:
         """Validate everything and freeze the graph into a reusable :class:`CompiledGraph`.
 
         Raises :class:`~flowcore.errors.GraphDefinitionError` listing every
-        problem found, not just the first.
+        problem found, not just the first. With a ``checkpointer``, runs given
+        a ``thread_id`` are saved after every superstep and can be resumed;
+        ``interrupt_before`` / ``interrupt_after`` name nodes to pause at.
 
         Example:
             >>> from typing import TypedDict
@@ -219,4 +230,7 @@ class Graph:
             edges=list(self._edges),
             routers=list(self._routers),
             problems=list(self._problems),
+            checkpointer=checkpointer,
+            interrupt_before=tuple(interrupt_before),
+            interrupt_after=tuple(interrupt_after),
         )

@@ -7,18 +7,32 @@ its own state in its own :class:`~flowcore.scheduler.engine.RunEngine`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
 from typing import Any
 
 from pydantic import BaseModel
 
+from flowcore.checkpoint.protocol import Checkpointer
+from flowcore.errors import InvalidInputError
 from flowcore.events import DoneEvent, Event
 from flowcore.graph.spec import EdgeSpec, NodeSpec, RouterSpec
+from flowcore.graph.threads import (
+    StateSnapshot,
+    check_durability,
+    get_state,
+    open_thread,
+    state_history,
+    update_state,
+)
 from flowcore.graph.topology import Topology
+from flowcore.interrupts import Resume
 from flowcore.result import RunResult
 from flowcore.scheduler.engine import RunEngine
 from flowcore.scheduler.options import ErrorPolicy, RunOptions, SchedulingMode
+from flowcore.scheduler.persistence import Durability
+from flowcore.scheduler.thread_run import ThreadRun
 from flowcore.state.schema import StateSchema
 
 __all__ = ["CompiledGraph", "RunStream"]
@@ -40,7 +54,10 @@ class CompiledGraph:
     """
 
     __slots__ = (
+        "checkpointer",
         "edges",
+        "interrupt_after",
+        "interrupt_before",
         "name",
         "nodes",
         "routers",
@@ -60,7 +77,13 @@ class CompiledGraph:
         edges: Sequence[EdgeSpec],
         routers: Sequence[RouterSpec],
         topology: Topology,
+        checkpointer: Checkpointer | None = None,
+        interrupt_before: frozenset[str] = frozenset(),
+        interrupt_after: frozenset[str] = frozenset(),
     ) -> None:
+        self.checkpointer = checkpointer
+        self.interrupt_before = interrupt_before
+        self.interrupt_after = interrupt_after
         self.name = name
         self.version = version
         self.schema = schema
@@ -79,17 +102,17 @@ class CompiledGraph:
         return f"<CompiledGraph {self.name!r} v{self.version} nodes={len(self.nodes)}>"
 
     # ------------------------------------------------------------------ runs
-    def _prepare(
+    def _options(
         self,
-        run_input: RunInput,
         *,
         config: Mapping[str, Any] | None,
-        run_id: str | None,
         mode: SchedulingMode,
         on_error: ErrorPolicy,
         max_concurrency: int | None,
         recursion_limit: int | None,
-    ) -> tuple[RunOptions, dict[str, Any], Mapping[str, Any]]:
+        thread_id: str | None,
+        durability: Durability,
+    ) -> RunOptions:
         options = RunOptions(
             mode=mode,
             on_error=on_error,
@@ -97,6 +120,28 @@ class CompiledGraph:
             recursion_limit=recursion_limit,
             config=MappingProxyType(dict(config or {})),
         )
+        check_durability(durability)
+        if thread_id is not None:
+            if self.checkpointer is None:
+                raise InvalidInputError(
+                    f"graph {self.name!r} has no checkpointer, so runs cannot have a "
+                    "thread_id; compile it with compile(checkpointer=...)"
+                )
+            if mode == "dataflow":
+                raise InvalidInputError(
+                    "runs on a thread are checkpointed after every superstep, which needs "
+                    "mode='supersteps'; drop mode='dataflow' or the thread_id"
+                )
+        return options
+
+    def _plain_start(
+        self, run_input: RunInput | Resume
+    ) -> tuple[dict[str, Any], Mapping[str, Any]]:
+        if isinstance(run_input, Resume):
+            raise InvalidInputError(
+                "Resume(...) continues a thread: pass thread_id=... and compile the graph "
+                "with a checkpointer"
+            )
         values = self.schema.initial(run_input)
         if isinstance(run_input, BaseModel):
             given: Mapping[str, Any] = {
@@ -104,11 +149,33 @@ class CompiledGraph:
             }
         else:
             given = dict(run_input or {})
-        return options, values, given
+        return values, given
+
+    async def _start(
+        self,
+        run_input: RunInput | Resume,
+        options: RunOptions,
+        *,
+        thread_id: str | None,
+        checkpoint_id: str | None,
+        durability: Durability,
+    ) -> tuple[dict[str, Any], Mapping[str, Any], ThreadRun | None]:
+        if thread_id is None:
+            if checkpoint_id is not None:
+                raise InvalidInputError("checkpoint_id needs a thread_id")
+            values, given = self._plain_start(run_input)
+            return values, given, None
+        return await open_thread(
+            self,
+            run_input,
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+            durability=durability,
+        )
 
     async def run(
         self,
-        run_input: RunInput = None,
+        run_input: RunInput | Resume = None,
         *,
         config: Mapping[str, Any] | None = None,
         run_id: str | None = None,
@@ -116,31 +183,47 @@ class CompiledGraph:
         on_error: ErrorPolicy = "fail_fast",
         max_concurrency: int | None = None,
         recursion_limit: int | None = None,
+        thread_id: str | None = None,
+        checkpoint_id: str | None = None,
+        durability: Durability = "sync",
     ) -> RunResult:
-        """Run to the end and return the :class:`RunResult`.
+        """Run to the end (or to a pause) and return the :class:`RunResult`.
 
         Node failures do not raise: the result has ``status="failed"`` and
         lists the errors (call ``raise_for_status()`` to raise). Bad input
         raises :class:`~flowcore.errors.InvalidInputError` before anything runs.
 
+        With ``thread_id`` (the graph needs a checkpointer) the run is saved
+        after every superstep: ``run(None, thread_id=t)`` resumes it,
+        ``run(Resume(value), thread_id=t)`` answers an ``interrupt()``, and
+        ``checkpoint_id=`` forks from an older checkpoint. ``durability`` is
+        ``"sync"``, ``"async"`` or ``"exit"``.
+
         Example:
-            >>> # result = await compiled.run({"question": "hi"}, mode="dataflow")
+            >>> # result = await compiled.run({"question": "hi"}, thread_id="t1")
         """
-        options, values, given = self._prepare(
-            run_input,
+        options = self._options(
             config=config,
-            run_id=run_id,
             mode=mode,
             on_error=on_error,
             max_concurrency=max_concurrency,
             recursion_limit=recursion_limit,
+            thread_id=thread_id,
+            durability=durability,
         )
-        engine = RunEngine(self, options, run_id=run_id)
+        values, given, thread = await self._start(
+            run_input,
+            options,
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+            durability=durability,
+        )
+        engine = RunEngine(self, options, run_id=run_id, thread=thread)
         return await engine.execute(values, given)
 
     def run_sync(
         self,
-        run_input: RunInput = None,
+        run_input: RunInput | Resume = None,
         *,
         config: Mapping[str, Any] | None = None,
         run_id: str | None = None,
@@ -148,6 +231,9 @@ class CompiledGraph:
         on_error: ErrorPolicy = "fail_fast",
         max_concurrency: int | None = None,
         recursion_limit: int | None = None,
+        thread_id: str | None = None,
+        checkpoint_id: str | None = None,
+        durability: Durability = "sync",
     ) -> RunResult:
         """Blocking :meth:`run` for scripts; not for use inside a running event loop.
 
@@ -172,12 +258,15 @@ class CompiledGraph:
                 on_error=on_error,
                 max_concurrency=max_concurrency,
                 recursion_limit=recursion_limit,
+                thread_id=thread_id,
+                checkpoint_id=checkpoint_id,
+                durability=durability,
             )
         )
 
     def stream(
         self,
-        run_input: RunInput = None,
+        run_input: RunInput | Resume = None,
         *,
         config: Mapping[str, Any] | None = None,
         run_id: str | None = None,
@@ -185,28 +274,85 @@ class CompiledGraph:
         on_error: ErrorPolicy = "fail_fast",
         max_concurrency: int | None = None,
         recursion_limit: int | None = None,
+        thread_id: str | None = None,
+        checkpoint_id: str | None = None,
+        durability: Durability = "sync",
     ) -> RunStream:
         """Start a run and iterate its events as they happen.
 
         Use it as ``async with graph.stream(x) as events: async for ev in events``
         so that leaving the block early cancels the run cleanly. Without the
         ``async with``, a run that is not read to the end keeps running.
+        Thread arguments are as for :meth:`run`; a thread that cannot be
+        resumed as asked raises when the stream starts.
 
         Example:
             >>> # async with compiled.stream({"q": "hi"}) as events:
             >>> #     async for event in events:
             >>> #         print(event.type)
         """
-        options, values, given = self._prepare(
-            run_input,
+        options = self._options(
             config=config,
-            run_id=run_id,
             mode=mode,
             on_error=on_error,
             max_concurrency=max_concurrency,
             recursion_limit=recursion_limit,
+            thread_id=thread_id,
+            durability=durability,
         )
-        return RunStream(self, options, values, given, run_id)
+        if thread_id is None:
+            values, given = self._plain_start(run_input)
+            if checkpoint_id is not None:
+                raise InvalidInputError("checkpoint_id needs a thread_id")
+            return RunStream(self, options, values, given, run_id)
+        opener = functools.partial(
+            open_thread,
+            self,
+            run_input,
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+            durability=durability,
+        )
+        return RunStream(self, options, None, {}, run_id, opener=opener)
+
+    # ------------------------------------------------------------- threads
+    async def get_state(self, thread_id: str, checkpoint_id: str | None = None) -> StateSnapshot:
+        """A thread's state at its latest checkpoint (or at ``checkpoint_id``).
+
+        Example:
+            >>> # snap = await compiled.get_state("t1"); snap.next, snap.interrupts
+        """
+        return await get_state(self, thread_id, checkpoint_id)
+
+    async def get_state_history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> list[StateSnapshot]:
+        """A thread's checkpoints as snapshots, newest first, across every branch.
+
+        Example:
+            >>> # for snap in await compiled.get_state_history("t1", limit=5): ...
+        """
+        return await state_history(self, thread_id, limit=limit, before=before)
+
+    async def update_state(
+        self,
+        thread_id: str,
+        values: Mapping[str, Any],
+        *,
+        as_node: str | None = None,
+        checkpoint_id: str | None = None,
+    ) -> str:
+        """Apply ``values`` to a thread through the reducers, as a new checkpoint.
+
+        With ``as_node`` the update counts as that node's output and the
+        thread continues from the nodes after it. Returns the new checkpoint id.
+
+        Example:
+            >>> # await compiled.update_state("t1", {"approved": True})
+        """
+        return await update_state(
+            self, thread_id, values, as_node=as_node, checkpoint_id=checkpoint_id
+        )
 
 
 _END_OF_STREAM: Any = object()
@@ -229,11 +375,17 @@ class RunStream:
         self,
         graph: CompiledGraph,
         options: RunOptions,
-        values: dict[str, Any],
+        values: dict[str, Any] | None,
         given: Mapping[str, Any],
         run_id: str | None,
+        *,
+        opener: Callable[[], Awaitable[tuple[dict[str, Any], Mapping[str, Any], ThreadRun]]]
+        | None = None,
     ) -> None:
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._graph = graph
+        self._options = options
+        self._opener = opener
         self._engine = RunEngine(graph, options, run_id=run_id, emit=self._queue.put_nowait)
         self._values = values
         self._given = given
@@ -248,14 +400,20 @@ class RunStream:
 
     def _start(self) -> asyncio.Task[RunResult]:
         if self._task is None:
-            if self._cancel_requested:
-                run = self._engine.execute_cancelled(self._values, self._given)
-            else:
-                run = self._engine.execute(self._values, self._given)
-            task = asyncio.create_task(run)
+            task = asyncio.create_task(self._run())
             task.add_done_callback(lambda _t: self._queue.put_nowait(_END_OF_STREAM))
             self._task = task
         return self._task
+
+    async def _run(self) -> RunResult:
+        values, given = self._values, self._given
+        if self._opener is not None:
+            values, given, thread = await self._opener()
+            self._engine.attach_thread(thread)
+        assert values is not None
+        if self._cancel_requested:
+            return await self._engine.execute_cancelled(values, given)
+        return await self._engine.execute(values, given)
 
     def __aiter__(self) -> AsyncIterator[Event]:
         return self
@@ -267,6 +425,10 @@ class RunStream:
         event = await self._queue.get()
         if event is _END_OF_STREAM:
             self._finished = True
+            task = self._task
+            if task is not None and not task.cancelled() and task.exception() is not None:
+                # The run never started (e.g. the thread could not be resumed).
+                raise task.exception()  # type: ignore[misc]
             raise StopAsyncIteration
         if isinstance(event, DoneEvent):
             # Let the done callback's sentinel arrive, but stop at done.

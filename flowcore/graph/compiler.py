@@ -26,6 +26,7 @@ from flowcore.graph.topology import Topology
 from flowcore.state.schema import StateSchema
 
 if TYPE_CHECKING:
+    from flowcore.checkpoint.protocol import Checkpointer
     from flowcore.graph.builder import _PendingNode, _PendingRouter
     from flowcore.graph.compiled import CompiledGraph
 
@@ -44,6 +45,9 @@ def compile_graph(
     edges: Sequence[tuple[tuple[str, ...], str]],
     routers: Sequence[_PendingRouter],
     problems: list[str],
+    checkpointer: Checkpointer | None = None,
+    interrupt_before: Sequence[str] = (),
+    interrupt_after: Sequence[str] = (),
 ) -> CompiledGraph:
     """Validate the declarations and build the immutable compiled graph."""
     from flowcore.graph.compiled import CompiledGraph
@@ -137,10 +141,23 @@ def compile_graph(
     if schema is not None:
         problems.extend(_check_references(specs, topology, schema, known))
 
+    for option, names in (
+        ("interrupt_before", interrupt_before),
+        ("interrupt_after", interrupt_after),
+    ):
+        for n in names:
+            if n not in known:
+                problems.append(
+                    f"{option} names {n!r}, which is not a node of this graph; "
+                    "use one of the names given to add_node"
+                )
     if problems:
         raise GraphDefinitionError(problems, graph=name)
     assert schema is not None
     return CompiledGraph(
+        checkpointer=checkpointer,
+        interrupt_before=frozenset(interrupt_before),
+        interrupt_after=frozenset(interrupt_after),
         name=name,
         version=version or _structural_version(specs, edge_specs, router_specs, schema),
         schema=schema,

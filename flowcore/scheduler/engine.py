@@ -17,6 +17,7 @@ Determinism comes from three rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 import uuid
@@ -26,7 +27,9 @@ from graphlib import TopologicalSorter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from flowcore.checkpoint.protocol import Checkpoint, PendingWrite
 from flowcore.errors import (
+    CheckpointError,
     FlowcoreError,
     GraphRecursionError,
     InvalidUpdateError,
@@ -38,6 +41,7 @@ from flowcore.events import (
     CustomEvent,
     DoneEvent,
     Event,
+    InterruptEvent,
     NodeCancelledEvent,
     NodeEndEvent,
     NodeErrorEvent,
@@ -48,10 +52,18 @@ from flowcore.events import (
 )
 from flowcore.graph.constants import END, START
 from flowcore.graph.spec import NodeSpec, RouterSpec
+from flowcore.interrupts import (
+    Interrupt,
+    InterruptScope,
+    NodeInterrupted,
+    current_scope,
+)
 from flowcore.result import NodeRun, RunResult
 from flowcore.scheduler.context import NodeContext
 from flowcore.scheduler.invoke import call_user_function, invoke_with_policy
 from flowcore.scheduler.options import DEFAULT_RECURSION_LIMIT, RunOptions
+from flowcore.scheduler.persistence import new_checkpoint_id
+from flowcore.scheduler.thread_run import ThreadRun
 from flowcore.state.schema import replace_conflict
 
 if TYPE_CHECKING:
@@ -73,10 +85,16 @@ class _Outcome:
     update: Mapping[str, Any] | None = None
     routes: tuple[str, ...] = ()
     error: BaseException | None = None
+    interrupt: Interrupt | None = None
+    resumes: tuple[Any, ...] = ()
 
 
 class _RunFailed(Exception):
     """Internal: stop the run; the errors are already recorded."""
+
+
+class _RunPaused(Exception):
+    """Internal: stop the run as ``interrupted``; it can be resumed."""
 
 
 class _FoldFailed(Exception):
@@ -102,6 +120,27 @@ class _PassState:
         self.next_roots: set[str] = set()
         self.writes: list[tuple[int, int, str, Mapping[str, Any]]] = []
 
+    def to_cursor(self) -> dict[str, Any]:
+        """The decisions of this pass so far, as plain data for a checkpoint."""
+        return {
+            "res": dict(self.res),
+            "executed": sorted(self.executed),
+            "poisoned": dict(self.poisoned),
+            "selected": {k: sorted(v) for k, v in self.selected.items()},
+            "next_roots": sorted(self.next_roots),
+        }
+
+    @classmethod
+    def from_cursor(cls, cursor: Mapping[str, Any]) -> _PassState:
+        """Rebuild the decisions saved by :meth:`to_cursor`."""
+        ps = cls()
+        ps.res = {str(k): int(v) for k, v in cursor["res"].items()}
+        ps.executed = set(cursor["executed"])
+        ps.poisoned = dict(cursor["poisoned"])
+        ps.selected = {k: set(v) for k, v in cursor["selected"].items()}
+        ps.next_roots = set(cursor["next_roots"])
+        return ps
+
 
 class RunEngine:
     """Executes one run of a compiled graph and reports it through ``emit``.
@@ -117,8 +156,11 @@ class RunEngine:
         *,
         run_id: str | None = None,
         emit: EmitFn | None = None,
+        thread: ThreadRun | None = None,
     ) -> None:
         self.graph = graph
+        self._thread = thread
+        self.interrupts: list[Interrupt] = []
         self.options = options
         self.run_id = run_id or uuid.uuid4().hex
         self._emit = emit
@@ -140,6 +182,12 @@ class RunEngine:
         self._t0 = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pass_index = 0
+        self._pass_base = 0
+        self._pause_next: str | None = None
+
+    def attach_thread(self, thread: ThreadRun) -> None:
+        """Give a not-yet-started run its thread (used by streams, which open it late)."""
+        self._thread = thread
 
     # ----------------------------------------------------------------- events
     def _event_base(self, superstep: int) -> dict[str, Any]:
@@ -162,9 +210,23 @@ class RunEngine:
         if emit is not None:
             emit(RunStartEvent(**self._event_base(0), input=run_input))
         status: RunStatus = "completed"
+        thread = self._thread
         try:
-            roots = await self._entry_roots()
-            pass_index = 0
+            restored: _PassState | None = None
+            cursor = thread.cursor if thread is not None else None
+            if thread is not None:
+                self.step = thread.start_step
+                self.outputs.update(thread.outputs)
+            if cursor is not None:
+                assert thread is not None
+                thread.input_from = cursor.get("input_from")
+                roots = list(cursor["roots"])
+                pass_index = int(cursor["pass"]) - 1
+                restored = _PassState.from_cursor(cursor)
+                self._pass_base = int(cursor["base"])
+            else:
+                roots = await self._entry_roots()
+                pass_index = 0
             dataflow = self.options.mode == "dataflow"
             while roots:
                 pass_index += 1
@@ -173,17 +235,29 @@ class RunEngine:
                 if dataflow:
                     roots = await self._dataflow_pass(plan, pass_index)
                 else:
-                    roots = await self._superstep_pass(plan, pass_index)
+                    roots = await self._superstep_pass(plan, pass_index, restored)
+                    restored = None
             if self.errors:
                 status = "failed"
+            if thread is not None:
+                await self._save_checkpoint(None, {"status": status})
         except _RunFailed:
             status = "failed"
+        except _RunPaused:
+            status = "interrupted"
         except FlowcoreError as exc:
             self.errors.append(exc)
             status = "failed"
         except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await self._close_thread()
             self._finish("cancelled")
             raise
+        try:
+            await self._close_thread()
+        except FlowcoreError as exc:
+            self.errors.append(exc)
+            status = "failed"
         return self._finish(status)
 
     async def execute_cancelled(
@@ -209,6 +283,9 @@ class RunEngine:
             errors=tuple(self.errors),
             supersteps=self.step,
             duration=time.perf_counter() - self._t0,
+            interrupts=tuple(self.interrupts),
+            thread_id=None if self._thread is None else self._thread.thread_id,
+            checkpoint_id=None if self._thread is None else self._thread.head_id,
         )
         self.result = result
         if self._emit is not None:
@@ -347,15 +424,24 @@ class RunEngine:
         return True
 
     # ------------------------------------------------------------ supersteps
-    async def _superstep_pass(self, plan: PassPlan, pass_index: int) -> list[str]:
-        ps = _PassState()
-        base = self.step
+    async def _superstep_pass(
+        self, plan: PassPlan, pass_index: int, restored: _PassState | None = None
+    ) -> list[str]:
+        ps = restored or _PassState()
+        if restored is None:
+            self._pass_base = self.step
+        base = self._pass_base
         sorter: TopologicalSorter[str] = TopologicalSorter(plan.preds)
         sorter.prepare()
         index = self._topo.index
+        thread = self._thread
+        carried: list[str] = []
+        if restored is not None:
+            carried = self._replay_decided(sorter, ps)
         while sorter.is_active():
             batch: list[str] = []
-            pending = sorter.get_ready()
+            pending = carried or list(sorter.get_ready())
+            carried = []
             while pending:
                 skipped = []
                 for node in pending:
@@ -368,31 +454,147 @@ class RunEngine:
                 if not skipped:
                     break
                 sorter.done(*skipped)
-                pending = sorter.get_ready()
+                pending = list(sorter.get_ready())
             if not batch:
                 continue
+            batch.sort(key=index.__getitem__)
             level = self.step + 1
+            if thread is not None:
+                await self._checkpoint_before(batch, plan, ps, pass_index, base)
             self._check_limit(level)
             self.step = level
-            batch.sort(key=index.__getitem__)
             outcomes = await self._run_batch(batch, level)
+            if thread is not None:
+                thread.pending.clear()
+                thread.answers.clear()
             ps.writes.clear()
             failed = False
+            paused = False
             for out in outcomes:
+                if out.interrupt is not None:
+                    paused = True
+                    self.interrupts.append(out.interrupt)
+                    continue
                 if not self._absorb(out, pass_index, ps):
                     failed = True
             if failed and self._fail_fast:
                 raise _RunFailed
-            if ps.writes:
-                self.values = self._schema.apply(
-                    self.values, [(node, upd) for _, _, node, upd in ps.writes]
-                )
+            if paused:
+                # Completed siblings keep their saved writes; the step is applied
+                # when the interrupted nodes have answered.
+                raise _RunPaused
+            group = [(node, upd) for _, _, node, upd in ps.writes]
+            if group:
+                self.values = self._schema.apply(self.values, group)
+                if thread is not None:
+                    thread.groups.append(group)
+            if thread is not None and thread.interrupt_after.intersection(batch):
+                self._pause_next = "after"
             sorter.done(*batch)
         return self._ordered(ps.next_roots)
+
+    def _replay_decided(self, sorter: TopologicalSorter[str], ps: _PassState) -> list[str]:
+        """Walk a fresh sorter past the nodes a restored pass already decided."""
+        ready = list(sorter.get_ready())
+        undecided: list[str] = []
+        while ready:
+            decided = [n for n in ready if n in ps.res]
+            undecided.extend(n for n in ready if n not in ps.res)
+            if not decided:
+                break
+            sorter.done(*decided)
+            ready = list(sorter.get_ready())
+        return undecided
+
+    async def _checkpoint_before(
+        self, batch: list[str], plan: PassPlan, ps: _PassState, pass_index: int, base: int
+    ) -> None:
+        """Save where the run stands before ``batch`` runs; pause there if asked."""
+        thread = self._thread
+        assert thread is not None
+        resumed_here = thread.cursor is not None and thread.reuse_head
+        pause: str | None = self._pause_next
+        if pause is None and thread.interrupt_before.intersection(batch):
+            skip_check = (
+                resumed_here
+                and thread.cursor is not None
+                and (thread.cursor.get("pause") == "before")
+            )
+            if not skip_check:
+                pause = "before"
+        thread.cursor = None  # only the first batch after a resume is "resumed"
+        if resumed_here and not thread.groups and pause is None:
+            # Resuming into the very batch the saved checkpoint describes:
+            # its pending writes stay attached to it, so keep it as the head.
+            return
+        cursor = {
+            "input_from": thread.input_from,
+            "pass": pass_index,
+            "roots": sorted(plan.roots, key=self._topo.index.__getitem__),
+            "base": base,
+            "next": list(batch),
+            "pause": pause,
+            **ps.to_cursor(),
+        }
+        await self._save_checkpoint(cursor, {})
+        self._pause_next = None
+        if pause is not None:
+            raise _RunPaused
+
+    async def _save_checkpoint(
+        self, cursor: Mapping[str, Any] | None, metadata: Mapping[str, Any]
+    ) -> None:
+        thread = self._thread
+        assert thread is not None
+        groups = tuple(thread.groups)
+        snapshot = None
+        if thread.policy.wants_snapshot(groups):
+            snapshot = {"values": self.values, "outputs": dict(self.outputs)}
+        checkpoint_id = new_checkpoint_id()
+        meta = {"run_id": self.run_id, "step": self.step, "source": thread.source, **metadata}
+        if thread.input_from is None:
+            # The run's first checkpoint keeps its input, for <<input.x>> after a resume.
+            thread.input_from = checkpoint_id
+            meta["input"] = dict(self._input)
+            if cursor is not None:
+                cursor = {**cursor, "input_from": checkpoint_id}
+        thread.source = "loop"
+        cp = Checkpoint(
+            thread_id=thread.thread_id,
+            checkpoint_id=checkpoint_id,
+            parent_id=thread.head_id,
+            step=self.step,
+            created_at=time.time(),
+            writes=groups,
+            snapshot=snapshot,
+            cursor=cursor,
+            metadata=meta,
+        )
+        await thread.writer.checkpoint(cp)
+        if snapshot is not None:
+            thread.policy.took_snapshot(snapshot)
+        thread.head_id = cp.checkpoint_id
+        thread.groups.clear()
+        thread.pending.clear()
+
+    async def _close_thread(self) -> None:
+        thread = self._thread
+        if thread is None:
+            return
+        await thread.writer.close({"values": self.values, "outputs": dict(self.outputs)})
 
     async def _run_batch(self, batch: Sequence[str], level: int) -> list[_Outcome]:
         specs = self._specs
         values = self.values
+        thread = self._thread
+        if thread is not None and thread.pending:
+            saved = [self._saved_outcome(n, level) for n in batch]
+            done = [o for o in saved if o is not None]
+            if done:
+                rest = [n for n in batch if n not in {o.node for o in done}]
+                ran = await self._run_batch(rest, level) if rest else []
+                by_node = {o.node: o for o in [*done, *ran]}
+                return [by_node[n] for n in batch if n in by_node]
         if len(batch) == 1:
             return [await self._run_node(specs[batch[0]], values, level)]
         results: list[_Outcome | None] = [None] * len(batch)
@@ -412,6 +614,22 @@ class RunEngine:
             for i, name in enumerate(batch):
                 tasks.append(tg.create_task(one(i, specs[name])))
         return [r for r in results if r is not None]
+
+    def _saved_outcome(self, node: str, level: int) -> _Outcome | None:
+        """A node whose write an earlier attempt saved: its outcome, without running it."""
+        assert self._thread is not None
+        payload = self._thread.pending.get(node)
+        if payload is None or payload.get("status") != "completed":
+            return None
+        update = payload.get("update")
+        return _Outcome(
+            node=node,
+            level=level,
+            started=0.0,
+            attempts=int(payload.get("attempts", 0)),
+            update=update,
+            routes=tuple(payload.get("routes", ())),
+        )
 
     # -------------------------------------------------------------- dataflow
     async def _dataflow_pass(self, plan: PassPlan, pass_index: int) -> list[str]:
@@ -664,6 +882,7 @@ class RunEngine:
             inputs = self._resolve_inputs(spec, values)
 
             async def call(attempt: int) -> Any:
+                scope.used = 0  # each attempt starts the node over
                 state = schema.view(values)
                 if shape.takes_context:
                     ctx = self._context(name, level, attempt, inputs, not shape.is_async)
@@ -674,19 +893,42 @@ class RunEngine:
                     return await spec.func(state)
                 return await call_user_function(spec.func, False, state)
 
-            result, out.attempts = await invoke_with_policy(
-                name, call, retry=spec.retry, timeout=spec.timeout
-            )
+            scope = InterruptScope(name, self._interrupt_key(), self._resumes_for(name))
+            token = current_scope().set(scope)
+            try:
+                result, out.attempts = await invoke_with_policy(
+                    name, call, retry=spec.retry, timeout=spec.timeout
+                )
+            finally:
+                current_scope().reset(token)
             update = schema.check_update(name, result)
             out.update = update
             routers = self._routers.get(name)
             if routers:
                 ctx = self._context(name, level, out.attempts, inputs)
                 out.routes = await self._route(name, routers, values, update, ctx)
+            if self._thread is not None:
+                await self._persist_node(out)
+        except NodeInterrupted as paused:
+            out.interrupt = paused.interrupt
+            out.resumes = paused.resumes
+            out.attempts = max(out.attempts, 1)
+            if self._thread is not None:
+                try:
+                    await self._persist_node(out)
+                except FlowcoreError as exc:
+                    out.interrupt = None
+                    out.error = exc
         except asyncio.CancelledError:
             self._record_cancelled(out, time.perf_counter() - t_start)
             raise
-        except (NodeError, InvalidUpdateError, RoutingError, ReferenceResolutionError) as exc:
+        except (
+            NodeError,
+            InvalidUpdateError,
+            RoutingError,
+            ReferenceResolutionError,
+            CheckpointError,
+        ) as exc:
             out.error = exc
             if isinstance(exc, NodeError):
                 out.attempts = exc.attempts
@@ -695,7 +937,16 @@ class RunEngine:
             out.error = NodeError(node=name, attempts=max(out.attempts, 1), cause=exc)
         out.duration = time.perf_counter() - t_start
         if emit is not None:
-            if out.error is None:
+            if out.interrupt is not None:
+                emit(
+                    InterruptEvent(
+                        **self._event_base(level),
+                        node=name,
+                        interrupt_id=out.interrupt.id,
+                        value=out.interrupt.value,
+                    )
+                )
+            elif out.error is None:
                 emit(
                     NodeEndEvent(
                         **self._event_base(level),
@@ -716,6 +967,45 @@ class RunEngine:
                     )
                 )
         return out
+
+    def _interrupt_key(self) -> str:
+        thread = self._thread
+        if thread is not None and thread.head_id is not None:
+            return thread.head_id
+        return f"{self.run_id}:{self.step}"
+
+    def _resumes_for(self, node: str) -> tuple[Any, ...]:
+        thread = self._thread
+        if thread is None:
+            return ()
+        payload = thread.pending.get(node)
+        if payload is None or payload.get("status") != "interrupted":
+            return ()
+        resumes = tuple(payload.get("resumes", ()))
+        if node in thread.answers:
+            resumes = (*resumes, thread.answers[node])
+        return resumes
+
+    async def _persist_node(self, out: _Outcome) -> None:
+        """Save a finished node's result at once, so no later failure re-runs it."""
+        thread = self._thread
+        assert thread is not None
+        assert thread.head_id is not None
+        payload: dict[str, Any]
+        if out.interrupt is not None:
+            payload = {
+                "status": "interrupted",
+                "interrupt": {"id": out.interrupt.id, "value": out.interrupt.value},
+                "resumes": list(out.resumes),
+            }
+        else:
+            payload = {
+                "status": "completed",
+                "update": None if out.update is None else dict(out.update),
+                "routes": list(out.routes),
+                "attempts": out.attempts,
+            }
+        await thread.writer.node_write(thread.head_id, PendingWrite(out.node, payload))
 
     def _record_cancelled(self, out: _Outcome, duration: float) -> None:
         # Close the node's node_start, so a listener never waits for an end

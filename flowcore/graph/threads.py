@@ -1,0 +1,402 @@
+"""Runs on threads: opening a thread for a run, and reading or editing its state.
+
+Used by :class:`~flowcore.graph.compiled.CompiledGraph`; the functions here
+check what the caller asked for against what the thread holds, so a wrong
+resume is refused before anything runs or is written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from flowcore.checkpoint.protocol import Checkpoint, Checkpointer, PendingWrite
+from flowcore.errors import InvalidInputError, InvalidUpdateError, ResumeError
+from flowcore.graph.constants import END
+from flowcore.interrupts import Interrupt, Resume
+from flowcore.scheduler.context import NodeContext
+from flowcore.scheduler.persistence import (
+    CheckpointWriter,
+    Durability,
+    SavedPoint,
+    SnapshotPolicy,
+    load_point,
+    new_checkpoint_id,
+)
+from flowcore.scheduler.thread_run import ThreadRun
+
+if TYPE_CHECKING:
+    from flowcore.graph.compiled import CompiledGraph
+
+__all__ = ["StateSnapshot", "get_state", "open_thread", "state_history", "update_state"]
+
+DURABILITIES: tuple[Durability, ...] = ("sync", "async", "exit")
+
+
+@dataclass(frozen=True, slots=True)
+class StateSnapshot:
+    """A thread's state at one checkpoint.
+
+    ``next`` names the nodes that run when the thread is resumed (empty when
+    its run has finished); ``interrupts`` are questions waiting for an answer.
+
+    Example:
+        >>> # snap = await graph.get_state("thread-1"); snap.values["draft"]
+    """
+
+    thread_id: str
+    checkpoint_id: str
+    parent_id: str | None
+    values: Mapping[str, Any]
+    next: tuple[str, ...]
+    interrupts: tuple[Interrupt, ...]
+    step: int
+    created_at: float
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def check_durability(durability: object) -> Durability:
+    """Validate a ``durability=`` argument."""
+    if durability not in DURABILITIES:
+        raise InvalidInputError(
+            f"durability={durability!r} is not a durability mode; use 'sync', 'async' or 'exit'"
+        )
+    return durability
+
+
+def _require_store(graph: CompiledGraph) -> Checkpointer:
+    store = graph.checkpointer
+    if store is None:
+        raise InvalidInputError(
+            f"graph {graph.name!r} has no checkpointer, so it cannot use threads; "
+            "compile it with compile(checkpointer=InMemoryCheckpointer()) or a SqliteCheckpointer"
+        )
+    return store
+
+
+def _pending_interrupts(point: SavedPoint) -> dict[str, Interrupt]:
+    """Interrupts waiting at a checkpoint, keyed by id."""
+    found: dict[str, Interrupt] = {}
+    for node, payload in point.pending.items():
+        if payload.get("status") == "interrupted":
+            info = payload["interrupt"]
+            found[info["id"]] = Interrupt(id=info["id"], node=node, value=info["value"])
+    return found
+
+
+def _answers(thread_id: str, waiting: dict[str, Interrupt], resume: Resume) -> dict[str, Any]:
+    if not waiting:
+        raise ResumeError(
+            f"thread {thread_id!r} is not waiting for an answer: no node called interrupt(); "
+            "resume it with run(None, thread_id=...) or start a run with new input",
+            thread_id=thread_id,
+        )
+    if resume.by_id is not None:
+        unknown = [i for i in resume.by_id if i not in waiting]
+        if unknown:
+            raise ResumeError(
+                f"thread {thread_id!r} has no pending interrupt {', '.join(map(repr, unknown))}; "
+                f"pending: {', '.join(f'{i!r} (node {w.node!r})' for i, w in waiting.items())}",
+                thread_id=thread_id,
+            )
+        return {waiting[i].node: v for i, v in resume.by_id.items()}
+    if len(waiting) > 1:
+        raise ResumeError(
+            f"thread {thread_id!r} has {len(waiting)} pending interrupts "
+            f"({', '.join(f'{i!r} from {w.node!r}' for i, w in waiting.items())}); answer each "
+            "with Resume(by_id={interrupt_id: value, ...})",
+            thread_id=thread_id,
+        )
+    (only,) = waiting.values()
+    return {only.node: resume.value}
+
+
+async def open_thread(
+    graph: CompiledGraph,
+    run_input: Mapping[str, Any] | BaseModel | Resume | None,
+    *,
+    thread_id: str,
+    checkpoint_id: str | None,
+    durability: Durability,
+) -> tuple[dict[str, Any], Mapping[str, Any], ThreadRun]:
+    """Load a thread and decide how this run continues it.
+
+    Returns the starting state, the run's input mapping and the
+    :class:`ThreadRun` for the engine. Raises :class:`ResumeError` (or
+    :class:`InvalidInputError`) when the request does not fit the thread.
+    """
+    store = _require_store(graph)
+    if not isinstance(thread_id, str) or not thread_id:
+        raise InvalidInputError(f"thread_id must be a non-empty string, got {thread_id!r}")
+    point = await load_point(store, graph.schema, thread_id, checkpoint_id)
+    before = graph.interrupt_before
+    after = graph.interrupt_after
+    if point is None:
+        if isinstance(run_input, Resume) or run_input is None:
+            what = "resume it" if isinstance(run_input, Resume) else "continue it"
+            raise ResumeError(
+                f"thread {thread_id!r} has no checkpoints, so there is nothing to {what}; "
+                "start it with run(input, thread_id=...)",
+                thread_id=thread_id,
+            )
+        values = graph.schema.initial(run_input)
+        given = _given(run_input)
+        writer = CheckpointWriter(store, thread_id, durability, None)
+        return (
+            values,
+            given,
+            ThreadRun(
+                thread_id=thread_id,
+                writer=writer,
+                policy=SnapshotPolicy(),
+                head_id=None,
+                interrupt_before=before,
+                interrupt_after=after,
+                run_input=given,
+            ),
+        )
+
+    cp = point.checkpoint
+    policy = SnapshotPolicy(
+        snapshot_weight=point.snapshot_weight,
+        weight_since=point.weight_since_snapshot,
+        deltas_since=point.deltas_since_snapshot,
+        force=False,
+    )
+    writer = CheckpointWriter(store, thread_id, durability, cp.checkpoint_id)
+    waiting = _pending_interrupts(point)
+    fork = checkpoint_id is not None
+    thread = ThreadRun(
+        thread_id=thread_id,
+        writer=writer,
+        policy=policy,
+        head_id=cp.checkpoint_id,
+        start_step=cp.step,
+        outputs=point.outputs,
+        interrupt_before=before,
+        interrupt_after=after,
+    )
+    if isinstance(run_input, Resume):
+        if fork:
+            raise ResumeError(
+                "Resume(...) answers the thread's latest checkpoint; drop checkpoint_id, or "
+                "fork from an older checkpoint with run(None, checkpoint_id=...)",
+                thread_id=thread_id,
+            )
+        thread.answers = _answers(thread_id, waiting, run_input)
+        run_input = None
+    if run_input is None:
+        if cp.cursor is None:
+            raise ResumeError(
+                f"thread {thread_id!r} has finished its run (status "
+                f"{cp.metadata.get('status', 'completed')!r}), so there is nothing to resume; "
+                "pass new input to start another run on the thread",
+                thread_id=thread_id,
+            )
+        if waiting and not thread.answers and not fork:
+            raise ResumeError(
+                f"thread {thread_id!r} is waiting for an answer to interrupt "
+                f"{', '.join(map(repr, waiting))}; resume it with run(Resume(value), "
+                "thread_id=...)",
+                thread_id=thread_id,
+            )
+        thread.cursor = cp.cursor
+        thread.reuse_head = not fork
+        thread.pending = {} if fork else dict(point.pending)
+        thread.source = "fork" if fork else "resume"
+        thread.run_input = await _first_input(store, thread_id, cp)
+        return point.values, thread.run_input, thread
+    if cp.cursor is not None and not fork:
+        raise ResumeError(
+            f"thread {thread_id!r} has not finished its run (next: "
+            f"{', '.join(cp.cursor.get('next', ()))}); resume it with run(None, thread_id=...) "
+            "(or Resume(value) if it is waiting for an answer) before giving new input",
+            thread_id=thread_id,
+        )
+    given = _given(run_input)
+    unknown = [k for k in given if k not in graph.schema]
+    if unknown:
+        graph.schema.initial(given)  # raises the standard unknown-key error
+    try:
+        values = graph.schema.apply(point.values, [("__input__", given)])
+    except InvalidUpdateError as exc:
+        raise InvalidInputError(str(exc)) from exc
+    thread.groups.append([("__input__", given)])
+    thread.run_input = given
+    return values, given, thread
+
+
+def _given(run_input: Mapping[str, Any] | BaseModel | None) -> dict[str, Any]:
+    if isinstance(run_input, BaseModel):
+        return {k: getattr(run_input, k) for k in run_input.model_fields_set}
+    if run_input is not None and not isinstance(run_input, Mapping):
+        raise InvalidInputError(
+            f"run input must be a mapping of state keys, Resume(...) or None, got "
+            f"{type(run_input).__name__}"
+        )
+    return dict(run_input or {})
+
+
+async def _first_input(store: Checkpointer, thread_id: str, cp: Checkpoint) -> dict[str, Any]:
+    """The input of the run a checkpoint belongs to, for ``<<input.x>>`` after a resume."""
+    source = cp.cursor.get("input_from") if cp.cursor else None
+    if source is None:
+        return {}
+    first = cp if source == cp.checkpoint_id else await store.get(thread_id, source)
+    found = first.metadata.get("input") if first is not None else None
+    return dict(found) if isinstance(found, Mapping) else {}
+
+
+# ------------------------------------------------------------------ state API
+def _snapshot(point: SavedPoint) -> StateSnapshot:
+    cp = point.checkpoint
+    cursor = cp.cursor
+    return StateSnapshot(
+        thread_id=cp.thread_id,
+        checkpoint_id=cp.checkpoint_id,
+        parent_id=cp.parent_id,
+        values=point.values,
+        next=tuple(cursor.get("next", ())) if cursor else (),
+        interrupts=tuple(_pending_interrupts(point).values()),
+        step=cp.step,
+        created_at=cp.created_at,
+        metadata=cp.metadata,
+    )
+
+
+async def get_state(
+    graph: CompiledGraph, thread_id: str, checkpoint_id: str | None = None
+) -> StateSnapshot:
+    """The state of a thread at its latest (or a given) checkpoint."""
+    store = _require_store(graph)
+    point = await load_point(store, graph.schema, thread_id, checkpoint_id)
+    if point is None:
+        raise ResumeError(f"thread {thread_id!r} has no checkpoints", thread_id=thread_id)
+    return _snapshot(point)
+
+
+async def state_history(
+    graph: CompiledGraph, thread_id: str, *, limit: int | None = None, before: str | None = None
+) -> list[StateSnapshot]:
+    """Snapshots of a thread's checkpoints, newest first."""
+    store = _require_store(graph)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidInputError(f"limit must be a whole number >= 1 or None, got {limit!r}")
+    found = await store.history(thread_id, limit=limit, before=before)
+    out = []
+    for cp in found:
+        point = await load_point(store, graph.schema, thread_id, cp.checkpoint_id)
+        assert point is not None
+        out.append(_snapshot(point))
+    return out
+
+
+async def update_state(
+    graph: CompiledGraph,
+    thread_id: str,
+    values: Mapping[str, Any],
+    *,
+    as_node: str | None = None,
+    checkpoint_id: str | None = None,
+) -> str:
+    """Write ``values`` into a thread through the reducers; return the new checkpoint id.
+
+    Without ``as_node`` the thread goes on where it was (pending node results
+    are kept). With ``as_node`` the update counts as that node's output and
+    the thread continues from that node's successors.
+    """
+    store = _require_store(graph)
+    point = await load_point(store, graph.schema, thread_id, checkpoint_id)
+    if point is None:
+        raise ResumeError(
+            f"thread {thread_id!r} has no checkpoints; run it once before updating its state",
+            thread_id=thread_id,
+        )
+    if as_node is not None and as_node not in graph.nodes:
+        raise InvalidInputError(
+            f"as_node={as_node!r} is not a node of graph {graph.name!r}; use one of "
+            f"{', '.join(map(repr, graph.nodes))}"
+        )
+    writer_name = as_node or "__update__"
+    update = dict(values)
+    for key in update:
+        if key not in graph.schema:
+            raise InvalidInputError(
+                f"update key {key!r} is not in state schema {graph.schema.name} "
+                f"(keys: {', '.join(graph.schema.keys)})"
+            )
+    try:
+        new_values = graph.schema.apply(point.values, [(writer_name, update)])
+    except InvalidUpdateError as exc:
+        raise InvalidInputError(str(exc)) from exc
+    cp = point.checkpoint
+    cursor: Mapping[str, Any] | None = cp.cursor
+    keep_pending = as_node is None
+    if as_node is not None:
+        cursor = await _cursor_after(graph, as_node, new_values, cp)
+    outputs = dict(point.outputs)
+    if as_node is not None:
+        outputs[as_node] = update
+    new = Checkpoint(
+        thread_id=thread_id,
+        checkpoint_id=new_checkpoint_id(),
+        parent_id=cp.checkpoint_id,
+        step=cp.step,
+        created_at=time.time(),
+        writes=([(writer_name, update)],),
+        snapshot=None,
+        cursor=cursor,
+        metadata={"source": "update", "as_node": as_node},
+    )
+    await store.put(new)
+    if keep_pending:
+        for node, payload in point.pending.items():
+            await store.put_write(thread_id, new.checkpoint_id, PendingWrite(node, payload))
+    return new.checkpoint_id
+
+
+async def _cursor_after(
+    graph: CompiledGraph, node: str, values: Mapping[str, Any], cp: Checkpoint
+) -> Mapping[str, Any] | None:
+    """A cursor for a new pass rooted at the nodes ``node`` leads to."""
+    topo = graph.topology
+    targets: list[str] = []
+    for edge in graph.edges:
+        if edge.sources == (node,) and edge.target != END:
+            targets.append(edge.target)
+    for router in graph.routers_by_source.get(node, ()):
+        state = graph.schema.view(values)
+        args: tuple[Any, ...] = (state,)
+        if router.shape.takes_context:
+            args = (
+                state,
+                NodeContext(
+                    run_id="update_state", node=node, graph_name=graph.name, superstep=cp.step
+                ),
+            )
+        raw = await router.func(*args) if router.shape.is_async else router.func(*args)
+        items: Sequence[Any] = list(raw) if isinstance(raw, list | tuple | set) else [raw]
+        for item in items:
+            target = router.path_map[item] if router.path_map is not None else item
+            if target != END:
+                targets.append(target)
+    roots = sorted(set(targets), key=topo.index.__getitem__)
+    if not roots:
+        return None
+    return {
+        "pass": int(cp.cursor["pass"]) + 1 if cp.cursor else 1,
+        "roots": roots,
+        "base": cp.step,
+        "next": roots,
+        "pause": None,
+        "res": {},
+        "executed": [],
+        "poisoned": {},
+        "selected": {},
+        "next_roots": [],
+        "input_from": cp.cursor.get("input_from") if cp.cursor else None,
+    }
