@@ -14,7 +14,17 @@ Define a state schema, add nodes and edges, compile, run::
     result = graph.compile().run_sync({})
 """
 
+from flowcore.checkpoint import (
+    Checkpoint,
+    Checkpointer,
+    InMemoryCheckpointer,
+    PendingWrite,
+    SqliteCheckpointer,
+)
 from flowcore.errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    CheckpointStoreError,
     FlowcoreError,
     GraphDefinitionError,
     GraphRecursionError,
@@ -24,12 +34,15 @@ from flowcore.errors import (
     NodeTimeoutError,
     ReferenceResolutionError,
     ReferenceSyntaxError,
+    ResumeError,
     RoutingError,
+    SerializationError,
 )
 from flowcore.events import (
     CustomEvent,
     DoneEvent,
     Event,
+    InterruptEvent,
     NodeCancelledEvent,
     NodeEndEvent,
     NodeErrorEvent,
@@ -39,9 +52,12 @@ from flowcore.events import (
     RunStatus,
 )
 from flowcore.graph import END, START, CompiledGraph, Graph, RetryPolicy, RunStream
+from flowcore.graph.threads import StateSnapshot
+from flowcore.interrupts import Interrupt, Resume, interrupt
 from flowcore.refs import Reference, ValueTemplate, extract_references, resolve_references
 from flowcore.result import NodeRun, RunResult
 from flowcore.scheduler import DEFAULT_RECURSION_LIMIT, NodeContext, RunOptions
+from flowcore.scheduler.persistence import Durability
 from flowcore.state import Reducer, StateSchema, append, merge, replace
 
 __version__ = "0.1.0"
@@ -50,14 +66,23 @@ __all__ = [
     "DEFAULT_RECURSION_LIMIT",
     "END",
     "START",
+    "Checkpoint",
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "CheckpointStoreError",
+    "Checkpointer",
     "CompiledGraph",
     "CustomEvent",
     "DoneEvent",
+    "Durability",
     "Event",
     "FlowcoreError",
     "Graph",
     "GraphDefinitionError",
     "GraphRecursionError",
+    "InMemoryCheckpointer",
+    "Interrupt",
+    "InterruptEvent",
     "InvalidInputError",
     "InvalidUpdateError",
     "NodeCancelledEvent",
@@ -69,10 +94,13 @@ __all__ = [
     "NodeSkippedEvent",
     "NodeStartEvent",
     "NodeTimeoutError",
+    "PendingWrite",
     "Reducer",
     "Reference",
     "ReferenceResolutionError",
     "ReferenceSyntaxError",
+    "Resume",
+    "ResumeError",
     "RetryPolicy",
     "RoutingError",
     "RunOptions",
@@ -80,11 +108,15 @@ __all__ = [
     "RunStartEvent",
     "RunStatus",
     "RunStream",
+    "SerializationError",
+    "SqliteCheckpointer",
     "StateSchema",
+    "StateSnapshot",
     "ValueTemplate",
     "__version__",
     "append",
     "extract_references",
+    "interrupt",
     "merge",
     "replace",
     "resolve_references",

@@ -20,7 +20,7 @@ import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO_ROOT / "examples").glob("*.py"))
-DOC_PAGES_WITH_RUNNABLE_CODE = ["getting-started.md", "concepts.md", "errors.md"]
+DOC_PAGES_WITH_RUNNABLE_CODE = ["getting-started.md", "concepts.md", "errors.md", "checkpoints.md"]
 
 
 def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -44,7 +44,8 @@ def final_answer(stdout: str) -> str:
 
 
 def test_there_are_examples_to_run() -> None:
-    assert [p.name for p in EXAMPLES] >= ["hello_graph.py", "research_pipeline.py"]
+    names = {p.name for p in EXAMPLES}
+    assert names >= {"hello_graph.py", "research_pipeline.py", "approval_flow.py"}
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
@@ -53,6 +54,33 @@ def test_every_example_exits_zero_without_warnings_or_stderr(example: pathlib.Pa
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert proc.stdout.strip(), "an example should show what it did"
+
+
+def test_approval_flow_pauses_in_one_process_and_finishes_in_another() -> None:
+    proc = run_example("approval_flow.py")
+
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "[start]  status: interrupted",
+        "[start]  waiting: Send this reply? 'Dear Ada, we refund 42.00 EUR.'",
+        "[answer] resuming at review with 'yes'",
+        "[answer] status: completed",
+        "[answer] log: ['drafted', 'reviewed: yes', 'sent']",
+        "[answer] checkpoints in the thread: 4",
+    ]
+
+
+def test_approval_flow_steps_can_be_driven_by_hand(tmp_path: pathlib.Path) -> None:
+    db = str(tmp_path / "approvals.db")
+    first = run_example("approval_flow.py", "start", "--db", db, "--thread", "t1")
+    second = run_example(
+        "approval_flow.py", "answer", "--db", db, "--thread", "t1", "--answer", "no"
+    )
+
+    assert first.returncode == 0, first.stderr
+    assert "status: interrupted" in first.stdout
+    assert second.returncode == 0, second.stderr
+    assert "log: ['drafted', 'reviewed: no', 'rejected']" in second.stdout
 
 
 def test_hello_graph_prints_the_notes_of_both_searches_then_the_summary() -> None:

@@ -3,6 +3,7 @@
 from flowcore.checkpoint.memory import InMemoryCheckpointer
 from flowcore.checkpoint.protocol import Checkpoint, Checkpointer, PendingWrite, WriteGroup
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
+from flowcore.checkpoint.sqlite_store import SqliteCheckpointer
 
 __all__ = [
     "Checkpoint",
@@ -11,5 +12,6 @@ __all__ = [
     "JsonSerializer",
     "PendingWrite",
     "Serializer",
+    "SqliteCheckpointer",
     "WriteGroup",
 ]
