@@ -36,3 +36,19 @@ def test_engine_benchmark_smoke_mode_prints_the_table_and_writes_json(tmp_path: 
     assert {r["mode"] for r in data["sleep"]} == {"supersteps", "dataflow", "-"}
     assert data["compile"]
     assert data["memory"]
+
+
+def test_checkpoint_benchmark_smoke_mode_reports_overhead_and_storage() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH.with_name("checkpoints.py")), "--smoke"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for store in ("in-memory", "sqlite"):
+        for durability in ("sync", "async", "exit"):
+            assert f"| {store}, durability={durability} |" in proc.stdout
+    assert "bytes of the checkpoint at step 10" in proc.stdout
+    assert "full state at every step would be" in proc.stdout
