@@ -341,21 +341,14 @@ class SqliteCheckpointer:
         cp = checkpoint
 
         async def job(c: aiosqlite.Connection) -> None:
-            if cp.parent_id is not None:
-                async with c.execute(
-                    "SELECT 1 FROM checkpoints WHERE thread_id=? AND checkpoint_id=?",
-                    (cp.thread_id, cp.parent_id),
-                ) as cur:
-                    if await cur.fetchone() is None:
-                        raise CheckpointNotFoundError(
-                            f"parent checkpoint {cp.parent_id!r} is not in thread {cp.thread_id!r}",
-                            thread_id=cp.thread_id,
-                            checkpoint_id=cp.parent_id,
-                        )
+            # One statement checks the parent and inserts: each statement is a
+            # trip to aiosqlite's thread, and those trips are most of the cost.
             try:
-                await c.execute(
+                cur = await c.execute(
                     "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, "
-                    "created_at, is_snapshot, record) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "created_at, is_snapshot, record) SELECT ?, ?, ?, ?, ?, ?, ? "
+                    "WHERE ? IS NULL OR EXISTS (SELECT 1 FROM checkpoints "
+                    "WHERE thread_id = ? AND checkpoint_id = ?)",
                     (
                         cp.thread_id,
                         cp.checkpoint_id,
@@ -364,6 +357,9 @@ class SqliteCheckpointer:
                         cp.created_at,
                         int(cp.snapshot is not None),
                         blob,
+                        cp.parent_id,
+                        cp.thread_id,
+                        cp.parent_id,
                     ),
                 )
             except sqlite3.IntegrityError:
@@ -371,6 +367,12 @@ class SqliteCheckpointer:
                     f"checkpoint {cp.checkpoint_id!r} already exists in thread "
                     f"{cp.thread_id!r}; checkpoint ids must be new"
                 ) from None
+            if cur.rowcount == 0:
+                raise CheckpointNotFoundError(
+                    f"parent checkpoint {cp.parent_id!r} is not in thread {cp.thread_id!r}",
+                    thread_id=cp.thread_id,
+                    checkpoint_id=cp.parent_id,
+                )
 
         await self._write(job)
 
@@ -379,23 +381,21 @@ class SqliteCheckpointer:
         blob = self._serde.dumps(dict(write.payload), path=f"write of node {write.node!r}")
 
         async def job(c: aiosqlite.Connection) -> None:
-            async with c.execute(
-                "SELECT 1 FROM checkpoints WHERE thread_id=? AND checkpoint_id=?",
-                (thread_id, checkpoint_id),
-            ) as cur:
-                if await cur.fetchone() is None:
-                    raise CheckpointNotFoundError(
-                        f"checkpoint {checkpoint_id!r} is not in thread {thread_id!r}",
-                        thread_id=thread_id,
-                        checkpoint_id=checkpoint_id,
-                    )
-            await c.execute(
-                "INSERT INTO writes (seq, thread_id, checkpoint_id, node, payload) VALUES "
-                "((SELECT COALESCE(MAX(seq), 0) + 1 FROM writes), ?, ?, ?, ?) "
+            cur = await c.execute(
+                "INSERT INTO writes (seq, thread_id, checkpoint_id, node, payload) "
+                "SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM writes), ?, ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = ? "
+                "AND checkpoint_id = ?) "
                 "ON CONFLICT (thread_id, checkpoint_id, node) DO UPDATE SET "
                 "payload = excluded.payload, seq = excluded.seq",
-                (thread_id, checkpoint_id, write.node, blob),
+                (thread_id, checkpoint_id, write.node, blob, thread_id, checkpoint_id),
             )
+            if cur.rowcount == 0:
+                raise CheckpointNotFoundError(
+                    f"checkpoint {checkpoint_id!r} is not in thread {thread_id!r}",
+                    thread_id=thread_id,
+                    checkpoint_id=checkpoint_id,
+                )
 
         await self._write(job)
 
