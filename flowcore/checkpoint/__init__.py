@@ -3,7 +3,7 @@
 from flowcore.checkpoint.memory import InMemoryCheckpointer
 from flowcore.checkpoint.protocol import Checkpoint, Checkpointer, PendingWrite, WriteGroup
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
-from flowcore.checkpoint.sqlite_store import SqliteCheckpointer
+from flowcore.checkpoint.sqlite import SqliteCheckpointer
 
 __all__ = [
     "Checkpoint",
