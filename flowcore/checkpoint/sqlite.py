@@ -43,7 +43,12 @@ import aiosqlite
 from flowcore.checkpoint.protocol import Checkpoint, PendingWrite
 from flowcore.checkpoint.records import checkpoint_from_record, checkpoint_to_record
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
-from flowcore.errors import CheckpointError, CheckpointNotFoundError, CheckpointStoreError
+from flowcore.errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    CheckpointStoreError,
+    InvalidInputError,
+)
 
 __all__ = ["SCHEMA_VERSION", "SqliteCheckpointer"]
 
@@ -179,19 +184,19 @@ class SqliteCheckpointer:
         serializer: Serializer | None = None,
     ) -> None:
         if os.fspath(path) == ":memory:" or os.fspath(path) == "":
-            raise ValueError(
+            raise InvalidInputError(
                 "SqliteCheckpointer needs a file path (two connections to ':memory:' would "
                 "see two different databases); use InMemoryCheckpointer for an in-process store"
             )
         if synchronous not in ("NORMAL", "FULL"):
-            raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+            raise InvalidInputError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         if busy_timeout < _MIN_BUSY_TIMEOUT:
-            raise ValueError(
+            raise InvalidInputError(
                 f"busy_timeout must be at least {_MIN_BUSY_TIMEOUT:g} s, got {busy_timeout!r}: "
                 "shorter waits let concurrent writers fail with 'database is locked'"
             )
         if isinstance(wal_truncate_every, bool) or wal_truncate_every < 1:
-            raise ValueError(f"wal_truncate_every must be >= 1, got {wal_truncate_every!r}")
+            raise InvalidInputError(f"wal_truncate_every must be >= 1, got {wal_truncate_every!r}")
         self.path = Path(path)
         self.synchronous: Literal["NORMAL", "FULL"] = synchronous
         self.busy_timeout = float(busy_timeout)
