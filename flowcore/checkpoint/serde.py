@@ -1,15 +1,26 @@
 """How checkpointed values become bytes and back: JSON, with a few tagged types.
 
 Plain JSON types pass through. A small set of other types is written as a
-tagged object ``{"__fc__": tag, ...}`` and restored to the same type; anything
-else raises :class:`~flowcore.errors.SerializationError` naming where the
-value sits. Nothing is ever pickled.
+tagged object ``{"__fc__": tag, "v": ...}`` and restored to the same type;
+anything else raises :class:`~flowcore.errors.SerializationError` naming
+where the value sits. Nothing is ever pickled, and loading only ever imports
+pydantic model and enum classes named in the data.
 """
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import decimal
+import enum
+import importlib
 import json
+import math
+import pathlib
+import uuid
 from typing import Any, Protocol
+
+from pydantic import BaseModel
 
 from flowcore.errors import SerializationError
 
@@ -22,8 +33,9 @@ class Serializer(Protocol):
     """Turns stored values into bytes and back.
 
     Example:
-        >>> isinstance(JsonSerializer(), Serializer)
-        False
+        >>> s: Serializer = JsonSerializer()
+        >>> s.loads(s.dumps({"a": 1}))
+        {'a': 1}
     """
 
     def dumps(self, value: Any, *, path: str = "") -> bytes:
@@ -36,23 +48,25 @@ class Serializer(Protocol):
 
 
 class JsonSerializer:
-    """The default serializer: JSON plus tagged tuples, sets, bytes and more.
+    """The default serializer: JSON plus tagged tuples, sets, bytes, dates, models.
 
     Example:
         >>> s = JsonSerializer()
-        >>> s.loads(s.dumps({"pair": (1, 2)}))
-        {'pair': (1, 2)}
+        >>> s.loads(s.dumps({"pair": (1, 2), "tags": {"b", "a"}}))
+        {'pair': (1, 2), 'tags': {'a', 'b'}}
     """
 
     def dumps(self, value: Any, *, path: str = "") -> bytes:
-        """Encode ``value`` as UTF-8 JSON.
+        """Encode ``value`` as compact UTF-8 JSON.
 
         Example:
             >>> JsonSerializer().dumps([1, "a"])
             b'[1,"a"]'
         """
         encoded = _encode(value, path or "value")
-        return json.dumps(encoded, separators=(",", ":"), ensure_ascii=False).encode()
+        return json.dumps(
+            encoded, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ).encode()
 
     def loads(self, data: bytes) -> Any:
         """Decode bytes written by :meth:`dumps`.
@@ -61,45 +75,154 @@ class JsonSerializer:
             >>> JsonSerializer().loads(b'[1,"a"]')
             [1, 'a']
         """
-        return _decode(json.loads(data))
+        try:
+            raw = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SerializationError(f"stored data is not valid JSON: {exc}") from None
+        return _decode(raw)
+
+
+def _unsupported(value: Any, path: str, why: str = "") -> SerializationError:
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    return SerializationError(
+        f"cannot store {path}: a {kind} {why or 'is not a type flowcore can store'}; keep "
+        "state to JSON types, tuples, sets, bytes, dates, UUIDs, Decimals, paths, enums "
+        "and module-level pydantic models, or convert it before returning it from the node",
+        path=path,
+    )
+
+
+def _class_ref(cls: type, value: Any, path: str) -> str:
+    if "<locals>" in cls.__qualname__:
+        raise _unsupported(value, path, "is defined inside a function, so it cannot be imported")
+    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def _encode(value: Any, path: str) -> Any:
-    if value is None or isinstance(value, bool | int | str):
+    # Exact type checks first: bool/int/str subclasses (enums!) need their tags.
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
         return value
-    if isinstance(value, float):
-        return value
-    if isinstance(value, list):
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        return {_TAG: "float", "v": repr(value)}
+    if kind is list:
         return [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, tuple):
-        return {_TAG: "tuple", "v": [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]}
-    if isinstance(value, dict):
-        if all(isinstance(k, str) for k in value) and _TAG not in value:
+    if kind is dict:
+        if _TAG not in value and all(type(k) is str for k in value):
             return {k: _encode(v, f"{path}.{k}") for k, v in value.items()}
+        pairs = [
+            [_encode(k, f"{path}<key>"), _encode(v, f"{path}[{k!r}]")] for k, v in value.items()
+        ]
+        return {_TAG: "dict", "v": pairs}
+    if kind is tuple:
+        return {_TAG: "tuple", "v": [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]}
+    if kind in (set, frozenset):
+        items = [_encode(v, f"{path}<item>") for v in value]
+        # Sorted by their JSON text, so equal sets always give equal bytes.
+        items.sort(key=lambda item: json.dumps(item, sort_keys=True))
+        return {_TAG: "set" if kind is set else "frozenset", "v": items}
+    if isinstance(value, enum.Enum):
         return {
-            _TAG: "dict",
-            "v": [
-                [_encode(k, f"{path}<key>"), _encode(v, f"{path}[{k!r}]")] for k, v in value.items()
-            ],
+            _TAG: "enum",
+            "cls": _class_ref(kind, value, path),
+            "v": _encode(value.value, f"{path}.value"),
         }
-    raise SerializationError(
-        f"cannot store {path}: a {type(value).__module__}.{type(value).__qualname__} is not "
-        "JSON-serializable by flowcore; keep state to JSON types, tuples, sets, bytes, "
-        "dates and pydantic models, or convert it before returning it from the node",
-        path=path,
-    )
+    if isinstance(value, BaseModel):
+        return {
+            _TAG: "model",
+            "cls": _class_ref(kind, value, path),
+            "v": _encode(value.model_dump(mode="python"), path),
+        }
+    if kind in (bytes, bytearray):
+        return {_TAG: kind.__name__, "v": base64.b64encode(value).decode("ascii")}
+    if kind is dt.datetime:
+        return {_TAG: "datetime", "v": value.isoformat()}
+    if kind is dt.date:
+        return {_TAG: "date", "v": value.isoformat()}
+    if kind is dt.time:
+        return {_TAG: "time", "v": value.isoformat()}
+    if kind is dt.timedelta:
+        return {_TAG: "timedelta", "v": [value.days, value.seconds, value.microseconds]}
+    if kind is decimal.Decimal:
+        return {_TAG: "decimal", "v": str(value)}
+    if kind is uuid.UUID:
+        return {_TAG: "uuid", "v": str(value)}
+    if isinstance(value, pathlib.PurePath):
+        return {_TAG: "path", "v": str(value)}
+    raise _unsupported(value, path)
+
+
+def _import_class(ref: Any, base: type) -> type:
+    if not isinstance(ref, str) or ":" not in ref:
+        raise SerializationError(f"stored class reference {ref!r} is malformed")
+    module_name, qualname = ref.split(":", 1)
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise SerializationError(
+            f"stored value names class {ref}, which cannot be imported: {exc}"
+        ) from None
+    # Only ever a model or enum class: never call an arbitrary object named in data.
+    if not (isinstance(target, type) and issubclass(target, base)):
+        raise SerializationError(
+            f"stored value names {ref}, which is not a {base.__name__} subclass; refusing it"
+        )
+    return target
 
 
 def _decode(value: Any) -> Any:
     if isinstance(value, list):
         return [_decode(v) for v in value]
-    if isinstance(value, dict):
-        tag = value.get(_TAG)
-        if tag is None:
-            return {k: _decode(v) for k, v in value.items()}
-        if tag == "tuple":
-            return tuple(_decode(v) for v in value["v"])
-        if tag == "dict":
-            return {_decode(k): _decode(v) for k, v in value["v"]}
-        raise SerializationError(f"unknown stored type tag {tag!r}")
-    return value
+    if not isinstance(value, dict):
+        return value
+    tag = value.get(_TAG)
+    if tag is None:
+        return {k: _decode(v) for k, v in value.items()}
+    try:
+        return _decode_tagged(tag, value)
+    except SerializationError:
+        raise
+    except (KeyError, TypeError, ValueError, decimal.InvalidOperation) as exc:
+        raise SerializationError(f"stored {tag!r} value is malformed: {exc}") from None
+
+
+def _decode_tagged(tag: Any, value: dict[str, Any]) -> Any:
+    v = value["v"]
+    if tag == "tuple":
+        return tuple(_decode(x) for x in v)
+    if tag == "dict":
+        return {_decode(k): _decode(x) for k, x in v}
+    if tag == "set":
+        return {_decode(x) for x in v}
+    if tag == "frozenset":
+        return frozenset(_decode(x) for x in v)
+    if tag == "float":
+        return float(v)
+    if tag in ("bytes", "bytearray"):
+        raw = base64.b64decode(v.encode("ascii"), validate=True)
+        return raw if tag == "bytes" else bytearray(raw)
+    if tag == "datetime":
+        return dt.datetime.fromisoformat(v)
+    if tag == "date":
+        return dt.date.fromisoformat(v)
+    if tag == "time":
+        return dt.time.fromisoformat(v)
+    if tag == "timedelta":
+        days, seconds, micros = v
+        return dt.timedelta(days=days, seconds=seconds, microseconds=micros)
+    if tag == "decimal":
+        return decimal.Decimal(v)
+    if tag == "uuid":
+        return uuid.UUID(v)
+    if tag == "path":
+        return pathlib.Path(v)
+    if tag == "enum":
+        return _import_class(value["cls"], enum.Enum)(_decode(v))
+    if tag == "model":
+        model: Any = _import_class(value["cls"], BaseModel)
+        return model.model_validate(_decode(v))
+    raise SerializationError(f"unknown stored type tag {tag!r}")

@@ -407,7 +407,7 @@ class SqliteCheckpointer:
 
         try:
             await self._transaction(conn, upgrade)
-        except CheckpointError:
+        except CheckpointStoreError:
             raise
         except Exception as exc:  # a data step could not read an old record
             raise CheckpointStoreError(
@@ -516,9 +516,9 @@ class SqliteCheckpointer:
     def _decode(self, data: bytes, what: str) -> Any:
         try:
             return self._serde.loads(data)
-        except CheckpointError:
+        except CheckpointStoreError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # SerializationError included: the stored bytes are bad
             raise CheckpointStoreError(f"{self.path}: cannot decode {what}: {exc}") from exc
 
     def _checkpoint(self, data: bytes, thread_id: str) -> Checkpoint:

@@ -1,0 +1,20 @@
+"""Spec: every shipped checkpointer passes the checkpointer contract (see ``contract.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flowcore.checkpoint import Checkpointer, InMemoryCheckpointer
+from flowcore.checkpoint.sqlite import SqliteCheckpointer
+
+from .contract import CheckpointerContract
+
+
+class TestInMemoryCheckpointer(CheckpointerContract):
+    async def make_checkpointer(self, tmp_path: Path) -> Checkpointer:
+        return InMemoryCheckpointer()
+
+
+class TestSqliteCheckpointer(CheckpointerContract):
+    async def make_checkpointer(self, tmp_path: Path) -> Checkpointer:
+        return await SqliteCheckpointer.open(tmp_path / "checkpoints.db")
