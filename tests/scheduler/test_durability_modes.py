@@ -1,0 +1,164 @@
+"""Spec: when checkpoints reach the store, per durability mode, and update_state as a node.
+
+A recording store wraps the in-memory one: it logs every call, and in
+"slow" mode holds each put until the test lets it through, to see how far
+the run gets ahead of its store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any, Literal, TypedDict
+
+from flowcore import (
+    END,
+    START,
+    Checkpoint,
+    Graph,
+    InMemoryCheckpointer,
+    PendingWrite,
+    append,
+)
+
+
+class State(TypedDict):
+    i: int
+    log: Annotated[list[str], append]
+
+
+class RecordingStore:
+    def __init__(self, *, slow: bool = False) -> None:
+        self.inner = InMemoryCheckpointer()
+        self.calls: list[str] = []
+        self.slow = slow
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.node_calls_at_first_put: int | None = None
+        self.steps_run = 0
+        self.lags: list[int] = []
+
+    async def put(self, checkpoint: Checkpoint) -> None:
+        self.calls.append("put")
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if self.node_calls_at_first_put is None:
+            self.node_calls_at_first_put = self.steps_run
+        if self.slow:
+            for _ in range(5):  # let the run race ahead if it can
+                await asyncio.sleep(0)
+        await self.inner.put(checkpoint)
+        # How many steps the run has started beyond this checkpoint, now that it is stored.
+        self.lags.append(self.steps_run - checkpoint.step)
+        self.in_flight -= 1
+
+    async def put_write(self, thread_id: str, checkpoint_id: str, write: PendingWrite) -> None:
+        self.calls.append("write")
+        await self.inner.put_write(thread_id, checkpoint_id, write)
+
+    async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        return await self.inner.get(thread_id, checkpoint_id)
+
+    async def get_writes(self, thread_id: str, checkpoint_id: str) -> tuple[PendingWrite, ...]:
+        return await self.inner.get_writes(thread_id, checkpoint_id)
+
+    async def history(self, thread_id: str, **kw: Any) -> list[Checkpoint]:
+        return await self.inner.history(thread_id, **kw)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        await self.inner.delete_thread(thread_id)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def loop(store: RecordingStore, steps: int = 10) -> Any:
+    async def step(state: Any) -> dict[str, Any]:
+        store.steps_run += 1
+        return {"i": state["i"] + 1, "log": [str(state["i"])]}
+
+    def route(state: Any) -> Literal["step", "__end__"]:
+        return "step" if state["i"] < steps else END
+
+    graph = Graph(State).add_node("step", step).add_edge(START, "step")
+    graph.add_conditional_edges("step", route)
+    return graph.compile(checkpointer=store)
+
+
+async def test_sync_stores_every_checkpoint_before_the_next_step() -> None:
+    store = RecordingStore()
+
+    result = await loop(store).run({"i": 0}, thread_id="t", durability="sync")
+
+    assert result.state["i"] == 10
+    # One checkpoint before each of the 10 steps, one at the end, one write per step.
+    assert store.calls.count("put") == 11
+    assert store.calls.count("write") == 10
+    assert store.calls[:3] == ["put", "write", "put"]
+    assert store.node_calls_at_first_put == 0
+
+
+async def test_async_never_gets_more_than_one_checkpoint_ahead() -> None:
+    store = RecordingStore(slow=True)
+
+    result = await loop(store, 20).run({"i": 0}, thread_id="t", durability="async")
+
+    assert result.state["i"] == 20
+    assert store.max_in_flight == 1
+    # The run went on while its checkpoints were stored (it is asynchronous) ...
+    assert max(store.lags) >= 1
+    # ... but never got more than one step ahead of its store.
+    assert max(store.lags) <= 1, store.lags
+    assert store.calls.count("put") == 21
+    assert len(await store.history("t")) == 21
+
+
+async def test_exit_stores_one_checkpoint_when_the_run_ends() -> None:
+    store = RecordingStore()
+
+    result = await loop(store).run({"i": 0}, thread_id="t", durability="exit")
+
+    assert result.status == "completed"
+    assert store.node_calls_at_first_put == 10  # nothing was stored while it ran
+    assert store.calls == ["put"]
+    (only,) = await store.history("t")
+    assert only.snapshot is not None
+    assert only.snapshot["values"]["i"] == 10
+
+
+async def test_all_modes_end_in_the_same_state_and_resume_alike() -> None:
+    finals = []
+    for durability in ("sync", "async", "exit"):
+        store = RecordingStore()
+        app = loop(store)
+        result = await app.run({"i": 0}, thread_id="t", durability=durability)
+        snap = await app.get_state("t")
+        finals.append((dict(result.state), dict(snap.values), snap.next))
+    assert finals[0] == finals[1] == finals[2]
+    assert finals[0][0]["log"] == [str(i) for i in range(10)]
+
+
+async def test_update_state_as_a_node_continues_from_that_nodes_successors() -> None:
+    ran: list[str] = []
+
+    def node(name: str) -> Any:
+        def run(state: Any) -> dict[str, Any]:
+            ran.append(name)
+            return {"log": [name]}
+
+        return run
+
+    graph = Graph(State)
+    for name in ("draft", "review", "publish"):
+        graph.add_node(name, node(name))
+    graph.add_edge(START, "draft").add_edge("draft", "review").add_edge("review", "publish")
+    app = graph.compile(checkpointer=InMemoryCheckpointer(), interrupt_before=["review"])
+    await app.run({"i": 0}, thread_id="t")
+    assert (await app.get_state("t")).next == ("review",)
+
+    # A human does the review instead of the node.
+    await app.update_state("t", {"log": ["human review"]}, as_node="review")
+    assert (await app.get_state("t")).next == ("publish",)
+    done = await app.run(None, thread_id="t")
+
+    assert done.state["log"] == ["draft", "human review", "publish"]
+    assert ran == ["draft", "publish"]
