@@ -215,3 +215,29 @@ async def test_update_state_goes_through_the_reducers_and_keeps_next() -> None:
 
     assert snap.values["log"] == ["start", "a", "b", "c", "note"]
     assert snap.next == ("end",)
+
+
+async def test_siblings_that_finished_beside_an_interrupt_keep_their_writes() -> None:
+    ran: list[str] = []
+
+    def ask(state: Any) -> dict[str, Any]:
+        ran.append("ask")
+        return {"log": [f"answer={interrupt('?')}"]}
+
+    def sibling(state: Any) -> dict[str, Any]:
+        ran.append("sibling")
+        return {"log": ["sibling"]}
+
+    graph = Graph(State).add_node("ask", ask).add_node("sibling", sibling)
+    graph.add_edge(START, "ask").add_edge(START, "sibling")
+    app = graph.compile(checkpointer=InMemoryCheckpointer())
+
+    paused = await app.run({}, thread_id="t")
+    saved = await app.get_state("t")
+    done = await app.run(Resume(42), thread_id="t")
+
+    assert paused.status == "interrupted"
+    assert saved.values["log"] == []  # the step is applied when all of it has answered
+    assert done.state["log"] == ["answer=42", "sibling"]
+    assert ran.count("sibling") == 1
+    assert ran.count("ask") == 2
