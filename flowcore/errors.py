@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "BlockDefinitionError",
     "CheckpointError",
     "CheckpointNotFoundError",
     "CheckpointStoreError",
@@ -311,3 +312,20 @@ class ResumeError(FlowcoreError, ValueError):
     def __init__(self, message: str, *, thread_id: str) -> None:
         super().__init__(message)
         self.thread_id = thread_id
+
+
+class BlockDefinitionError(FlowcoreError, ValueError):
+    """A block definition is invalid; ``problems`` lists each field and what to fix.
+
+    Example:
+        >>> BlockDefinitionError(["kind: a 'llm' block needs prompt_template"]).problems
+        ("kind: a 'llm' block needs prompt_template",)
+    """
+
+    code = "block-definition"
+
+    def __init__(self, problems: list[str], *, block: str | None = None) -> None:
+        self.problems = tuple(problems)
+        self.block = block
+        name = f"block {block!r}" if block else "block definition"
+        super().__init__(f"{name} is invalid:\n" + "\n".join(f"  - {p}" for p in problems))

@@ -27,6 +27,8 @@ PUBLIC_MODULES = [
     "flowcore.state",
     "flowcore.refs",
     "flowcore.scheduler",
+    "flowcore.checkpoint",
+    "flowcore.blocks",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 
