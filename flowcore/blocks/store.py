@@ -1,0 +1,393 @@
+"""Where blocks live: the ``BlockStore`` port and its SQLite implementation.
+
+Blocks are versioned: saving a changed definition adds version n+1 and the
+old versions stay readable, so a pipeline pinned to ``summarize@2`` keeps
+working after someone improves ``summarize``. Search is SQLite FTS5 over the
+name, description, ``use_when`` and tags of each block's latest version,
+ranked by BM25.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
+
+import aiosqlite
+
+from flowcore.blocks.builtins import builtin_blocks
+from flowcore.blocks.definition import BlockDefinition
+from flowcore.errors import BlockDefinitionError, FlowcoreError
+
+__all__ = ["BlockNotFoundError", "BlockStore", "BlockStoreError", "SqliteBlockStore"]
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS flowcore_blocks_meta (
+        key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS blocks (
+        id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        category TEXT NOT NULL,
+        definition TEXT NOT NULL,
+        saved_at REAL NOT NULL,
+        PRIMARY KEY (id, version))""",
+    """CREATE TABLE IF NOT EXISTS block_tags (
+        id TEXT NOT NULL, tag TEXT NOT NULL, PRIMARY KEY (id, tag))""",
+    """CREATE VIRTUAL TABLE IF NOT EXISTS blocks_fts USING fts5(
+        id UNINDEXED, name, description, use_when, tags, tokenize = 'porter unicode61')""",
+)
+
+
+class BlockStoreError(FlowcoreError):
+    """The block store's file cannot be opened or used.
+
+    Example:
+        >>> BlockStoreError("blocks.db is not a database").code
+        'block-store'
+    """
+
+    code = "block-store"
+
+
+class BlockNotFoundError(FlowcoreError, LookupError):
+    """No block (or no such version of it) is stored under that id.
+
+    Example:
+        >>> BlockNotFoundError("no block 'x'", block="x").block
+        'x'
+    """
+
+    code = "block-not-found"
+
+    def __init__(self, message: str, *, block: str, version: int | None = None) -> None:
+        super().__init__(message)
+        self.block = block
+        self.version = version
+
+
+@runtime_checkable
+class BlockStore(Protocol):
+    """Stores block definitions by id and version, and finds them.
+
+    Example:
+        >>> # block = await store.get("summarize")          # latest
+        >>> # pinned = await store.get("summarize", version=1)
+    """
+
+    async def save(self, block: BlockDefinition) -> BlockDefinition:
+        """Store a block; a changed definition becomes the next version. Returns what was stored."""
+        ...
+
+    async def get(self, block_id: str, version: int | None = None) -> BlockDefinition:
+        """The latest (or a pinned) version; raises :class:`BlockNotFoundError`."""
+        ...
+
+    async def list_blocks(
+        self, *, category: str | None = None, tags: Sequence[str] = ()
+    ) -> list[BlockDefinition]:
+        """Latest versions, optionally of one category and carrying all given tags."""
+        ...
+
+    async def search(self, query: str, *, limit: int = 10) -> list[BlockDefinition]:
+        """Latest versions ranked by how well they match ``query``."""
+        ...
+
+    async def delete(self, block_id: str) -> None:
+        """Remove every version of a block; raises :class:`BlockNotFoundError`."""
+        ...
+
+
+class SqliteBlockStore:
+    """A :class:`BlockStore` in one SQLite file, seeded with the builtin blocks.
+
+    Example:
+        >>> # async with SqliteBlockStore("blocks.db") as store:
+        >>> #     hits = await store.search("summarize a text")
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, seed_builtins: bool = True) -> None:
+        self.path = os.fspath(path)
+        self.seed_builtins = seed_builtins
+        self._conn: aiosqlite.Connection | None = None
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        """Open the file, create the tables, and seed builtins into a new store."""
+        if self._conn is not None:
+            return
+        conn = await aiosqlite.connect(self.path, timeout=5.0, isolation_level=None)
+        try:
+            await conn.execute("PRAGMA busy_timeout=5000")
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await conn.execute("BEGIN IMMEDIATE")
+            for sql in _SCHEMA:
+                await conn.execute(sql)
+            async with conn.execute(
+                "SELECT value FROM flowcore_blocks_meta WHERE key = 'seeded'"
+            ) as cur:
+                seeded = await cur.fetchone() is not None
+            if not seeded and self.seed_builtins:
+                for block in builtin_blocks():
+                    await self._insert(conn, block, block.version)
+            await conn.execute(
+                "INSERT OR REPLACE INTO flowcore_blocks_meta (key, value) VALUES ('seeded', '1')"
+            )
+            await conn.execute("COMMIT")
+        except Exception as exc:
+            await conn.close()
+            raise BlockStoreError(
+                f"cannot open block store {self.path}: {exc}; point it at a new file or at "
+                "one it created"
+            ) from exc
+        self._conn = conn
+
+    async def aclose(self) -> None:
+        """Close the connection."""
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    def _db(self) -> aiosqlite.Connection:
+        if self._conn is None:
+            raise FlowcoreError(
+                "SqliteBlockStore is not open; use 'async with SqliteBlockStore(path)' or "
+                "'await store.open()'"
+            )
+        return self._conn
+
+    # -------------------------------------------------------------- writing
+    async def save(self, block: BlockDefinition) -> BlockDefinition:
+        """Store a block. Unchanged: nothing happens. Changed: version n+1.
+
+        Example:
+            >>> # v2 = await store.save(block.model_copy(update={"description": "better"}))
+        """
+        conn = self._db()
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            latest = await self._latest(conn, block.id)
+            if latest is not None and _same(latest, block):
+                await conn.execute("COMMIT")
+                return latest
+            version = 1 if latest is None else latest.version + 1
+            stored = await self._insert(conn, block, version)
+            await conn.execute("COMMIT")
+        except BaseException:
+            await conn.execute("ROLLBACK")
+            raise
+        return stored
+
+    async def _insert(
+        self, conn: aiosqlite.Connection, block: BlockDefinition, version: int
+    ) -> BlockDefinition:
+        stored = block.model_copy(update={"version": version})
+        await conn.execute(
+            "INSERT INTO blocks (id, version, category, definition, saved_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (stored.id, version, stored.category, stored.model_dump_json(), time.time()),
+        )
+        async with conn.execute(
+            "SELECT MAX(version) FROM blocks WHERE id = ?", (stored.id,)
+        ) as cur:
+            row = await cur.fetchone()
+        if row is not None and row[0] is not None and row[0] > version:
+            return stored  # an older version (from an import): search keeps the latest text
+        await conn.execute("DELETE FROM block_tags WHERE id = ?", (stored.id,))
+        await conn.executemany(
+            "INSERT OR IGNORE INTO block_tags (id, tag) VALUES (?, ?)",
+            [(stored.id, tag) for tag in stored.tags],
+        )
+        await conn.execute("DELETE FROM blocks_fts WHERE id = ?", (stored.id,))
+        await conn.execute(
+            "INSERT INTO blocks_fts (id, name, description, use_when, tags) VALUES (?, ?, ?, ?, ?)",
+            (stored.id, stored.name, stored.description, stored.use_when, " ".join(stored.tags)),
+        )
+        return stored
+
+    async def delete(self, block_id: str) -> None:
+        """Remove every version of a block.
+
+        Example:
+            >>> # await store.delete("old_block")
+        """
+        conn = self._db()
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            cur = await conn.execute("DELETE FROM blocks WHERE id = ?", (block_id,))
+            if cur.rowcount == 0:
+                raise BlockNotFoundError(f"no block {block_id!r} to delete", block=block_id)
+            await conn.execute("DELETE FROM block_tags WHERE id = ?", (block_id,))
+            await conn.execute("DELETE FROM blocks_fts WHERE id = ?", (block_id,))
+            await conn.execute("COMMIT")
+        except BaseException:
+            await conn.execute("ROLLBACK")
+            raise
+
+    # -------------------------------------------------------------- reading
+    async def _latest(self, conn: aiosqlite.Connection, block_id: str) -> BlockDefinition | None:
+        async with conn.execute(
+            "SELECT definition FROM blocks WHERE id = ? ORDER BY version DESC LIMIT 1",
+            (block_id,),
+        ) as cur:
+            row = await cur.fetchone()
+        return None if row is None else BlockDefinition.model_validate_json(row[0])
+
+    async def get(self, block_id: str, version: int | None = None) -> BlockDefinition:
+        """The latest version of a block, or the pinned ``version``.
+
+        Example:
+            >>> # await store.get("summarize", version=1)
+        """
+        conn = self._db()
+        if version is None:
+            found = await self._latest(conn, block_id)
+        else:
+            async with conn.execute(
+                "SELECT definition FROM blocks WHERE id = ? AND version = ?", (block_id, version)
+            ) as cur:
+                row = await cur.fetchone()
+            found = None if row is None else BlockDefinition.model_validate_json(row[0])
+        if found is None:
+            what = f"block {block_id!r}" + (f" version {version}" if version else "")
+            raise BlockNotFoundError(
+                f"no {what} in {self.path}; list the stored blocks with list_blocks() or search()",
+                block=block_id,
+                version=version,
+            )
+        return found
+
+    async def versions(self, block_id: str) -> list[int]:
+        """Every stored version number of a block, oldest first.
+
+        Example:
+            >>> # await store.versions("summarize")   # [1, 2]
+        """
+        async with self._db().execute(
+            "SELECT version FROM blocks WHERE id = ? ORDER BY version", (block_id,)
+        ) as cur:
+            return [int(r[0]) for r in await cur.fetchall()]
+
+    async def list_blocks(
+        self, *, category: str | None = None, tags: Sequence[str] = ()
+    ) -> list[BlockDefinition]:
+        """Latest versions, filtered by category and tags (all must match), by id.
+
+        Example:
+            >>> # await store.list_blocks(category="memory")
+        """
+        sql = (
+            "SELECT b.definition FROM blocks b WHERE b.version = "
+            "(SELECT MAX(version) FROM blocks WHERE id = b.id)"
+        )
+        params: list[Any] = []
+        if category is not None:
+            sql += " AND b.category = ?"
+            params.append(category)
+        for tag in tags:
+            sql += " AND EXISTS (SELECT 1 FROM block_tags t WHERE t.id = b.id AND t.tag = ?)"
+            params.append(tag)
+        sql += " ORDER BY b.id"
+        async with self._db().execute(sql, params) as cur:
+            rows = await cur.fetchall()
+        return [BlockDefinition.model_validate_json(r[0]) for r in rows]
+
+    async def search(self, query: str, *, limit: int = 10) -> list[BlockDefinition]:
+        """Blocks whose name, description, use_when or tags match ``query``, best first.
+
+        Any word may match (an OR query); more and rarer matches rank higher.
+
+        Example:
+            >>> # [b.id for b in await store.search("shorten long text")]
+        """
+        words = [w for w in "".join(c if c.isalnum() else " " for c in query).split() if w]
+        if not words:
+            return []
+        match = " OR ".join(f'"{w}"' for w in words)
+        async with self._db().execute(
+            "SELECT id FROM blocks_fts WHERE blocks_fts MATCH ? ORDER BY bm25(blocks_fts) LIMIT ?",
+            (match, limit),
+        ) as cur:
+            ids = [r[0] for r in await cur.fetchall()]
+        return [await self.get(i) for i in ids]
+
+    # ----------------------------------------------------------- JSON files
+    async def export_json(self) -> str:
+        """Every version of every block as a JSON document.
+
+        Example:
+            >>> # text = await store.export_json()
+        """
+        async with self._db().execute("SELECT definition FROM blocks ORDER BY id, version") as cur:
+            rows = await cur.fetchall()
+        return json.dumps(
+            {"format": "flowcore-blocks", "version": 1, "blocks": [json.loads(r[0]) for r in rows]},
+            indent=2,
+        )
+
+    async def import_json(self, text: str) -> int:
+        """Save each block of an exported document; returns how many versions were added.
+
+        Example:
+            >>> # added = await store.import_json(text)
+        """
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BlockDefinitionError([f"document: not JSON ({exc})"]) from None
+        if not isinstance(doc, dict) or doc.get("format") != "flowcore-blocks":
+            raise BlockDefinitionError(
+                ['document: expected {"format": "flowcore-blocks", "blocks": [...]}']
+            )
+        blocks = [BlockDefinition.from_data(b) for b in _as_list(doc.get("blocks"))]
+        conn = self._db()
+        await conn.execute("BEGIN IMMEDIATE")
+        added = 0
+        try:
+            # Version numbers are kept as exported, so pins in pipelines still resolve.
+            for block in sorted(blocks, key=lambda b: (b.id, b.version)):
+                async with conn.execute(
+                    "SELECT definition FROM blocks WHERE id = ? AND version = ?",
+                    (block.id, block.version),
+                ) as cur:
+                    row = await cur.fetchone()
+                if row is None:
+                    await self._insert(conn, block, block.version)
+                    added += 1
+                elif not _same(BlockDefinition.model_validate_json(row[0]), block):
+                    raise BlockDefinitionError(
+                        [
+                            f"{block.id}@{block.version}: this store already has a different "
+                            "block under that id and version; rename one of them"
+                        ],
+                        block=block.id,
+                    )
+            await conn.execute("COMMIT")
+        except BaseException:
+            await conn.execute("ROLLBACK")
+            raise
+        return added
+
+
+def _as_list(value: Any) -> Iterable[Any]:
+    if not isinstance(value, list):
+        raise BlockDefinitionError(["blocks: expected a list of block definitions"])
+    return value
+
+
+def _same(stored: BlockDefinition, new: BlockDefinition) -> bool:
+    # The version number is the store's business, not part of the content.
+    return stored.model_dump(exclude={"version"}) == new.model_dump(exclude={"version"})
