@@ -29,6 +29,7 @@ PUBLIC_MODULES = [
     "flowcore.scheduler",
     "flowcore.checkpoint",
     "flowcore.blocks",
+    "flowcore.llm",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

@@ -1,0 +1,32 @@
+"""Talking to models: the provider port, its data, errors, retries and a scripted provider."""
+
+from flowcore.llm.errors import ProviderError, ScriptExhaustedError, ThrottleError, ThrottleKind
+from flowcore.llm.protocol import LLMProvider
+from flowcore.llm.retry import call_with_retries
+from flowcore.llm.scripted import ScriptedProvider
+from flowcore.llm.types import (
+    LLMRequest,
+    LLMResponse,
+    Message,
+    StreamEvent,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+
+__all__ = [
+    "LLMProvider",
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
+    "ProviderError",
+    "ScriptExhaustedError",
+    "ScriptedProvider",
+    "StreamEvent",
+    "ThrottleError",
+    "ThrottleKind",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "call_with_retries",
+]
