@@ -203,3 +203,123 @@ def openai_error(status: int, code: str, *, retry_after: str | None = None) -> R
         headers=headers,
         body={"error": {"message": f"{code} happened", "type": code, "code": code}},
     )
+
+
+# --------------------------------------------------------- Anthropic shapes
+def anthropic_message(
+    text: str,
+    *,
+    tool: dict[str, Any] | None = None,
+    usage: tuple[int, int] = (10, 2),
+    model: str = "claude-test",
+) -> Reply:
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    if tool is not None:
+        content.append({"type": "tool_use", **tool})
+    return Reply(
+        body={
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": "tool_use" if tool else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+        }
+    )
+
+
+def anthropic_stream(
+    pieces: list[str],
+    *,
+    tool_json: list[str] | None = None,
+    usage: tuple[int, int] = (10, 2),
+    model: str = "claude-test",
+) -> Reply:
+    events: list[tuple[str | None, Any]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": usage[0], "output_tokens": 1},
+                },
+            },
+        ),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+    ]
+    events += [
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}},
+        )
+        for p in pieces
+    ]
+    events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    if tool_json is not None:
+        events.append(
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 1,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": "search",
+                        "input": {},
+                    },
+                },
+            )
+        )
+        events += [
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 1,
+                    "delta": {"type": "input_json_delta", "partial_json": j},
+                },
+            )
+            for j in tool_json
+        ]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": 1}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {
+                    "stop_reason": "tool_use" if tool_json is not None else "end_turn",
+                    "stop_sequence": None,
+                },
+                "usage": {"output_tokens": usage[1]},
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return Reply(events=events)
+
+
+def anthropic_error(status: int, kind: str, *, retry_after: str | None = None) -> Reply:
+    headers = {"retry-after": retry_after} if retry_after is not None else {}
+    return Reply(
+        status=status,
+        headers=headers,
+        body={"type": "error", "error": {"type": kind, "message": f"{kind} happened"}},
+    )
