@@ -30,6 +30,7 @@ PUBLIC_MODULES = [
     "flowcore.checkpoint",
     "flowcore.blocks",
     "flowcore.llm",
+    "flowcore.tools",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 
