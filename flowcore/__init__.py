@@ -22,6 +22,11 @@ from flowcore.checkpoint import (
     SqliteCheckpointer,
 )
 from flowcore.errors import (
+    BlockConfigurationError,
+    BlockError,
+    BlockInputError,
+    BlockOutputError,
+    BlockTimeoutError,
     CheckpointError,
     CheckpointNotFoundError,
     CheckpointStoreError,
@@ -37,8 +42,11 @@ from flowcore.errors import (
     ResumeError,
     RoutingError,
     SerializationError,
+    ToolCallError,
 )
 from flowcore.events import (
+    BlockEndEvent,
+    BlockStartEvent,
     CustomEvent,
     DoneEvent,
     Event,
@@ -50,6 +58,10 @@ from flowcore.events import (
     NodeStartEvent,
     RunStartEvent,
     RunStatus,
+    TextDeltaEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    UsageEvent,
 )
 from flowcore.graph import END, START, CompiledGraph, Graph, RetryPolicy, RunStream
 from flowcore.graph.threads import StateSnapshot
@@ -66,6 +78,13 @@ __all__ = [
     "DEFAULT_RECURSION_LIMIT",
     "END",
     "START",
+    "BlockConfigurationError",
+    "BlockEndEvent",
+    "BlockError",
+    "BlockInputError",
+    "BlockOutputError",
+    "BlockStartEvent",
+    "BlockTimeoutError",
     "Checkpoint",
     "CheckpointError",
     "CheckpointNotFoundError",
@@ -112,6 +131,11 @@ __all__ = [
     "SqliteCheckpointer",
     "StateSchema",
     "StateSnapshot",
+    "TextDeltaEvent",
+    "ToolCallError",
+    "ToolCallResultEvent",
+    "ToolCallStartEvent",
+    "UsageEvent",
     "ValueTemplate",
     "__version__",
     "append",

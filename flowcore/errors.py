@@ -23,7 +23,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "BlockConfigurationError",
     "BlockDefinitionError",
+    "BlockError",
+    "BlockInputError",
+    "BlockOutputError",
+    "BlockTimeoutError",
     "CheckpointError",
     "CheckpointNotFoundError",
     "CheckpointStoreError",
@@ -39,6 +44,7 @@ __all__ = [
     "ResumeError",
     "RoutingError",
     "SerializationError",
+    "ToolCallError",
 ]
 
 
@@ -329,3 +335,126 @@ class BlockDefinitionError(FlowcoreError, ValueError):
         self.block = block
         name = f"block {block!r}" if block else "block definition"
         super().__init__(f"{name} is invalid:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class BlockError(FlowcoreError):
+    """Running a block failed; ``block`` is its id. Raised inside the block's node.
+
+    ``retryable`` says whether the block executor tries again (within the
+    block's ``max_retries``): bad inputs and configuration never are, a
+    timeout or an answer that did not fit the output schema are.
+
+    Example:
+        >>> BlockTimeoutError("summarize", 30.0).retryable
+        True
+    """
+
+    code = "block-failed"
+    retryable = False
+
+    def __init__(self, message: str, *, block: str) -> None:
+        super().__init__(message)
+        self.block = block
+
+
+def _listed(problems: Sequence[str]) -> str:
+    return "\n".join(f"  - {p}" for p in problems)
+
+
+class BlockInputError(BlockError, ValueError):
+    """The block's inputs do not fit its ``input_schema`` (or its template needs more).
+
+    Example:
+        >>> BlockInputError("summarize", ["inputs: missing required key 'text'"]).problems
+        ("inputs: missing required key 'text'",)
+    """
+
+    code = "block-input"
+
+    def __init__(self, block: str, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__(
+            f"block {block!r} got inputs it cannot use:\n{_listed(problems)}\n"
+            "Wire the missing or mistyped inputs into the node, or change the block's "
+            "input_schema.",
+            block=block,
+        )
+
+
+class BlockOutputError(BlockError, ValueError):
+    """The block's result does not fit its ``output_schema`` (or was not JSON at all).
+
+    Retried: a model asked again, with the error, often gets it right.
+
+    Example:
+        >>> BlockOutputError("summarize", ["output: missing required key 'summary'"]).code
+        'block-output'
+    """
+
+    code = "block-output"
+    retryable = True
+
+    def __init__(self, block: str, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__(
+            f"block {block!r} produced output that does not fit its output_schema:\n"
+            f"{_listed(problems)}\nMake the prompt or code produce these keys, or fix the "
+            "output_schema.",
+            block=block,
+        )
+
+
+class BlockTimeoutError(BlockError, TimeoutError):
+    """One attempt of a block ran longer than its ``timeout_seconds``.
+
+    Example:
+        >>> BlockTimeoutError("summarize", 30.0).seconds
+        30.0
+    """
+
+    code = "block-timeout"
+    retryable = True
+
+    def __init__(self, block: str, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(
+            f"block {block!r} timed out after {seconds}s; raise its timeout_seconds or make "
+            "it faster",
+            block=block,
+        )
+
+
+class BlockConfigurationError(BlockError, LookupError):
+    """The executor lacks what the block needs: a provider, a tool, a memory store.
+
+    Example:
+        >>> BlockConfigurationError("block 'x' needs provider 'openai'", block="x").code
+        'block-configuration'
+    """
+
+    code = "block-configuration"
+
+
+class ToolCallError(BlockError, RuntimeError):
+    """A tool block's call failed; ``error_code`` is the ToolRunner's code.
+
+    ``safe_message`` never contains argument or result values. Execution
+    failures are retried, validation, unavailable and redaction failures are not.
+
+    Example:
+        >>> ToolCallError("fetch", "http_get", "execution", "tool timed out").retryable
+        True
+    """
+
+    code = "tool-call"
+
+    def __init__(self, block: str, tool: str, error_code: str, safe_message: str) -> None:
+        self.tool = tool
+        self.error_code = error_code
+        self.safe_message = safe_message
+        # Only an execution failure may go away when tried again.
+        self.retryable = error_code == "execution"
+        super().__init__(
+            f"block {block!r}: tool {tool!r} failed ({error_code}): {safe_message}",
+            block=block,
+        )

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 __all__ = [
+    "BlockEndEvent",
+    "BlockStartEvent",
     "CustomEvent",
     "DoneEvent",
     "Event",
@@ -25,6 +27,10 @@ __all__ = [
     "NodeStartEvent",
     "RunStartEvent",
     "RunStatus",
+    "TextDeltaEvent",
+    "ToolCallResultEvent",
+    "ToolCallStartEvent",
+    "UsageEvent",
 ]
 
 RunStatus = Literal["completed", "failed", "interrupted", "cancelled"]
@@ -151,6 +157,93 @@ class CustomEvent(EventBase):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BlockStartEvent(EventBase):
+    """A node began running a stored block (``kind`` says how it runs).
+
+    Sent once per block execution, before its first attempt; closed by one
+    :class:`BlockEndEvent`.
+    """
+
+    type: ClassVar[str] = "block_start"
+    node: str
+    block_id: str
+    block_version: int
+    kind: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockEndEvent(EventBase):
+    """A block finished: ``ok`` with its validated ``outputs``, or failed with ``error``.
+
+    ``metadata`` records how it ran, e.g. the provider and model of an LLM
+    block, or the isolation a Python block ran under.
+    """
+
+    type: ClassVar[str] = "block_end"
+    node: str
+    block_id: str
+    block_version: int
+    ok: bool
+    outputs: Mapping[str, Any] | None
+    error: str | None
+    attempts: int
+    duration: float
+    metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDeltaEvent(EventBase):
+    """A piece of text a model is streaming for a block."""
+
+    type: ClassVar[str] = "text_delta"
+    node: str
+    block_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStartEvent(EventBase):
+    """A tool call began; ``args`` are the arguments as the model or block sent them."""
+
+    type: ClassVar[str] = "tool_call_start"
+    node: str
+    tool_call_id: str
+    tool_name: str
+    args: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallResultEvent(EventBase):
+    """A tool call ended, with the same ``tool_call_id`` as its start.
+
+    ``result`` holds only the fields the tool's allowlist marks safe to show;
+    a failed call has ``is_error``, an ``error_code`` and a ``safe_message``.
+    """
+
+    type: ClassVar[str] = "tool_call_result"
+    node: str
+    tool_call_id: str
+    tool_name: str
+    result: Mapping[str, Any] | None
+    is_error: bool
+    error_code: str | None
+    safe_message: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageEvent(EventBase):
+    """Tokens one model call consumed, reported after every call (retries included)."""
+
+    type: ClassVar[str] = "usage"
+    node: str
+    block_id: str
+    provider: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DoneEvent(EventBase):
     """The one terminal event: how the run ended and the state it ended with."""
 
@@ -169,6 +262,12 @@ Event = (
     | InterruptEvent
     | NodeSkippedEvent
     | CustomEvent
+    | BlockStartEvent
+    | BlockEndEvent
+    | TextDeltaEvent
+    | ToolCallStartEvent
+    | ToolCallResultEvent
+    | UsageEvent
     | DoneEvent
 )
 """Any event a run can emit."""

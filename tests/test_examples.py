@@ -20,7 +20,14 @@ import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO_ROOT / "examples").glob("*.py"))
-DOC_PAGES_WITH_RUNNABLE_CODE = ["getting-started.md", "concepts.md", "errors.md", "checkpoints.md"]
+DOC_PAGES_WITH_RUNNABLE_CODE = [
+    "getting-started.md",
+    "concepts.md",
+    "errors.md",
+    "checkpoints.md",
+    "blocks.md",
+    "llm.md",
+]
 
 
 def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:

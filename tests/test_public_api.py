@@ -31,6 +31,7 @@ PUBLIC_MODULES = [
     "flowcore.blocks",
     "flowcore.llm",
     "flowcore.tools",
+    "flowcore.memory",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

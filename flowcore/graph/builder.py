@@ -17,7 +17,16 @@ __all__ = ["Graph"]
 
 
 class _PendingNode:
-    __slots__ = ("func", "inputs", "name", "retry", "template", "template_error", "timeout")
+    __slots__ = (
+        "func",
+        "inputs",
+        "name",
+        "output_view",
+        "retry",
+        "template",
+        "template_error",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -26,8 +35,10 @@ class _PendingNode:
         inputs: Mapping[str, Any] | None,
         retry: RetryPolicy | None,
         timeout: float | None,
+        output_view: Callable[[Mapping[str, Any]], Any] | None = None,
     ) -> None:
         self.name = name
+        self.output_view = output_view
         self.func = func
         self.inputs = inputs
         self.retry = retry
@@ -91,12 +102,16 @@ class Graph:
         inputs: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
+        output_view: Callable[[Mapping[str, Any]], Any] | None = None,
     ) -> Self:
         """Add a node by ``(name, func)``, or by ``func`` alone (named after it).
 
         ``inputs`` maps names to values that may hold ``<<ns.path>>``
         references; the node reads them resolved from ``ctx.inputs``.
         ``retry`` and ``timeout`` (seconds per attempt) guard the node.
+        ``output_view`` picks what ``<<name.path>>`` references to this node
+        read out of its update (default: the update itself); block nodes use
+        it to expose their outputs rather than the state keys they write.
 
         Example:
             >>> from typing import TypedDict
@@ -124,7 +139,12 @@ class Graph:
             self._problems.append(
                 f"node {name!r}: timeout must be > 0 seconds (a number, or None), got {timeout!r}"
             )
-        self._nodes[name] = _PendingNode(name, func, inputs, retry, timeout)
+        if output_view is not None and not callable(output_view):
+            self._problems.append(
+                f"node {name!r}: output_view must be a function of the node's update"
+            )
+            output_view = None
+        self._nodes[name] = _PendingNode(name, func, inputs, retry, timeout, output_view)
         return self
 
     # ------------------------------------------------------------------ edges

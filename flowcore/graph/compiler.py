@@ -78,6 +78,7 @@ def compile_graph(
                 inputs=pending.template,
                 retry=pending.retry,
                 timeout=pending.timeout,
+                output_view=pending.output_view,
             )
         )
 

@@ -116,6 +116,7 @@ class NodeSpec:
     inputs: ValueTemplate | None = None
     retry: RetryPolicy | None = None
     timeout: float | None = None
+    output_view: Callable[[Mapping[str, Any]], Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from flowcore.llm.errors import ProviderError, ScriptExhaustedError, ThrottleError, ThrottleKind
 from flowcore.llm.protocol import LLMProvider
+from flowcore.llm.registry import ProviderRegistry
 from flowcore.llm.retry import call_with_retries
 from flowcore.llm.scripted import ScriptedProvider
 from flowcore.llm.types import (
@@ -20,6 +21,7 @@ __all__ = [
     "LLMResponse",
     "Message",
     "ProviderError",
+    "ProviderRegistry",
     "ScriptExhaustedError",
     "ScriptedProvider",
     "StreamEvent",

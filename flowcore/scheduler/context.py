@@ -13,6 +13,10 @@ def _discard(name: str, data: Any) -> None:
     return None
 
 
+def _discard_event(event_type: Callable[..., Any], fields: dict[str, Any]) -> None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class NodeContext:
     """Run-scoped facts and services for one node execution.
@@ -34,6 +38,7 @@ class NodeContext:
     config: Mapping[str, Any] = field(default_factory=dict)
     inputs: Mapping[str, Any] = field(default_factory=dict)
     _emit: Callable[[str, Any], None] = _discard
+    _publish: Callable[[Callable[..., Any], dict[str, Any]], None] = _discard_event
 
     def emit(self, name: str, data: Any = None) -> None:
         """Emit a ``custom`` event carrying ``data``; safe to call from sync nodes.
@@ -43,3 +48,17 @@ class NodeContext:
             >>> ctx.emit("progress", 0.5)  # no listener: dropped
         """
         self._emit(name, data)
+
+    def publish(self, event_type: Callable[..., Any], /, **fields: Any) -> None:
+        """Emit a typed node event (e.g. ``TextDeltaEvent``) from this node.
+
+        The engine fills in what every event has (run id, graph, superstep,
+        timestamp) and ``node``; ``fields`` are the rest. The block executor
+        uses this for block, text, tool and usage events.
+
+        Example:
+            >>> from flowcore.events import TextDeltaEvent
+            >>> ctx = NodeContext(run_id="r", node="n", graph_name="g", superstep=1)
+            >>> ctx.publish(TextDeltaEvent, block_id="summarize", text="Hel")  # no listener
+        """
+        self._publish(event_type, fields)

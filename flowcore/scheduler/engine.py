@@ -816,12 +816,17 @@ class RunEngine:
             )
         loop = self._loop
 
-        def send(name: str, data: Any) -> None:
-            event = CustomEvent(**self._event_base(level), node=node, name=name, data=data)
+        def deliver(event: Any) -> None:
             if threaded and loop is not None:
                 loop.call_soon_threadsafe(emit, event)
             else:
                 emit(event)
+
+        def send(name: str, data: Any) -> None:
+            deliver(CustomEvent(**self._event_base(level), node=node, name=name, data=data))
+
+        def publish(event_type: Callable[..., Any], fields: dict[str, Any]) -> None:
+            deliver(event_type(**self._event_base(level), node=node, **fields))
 
         return NodeContext(
             run_id=self.run_id,
@@ -832,6 +837,7 @@ class RunEngine:
             config=self.options.config,
             inputs=inputs,
             _emit=send,
+            _publish=publish,
         )
 
     def _resolve_inputs(self, spec: NodeSpec, values: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -858,7 +864,10 @@ class RunEngine:
                     reason="has produced no output yet in this run (it was skipped or has not run)",
                     node=spec.name,
                 )
-            namespaces[ns] = self.outputs[ns] or {}
+            update = self.outputs[ns] or {}
+            source = self.graph.nodes.get(ns)
+            view = source.output_view if source is not None else None
+            namespaces[ns] = update if view is None else view(update)
         return template.resolve(namespaces, node=spec.name)  # type: ignore[return-value]
 
     async def _run_node(self, spec: NodeSpec, values: Mapping[str, Any], level: int) -> _Outcome:

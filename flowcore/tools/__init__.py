@@ -2,8 +2,8 @@
 
 from flowcore.tools.runner import (
     Tool,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
+    ToolCallFinished,
+    ToolCallStarted,
     ToolErrorCode,
     ToolResult,
     ToolRunner,
@@ -11,8 +11,8 @@ from flowcore.tools.runner import (
 
 __all__ = [
     "Tool",
-    "ToolCallResultEvent",
-    "ToolCallStartEvent",
+    "ToolCallFinished",
+    "ToolCallStarted",
     "ToolErrorCode",
     "ToolResult",
     "ToolRunner",

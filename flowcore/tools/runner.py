@@ -23,8 +23,8 @@ from flowcore.llm.types import ToolCall, ToolSpec
 
 __all__ = [
     "Tool",
-    "ToolCallResultEvent",
-    "ToolCallStartEvent",
+    "ToolCallFinished",
+    "ToolCallStarted",
     "ToolErrorCode",
     "ToolResult",
     "ToolRunner",
@@ -96,7 +96,7 @@ class ToolResult:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallStartEvent:
+class ToolCallStarted:
     """A tool call began; ``args`` are the arguments as the model sent them."""
 
     type = "tool_call_start"
@@ -106,7 +106,7 @@ class ToolCallStartEvent:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallResultEvent:
+class ToolCallFinished:
     """A tool call ended; ``result`` holds only allowlisted fields."""
 
     type = "tool_call_result"
@@ -118,7 +118,12 @@ class ToolCallResultEvent:
     safe_message: str | None = None
 
 
-ToolEvent = ToolCallStartEvent | ToolCallResultEvent
+ToolEvent = ToolCallStarted | ToolCallFinished
+"""What a ToolRunner reports through its ``emit`` callback."""
+
+
+def _drop(event: ToolEvent) -> None:
+    return None
 
 
 def _fields_of(error: ValidationError) -> str:
@@ -152,52 +157,64 @@ class ToolRunner:
         """The tools as offered to a model."""
         return [t.spec() for t in self._by_name.values()]
 
-    def _send(self, event: ToolEvent) -> None:
-        if self.emit is not None:
-            self.emit(event)
+    def has(self, name: str) -> bool:
+        """Whether a tool named ``name`` is registered.
 
-    def _fail(self, call: ToolCall, code: ToolErrorCode, message: str) -> ToolResult:
-        self._send(ToolCallResultEvent(call.id, call.name, None, True, code, message))
-        return ToolResult(call.id, call.name, False, None, code, message)
+        Example:
+            >>> ToolRunner([]).has("search")
+            False
+        """
+        return name in self._by_name
 
-    async def run(self, call: ToolCall) -> ToolResult:
+    async def run(
+        self, call: ToolCall, *, emit: Callable[[ToolEvent], None] | None = None
+    ) -> ToolResult:
         """Validate, execute, validate, redact, emit, return: one call.
+
+        ``emit`` overrides the runner's own listener for this call (the block
+        executor uses it to tag events with the node that made the call).
 
         Example:
             >>> # result = await runner.run(ToolCall("c1", "search", {"query": "ducks"}))
         """
-        self._send(ToolCallStartEvent(call.id, call.name, dict(call.arguments)))
+        send = emit if emit is not None else self.emit or _drop
+        send(ToolCallStarted(call.id, call.name, dict(call.arguments)))
+
+        def fail(code: ToolErrorCode, message: str) -> ToolResult:
+            send(ToolCallFinished(call.id, call.name, None, True, code, message))
+            return ToolResult(call.id, call.name, False, None, code, message)
+
         tool = self._by_name.get(call.name)
         if tool is None:
             known = ", ".join(sorted(self._by_name)) or "none"
-            return self._fail(call, "unavailable", f"no tool named {call.name!r} (tools: {known})")
+            return fail("unavailable", f"no tool named {call.name!r} (tools: {known})")
         try:
             args = tool.input_model.model_validate(dict(call.arguments))
         except ValidationError as exc:
-            return self._fail(call, "validation", f"invalid arguments: {_fields_of(exc)}")
+            return fail("validation", f"invalid arguments: {_fields_of(exc)}")
         try:
             async with asyncio.timeout(tool.timeout):
                 raw = await tool.handler(args)
         except TimeoutError:
-            return self._fail(call, "execution", f"tool timed out after {tool.timeout}s")
+            return fail("execution", f"tool timed out after {tool.timeout}s")
         except Exception as exc:
-            return self._fail(call, "execution", f"tool failed ({type(exc).__name__})")
+            return fail("execution", f"tool failed ({type(exc).__name__})")
         try:
             output = tool.output_model.model_validate(
                 raw.model_dump() if isinstance(raw, BaseModel) else raw
             )
         except ValidationError as exc:
-            return self._fail(call, "validation", f"invalid result: {_fields_of(exc)}")
+            return fail("validation", f"invalid result: {_fields_of(exc)}")
         value = output.model_dump()  # declared fields only: unknown ones never pass through
         if tool.allowlist is None:
-            return self._fail(
-                call, "redaction_failed", f"tool {tool.name!r} has no allowlist of safe fields"
-            )
+            return fail("redaction_failed", f"tool {tool.name!r} has no allowlist of safe fields")
         shown = {k: v for k, v in value.items() if k in tool.allowlist}
-        self._send(ToolCallResultEvent(call.id, call.name, shown))
+        send(ToolCallFinished(call.id, call.name, shown))
         return ToolResult(call.id, call.name, True, value)
 
-    async def run_many(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+    async def run_many(
+        self, calls: Sequence[ToolCall], *, emit: Callable[[ToolEvent], None] | None = None
+    ) -> list[ToolResult]:
         """Run calls in parallel (each under its tool's timeout); results in call order.
 
         Example:
@@ -206,7 +223,7 @@ class ToolRunner:
         results: list[ToolResult | None] = [None] * len(calls)
 
         async def one(i: int, call: ToolCall) -> None:
-            results[i] = await self.run(call)
+            results[i] = await self.run(call, emit=emit)
 
         async with asyncio.TaskGroup() as tg:
             for i, call in enumerate(calls):

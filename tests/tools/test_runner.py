@@ -12,8 +12,8 @@ from flowcore.errors import FlowcoreError
 from flowcore.llm import ToolCall
 from flowcore.tools import (
     Tool,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
+    ToolCallFinished,
+    ToolCallStarted,
     ToolRunner,
 )
 
@@ -51,8 +51,8 @@ async def test_a_good_call_returns_the_full_value_and_emits_only_allowlisted_fie
     assert result.ok
     assert result.value == {"query": "ducks", "count": 2, "documents": ["secret a", "secret b"]}
     assert events == [
-        ToolCallStartEvent("c1", "search", {"query": "ducks"}),
-        ToolCallResultEvent("c1", "search", {"query": "ducks", "count": 2}),
+        ToolCallStarted("c1", "search", {"query": "ducks"}),
+        ToolCallFinished("c1", "search", {"query": "ducks", "count": 2}),
     ]
 
 
@@ -73,8 +73,8 @@ async def test_failures_before_execution_still_emit_a_result_with_the_same_id(
     assert (result.ok, result.error_code) == (False, code)
     assert message in (result.safe_message or "")
     start, end = events
-    assert isinstance(start, ToolCallStartEvent)
-    assert isinstance(end, ToolCallResultEvent)
+    assert isinstance(start, ToolCallStarted)
+    assert isinstance(end, ToolCallFinished)
     assert (end.tool_call_id, end.is_error, end.error_code, end.result) == (
         call.id,
         True,

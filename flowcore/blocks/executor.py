@@ -1,0 +1,583 @@
+"""``BlockExecutor``: the one generic function that runs any stored block.
+
+Given a block, its inputs (already resolved by the engine) and the node's
+context, the executor checks the inputs against the block's
+``input_schema``, runs the block by its ``kind``, checks the result against
+the ``output_schema``, and applies the block's retry policy (tenacity) and
+per-attempt timeout. It reports what happens as typed events on the run's
+stream: ``block_start`` / ``block_end``, ``text_delta`` while a model writes,
+``tool_call_start`` / ``tool_call_result`` and one ``usage`` per model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from flowcore.blocks.definition import BlockDefinition
+from flowcore.blocks.jsonschema import schema_problems
+from flowcore.blocks.prompting import parse_json_object, render_prompt, repair_prompt, system_prompt
+from flowcore.errors import (
+    BlockConfigurationError,
+    BlockError,
+    BlockInputError,
+    BlockOutputError,
+    BlockTimeoutError,
+    ToolCallError,
+)
+from flowcore.events import (
+    BlockEndEvent,
+    BlockStartEvent,
+    TextDeltaEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    UsageEvent,
+)
+from flowcore.interrupts import interrupt
+from flowcore.llm.errors import ProviderError
+from flowcore.llm.protocol import LLMProvider
+from flowcore.llm.registry import ProviderRegistry
+from flowcore.llm.retry import call_with_retries
+from flowcore.llm.types import LLMRequest, LLMResponse, Message, ToolCall, ToolSpec, Usage
+from flowcore.memory.store import Namespace, Store
+from flowcore.scheduler.context import NodeContext
+from flowcore.tools.runner import ToolCallFinished, ToolCallStarted, ToolEvent, ToolRunner
+
+__all__ = ["BlockExecutor", "BlockOutcome", "CodeRunResult", "CodeSandbox"]
+
+
+class CodeRunResult(Protocol):
+    """What a sandbox returns for one Python block run."""
+
+    @property
+    def outputs(self) -> Mapping[str, Any]:
+        """The dict the block's ``execute`` returned."""
+        ...
+
+    @property
+    def isolation(self) -> str:
+        """Which isolation the code really ran under (recorded in run metadata)."""
+        ...
+
+
+class CodeSandbox(Protocol):
+    """Runs untrusted Python block source; see :class:`flowcore.sandbox.PythonSandbox`."""
+
+    async def run(
+        self,
+        source: str,
+        inputs: Mapping[str, Any],
+        context: Mapping[str, Any],
+        *,
+        network: bool = False,
+        timeout: float = 30.0,
+    ) -> CodeRunResult:
+        """Run ``execute(inputs, context)`` from ``source`` and return its outputs."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class BlockOutcome:
+    """What one block execution produced.
+
+    ``branch`` is the chosen branch key of a decision block (else None);
+    ``metadata`` records how it ran (provider and model, isolation, tool).
+
+    Example:
+        >>> BlockOutcome("summarize", 1, {"summary": "..."}).outputs["summary"]
+        '...'
+    """
+
+    block_id: str
+    block_version: int
+    outputs: Mapping[str, Any]
+    branch: str | None = None
+    attempts: int = 1
+    duration: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, BlockError):
+        return exc.retryable
+    return isinstance(exc, ProviderError) and exc.retryable
+
+
+def _declared(outputs: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    # Keep only what the block promises; a model's extra keys never reach state.
+    props = schema.get("properties") or {}
+    if not props or schema.get("additionalProperties") not in (None, False):
+        return dict(outputs)
+    return {k: v for k, v in outputs.items() if k in props}
+
+
+def _decision_schema(block: BlockDefinition) -> dict[str, Any]:
+    schema = dict(block.output_schema)
+    props = dict(schema.get("properties") or {})
+    props["branch"] = {"type": "string", "enum": sorted(block.branches or {})}
+    schema["properties"] = props
+    schema["required"] = sorted({*schema.get("required", ()), "branch"})
+    return schema
+
+
+def _single_key(schema: Mapping[str, Any], default: str) -> str:
+    props = list(schema.get("properties") or {})
+    return props[0] if len(props) == 1 else default
+
+
+@dataclass(slots=True)
+class _Run:
+    """Mutable facts gathered across the attempts of one block execution."""
+
+    block: BlockDefinition
+    ctx: NodeContext
+    attempt: int = 0
+    usage: Usage = field(default_factory=Usage)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class BlockExecutor:
+    """Runs any :class:`BlockDefinition`; dependencies are passed in, none are global.
+
+    ``providers`` serves LLM and decision blocks (a block's ``provider`` /
+    ``model`` override the registry's defaults); ``tools`` serves tool blocks
+    (and LLM blocks whose ``metadata["tools"]`` lists tools the model may
+    call); ``memory`` serves memory blocks; ``sandbox`` runs Python blocks.
+    ``retry_wait`` is the first backoff between a block's attempts, in
+    seconds (doubling each time).
+
+    Example:
+        >>> from flowcore.llm import ProviderRegistry, ScriptedProvider
+        >>> executor = BlockExecutor(
+        ...     providers=ProviderRegistry.single(ScriptedProvider(['{"summary": "short"}'])))
+        >>> # outcome = await executor.execute(summarize_block, {"text": "long..."})
+    """
+
+    def __init__(
+        self,
+        *,
+        providers: ProviderRegistry | None = None,
+        tools: ToolRunner | None = None,
+        memory: Store | None = None,
+        sandbox: CodeSandbox | None = None,
+        retry_wait: float = 0.5,
+        stream: bool = True,
+        max_tool_rounds: int = 5,
+    ) -> None:
+        self.providers = providers
+        self.tools = tools
+        self.memory = memory
+        self._sandbox = sandbox
+        self.retry_wait = retry_wait
+        self.stream = stream
+        self.max_tool_rounds = max_tool_rounds
+
+    # ----------------------------------------------------------------- entry
+    async def execute(
+        self,
+        block: BlockDefinition,
+        inputs: Mapping[str, Any],
+        ctx: NodeContext | None = None,
+    ) -> BlockOutcome:
+        """Run ``block`` on ``inputs``; return its validated outputs or raise a ``BlockError``.
+
+        ``ctx`` is the node's context (events go to the run's stream); without
+        one the block runs standalone and its events are dropped.
+
+        Example:
+            >>> # outcome = await executor.execute(block, {"text": "..."}, ctx)
+            >>> # outcome.outputs["summary"]
+        """
+        ctx = ctx or NodeContext(run_id="standalone", node=block.id, graph_name="", superstep=0)
+        run = _Run(block, ctx)
+        ctx.publish(
+            BlockStartEvent, block_id=block.id, block_version=block.version, kind=block.kind
+        )
+        started = time.perf_counter()
+
+        def end(outputs: dict[str, Any] | None, error: Exception | None) -> float:
+            duration = time.perf_counter() - started
+            ctx.publish(
+                BlockEndEvent,
+                block_id=block.id,
+                block_version=block.version,
+                ok=error is None,
+                outputs=outputs,
+                error=None if error is None else str(error),
+                attempts=run.attempt,
+                duration=duration,
+                metadata=dict(run.metadata),
+            )
+            return duration
+
+        try:
+            outputs = await self._with_retries(run, dict(inputs))
+        except Exception as exc:
+            end(None, exc)
+            raise
+        duration = end(outputs, None)
+        branch = outputs.get("branch") if block.kind == "decision" else None
+        return BlockOutcome(
+            block.id,
+            block.version,
+            outputs,
+            branch if isinstance(branch, str) else None,
+            run.attempt,
+            duration,
+            run.usage,
+            dict(run.metadata),
+        )
+
+    async def _with_retries(self, run: _Run, inputs: dict[str, Any]) -> dict[str, Any]:
+        block = run.block
+        problems = schema_problems(inputs, block.input_schema, "inputs")
+        if problems:
+            raise BlockInputError(block.id, problems)
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(block.max_retries + 1),
+            wait=wait_exponential(multiplier=self.retry_wait, max=30.0),
+            # Interrupts and cancellation are BaseExceptions: never retried.
+            retry=retry_if_exception(_retryable),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                run.attempt += 1
+                try:
+                    async with asyncio.timeout(block.timeout_seconds):
+                        return await self._run_kind(run, inputs)
+                except TimeoutError:
+                    raise BlockTimeoutError(block.id, block.timeout_seconds) from None
+        raise AssertionError("unreachable: tenacity stops by raising")  # pragma: no cover
+
+    async def _run_kind(self, run: _Run, inputs: dict[str, Any]) -> dict[str, Any]:
+        block = run.block
+        schema = _decision_schema(block) if block.kind == "decision" else block.output_schema
+        kind = block.kind
+        if kind == "llm" or (kind == "decision" and block.prompt_template is not None):
+            raw = await self._run_llm(run, inputs, schema)
+        elif kind in ("python", "decision"):
+            raw = await self._run_python(run, inputs)
+        elif kind == "tool":
+            raw = await self._run_tool(run, inputs)
+        elif kind == "memory_query":
+            raw = await self._run_memory_query(run, inputs)
+        elif kind == "memory_save":
+            raw = await self._run_memory_save(run, inputs)
+        elif kind == "human":
+            return self._run_human(run, inputs, schema)
+        else:
+            raw = await self._run_wait(run, inputs, schema)
+        problems = schema_problems(raw, schema, "output")
+        if problems:
+            raise BlockOutputError(block.id, problems)
+        return _declared(raw, schema)
+
+    # ------------------------------------------------------------------ llm
+    def _provider(self, block: BlockDefinition) -> tuple[LLMProvider, str | None]:
+        if self.providers is None:
+            raise BlockConfigurationError(
+                f"block {block.id!r} calls a model, but the executor has no providers; "
+                "pass BlockExecutor(providers=ProviderRegistry(...))",
+                block=block.id,
+            )
+        try:
+            return self.providers.resolve(block.provider, block.model)
+        except LookupError as exc:
+            raise BlockConfigurationError(f"block {block.id!r}: {exc}", block=block.id) from None
+
+    async def _run_llm(
+        self, run: _Run, inputs: dict[str, Any], schema: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        block = run.block
+        provider, model = self._provider(block)
+        assert block.prompt_template is not None
+        try:
+            prompt = render_prompt(block.prompt_template, inputs)
+        except ValueError as exc:
+            raise BlockInputError(block.id, [str(exc)]) from None
+        run.metadata.update(provider=provider.name, model=model)
+        tools = self._offered_tools(block)
+        messages: list[Message] = [Message("user", prompt)]
+        repaired = False
+        rounds = 0
+        while True:
+            request = LLMRequest(
+                messages=tuple(messages),
+                model=model,
+                system=system_prompt(block, schema),
+                temperature=block.temperature,
+                tools=tools,
+                response_schema=schema,
+            )
+            response = await self._ask(run, provider, request)
+            if response.tool_calls and tools and rounds < self.max_tool_rounds:
+                rounds += 1
+                messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
+                messages.extend(await self._answer_tool_calls(run, response.tool_calls))
+                continue
+            try:
+                outputs = parse_json_object(response.text)
+                problems = schema_problems(outputs, schema, "output")
+            except ValueError as exc:
+                outputs, problems = {}, [f"output: {exc}"]
+            if not problems:
+                return outputs
+            if repaired:
+                raise BlockOutputError(block.id, problems)
+            # One more try, telling the model what was wrong with its answer.
+            repaired = True
+            run.metadata["repaired"] = True
+            messages.append(Message("assistant", response.text))
+            messages.append(Message("user", repair_prompt(problems)))
+
+    def _offered_tools(self, block: BlockDefinition) -> tuple[ToolSpec, ...]:
+        names = block.metadata.get("tools") or []
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BlockConfigurationError(
+                f"block {block.id!r}: metadata.tools must be a list of tool names",
+                block=block.id,
+            )
+        if names and self.tools is None:
+            raise BlockConfigurationError(
+                f"block {block.id!r} offers tools {names}, but the executor has no "
+                "ToolRunner; pass BlockExecutor(tools=ToolRunner([...]))",
+                block=block.id,
+            )
+        if not names:
+            return ()
+        assert self.tools is not None
+        missing = [n for n in names if not self.tools.has(n)]
+        if missing:
+            raise BlockConfigurationError(
+                f"block {block.id!r} offers tools {missing}, which the executor's ToolRunner "
+                "does not have; register them or remove them from metadata.tools",
+                block=block.id,
+            )
+        specs = {s.name: s for s in self.tools.specs()}
+        return tuple(specs[n] for n in names)
+
+    async def _ask(self, run: _Run, provider: LLMProvider, request: LLMRequest) -> LLMResponse:
+        block, ctx = run.block, run.ctx
+
+        async def once() -> LLMResponse:
+            if not self.stream:
+                return await provider.complete(request)
+            final: LLMResponse | None = None
+            async for event in provider.stream(request):
+                if event.kind == "text" and event.text:
+                    ctx.publish(TextDeltaEvent, block_id=block.id, text=event.text)
+                elif event.kind == "done":
+                    final = event.response
+            if final is None:
+                raise ProviderError(
+                    f"provider {provider.name!r} ended its stream without a final answer",
+                    provider=provider.name,
+                    kind="server",
+                )
+            return final
+
+        response = await call_with_retries(once, base_delay=self.retry_wait)
+        usage = response.usage
+        run.usage = Usage(
+            run.usage.input_tokens + usage.input_tokens,
+            run.usage.output_tokens + usage.output_tokens,
+        )
+        ctx.publish(
+            UsageEvent,
+            block_id=block.id,
+            provider=provider.name,
+            model=response.model or request.model or "",
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+        )
+        return response
+
+    # ---------------------------------------------------------------- tools
+    def _tool_events(self, ctx: NodeContext) -> Callable[[ToolEvent], None]:
+        def forward(event: ToolEvent) -> None:
+            if isinstance(event, ToolCallStarted):
+                ctx.publish(
+                    ToolCallStartEvent,
+                    tool_call_id=event.tool_call_id,
+                    tool_name=event.tool_name,
+                    args=event.args,
+                )
+            elif isinstance(event, ToolCallFinished):
+                ctx.publish(
+                    ToolCallResultEvent,
+                    tool_call_id=event.tool_call_id,
+                    tool_name=event.tool_name,
+                    result=event.result,
+                    is_error=event.is_error,
+                    error_code=event.error_code,
+                    safe_message=event.safe_message,
+                )
+
+        return forward
+
+    async def _answer_tool_calls(self, run: _Run, calls: tuple[ToolCall, ...]) -> list[Message]:
+        assert self.tools is not None
+        results = await self.tools.run_many(calls, emit=self._tool_events(run.ctx))
+        return [
+            Message(
+                "tool",
+                json.dumps(r.value if r.ok else {"error": r.error_code, "message": r.safe_message}),
+                tool_call_id=r.tool_call_id,
+            )
+            for r in results
+        ]
+
+    async def _run_tool(self, run: _Run, inputs: dict[str, Any]) -> dict[str, Any]:
+        block = run.block
+        assert block.tool is not None
+        if self.tools is None or not self.tools.has(block.tool):
+            raise BlockConfigurationError(
+                f"block {block.id!r} calls tool {block.tool!r}, which is not registered; "
+                "add it to the executor's ToolRunner",
+                block=block.id,
+            )
+        call = ToolCall(f"{run.ctx.run_id}:{run.ctx.node}:{run.attempt}", block.tool, inputs)
+        result = await self.tools.run(call, emit=self._tool_events(run.ctx))
+        run.metadata["tool"] = block.tool
+        if not result.ok:
+            raise ToolCallError(
+                block.id, block.tool, result.error_code or "execution", result.safe_message or ""
+            )
+        return dict(result.value or {})
+
+    # --------------------------------------------------------------- python
+    def _code_sandbox(self) -> CodeSandbox:
+        if self._sandbox is None:
+            # Imported late: only graphs with Python blocks pay for the sandbox.
+            module: Any = importlib.import_module("flowcore.sandbox")
+            self._sandbox = cast(CodeSandbox, module.PythonSandbox())
+        return self._sandbox
+
+    async def _run_python(self, run: _Run, inputs: dict[str, Any]) -> dict[str, Any]:
+        block, ctx = run.block, run.ctx
+        assert block.source_code is not None
+        context = {
+            "run_id": ctx.run_id,
+            "node": ctx.node,
+            "block_id": block.id,
+            "block_version": block.version,
+            "attempt": run.attempt,
+        }
+        try:
+            result = await self._code_sandbox().run(
+                block.source_code,
+                inputs,
+                context,
+                network=block.network,
+                # The executor's own timeout stops the wait; this one kills the worker.
+                timeout=block.timeout_seconds,
+            )
+        except Exception as exc:
+            if type(exc).__name__ == "SandboxTimeoutError":
+                raise BlockTimeoutError(block.id, block.timeout_seconds) from None
+            raise
+        run.metadata["isolation"] = result.isolation
+        return dict(result.outputs)
+
+    # --------------------------------------------------------------- memory
+    def _store(self, block: BlockDefinition) -> Store:
+        if self.memory is None:
+            raise BlockConfigurationError(
+                f"block {block.id!r} uses long-term memory, but the executor has no store; "
+                "pass BlockExecutor(memory=InMemoryStore()) or another Store",
+                block=block.id,
+            )
+        return self.memory
+
+    @staticmethod
+    def _namespace(run: _Run) -> Namespace:
+        user = str(run.ctx.config.get("user_id") or "anonymous")
+        raw = run.block.metadata.get("namespace") or ["users", "{user_id}", "memory"]
+        if not isinstance(raw, list | tuple) or not all(isinstance(p, str) for p in raw):
+            raise BlockConfigurationError(
+                f"block {run.block.id!r}: metadata.namespace must be a list of strings, "
+                "e.g. ['users', '{user_id}', 'memory']",
+                block=run.block.id,
+            )
+        return tuple(p.replace("{user_id}", user) for p in raw)
+
+    async def _run_memory_query(self, run: _Run, inputs: dict[str, Any]) -> dict[str, Any]:
+        store = self._store(run.block)
+        query = inputs.get("memory_query", inputs.get("query"))
+        limit = run.block.metadata.get("limit", 5)
+        namespace = self._namespace(run)
+        hits = await store.search(namespace, str(query) if query else None, limit=int(limit))
+        run.metadata["namespace"] = list(namespace)
+        found = [{"key": h.key, "value": h.value, "score": h.score} for h in hits]
+        return {_single_key(run.block.output_schema, "memory_results"): found}
+
+    async def _run_memory_save(self, run: _Run, inputs: dict[str, Any]) -> dict[str, Any]:
+        store = self._store(run.block)
+        namespace = self._namespace(run)
+        if "memory_key" in inputs:
+            pairs = {str(inputs["memory_key"]): inputs.get("memory_value")}
+        else:
+            pairs = dict(inputs)  # no explicit key: remember every input under its name
+        for key, value in pairs.items():
+            await store.put(namespace, key, value)
+        run.metadata["namespace"] = list(namespace)
+        return {_single_key(run.block.output_schema, "saved"): True}
+
+    # ---------------------------------------------------------------- human
+    def _run_human(
+        self, run: _Run, inputs: dict[str, Any], schema: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        block = run.block
+        if block.prompt_template is not None:
+            try:
+                question: Any = render_prompt(block.prompt_template, inputs)
+            except ValueError as exc:
+                raise BlockInputError(block.id, [str(exc)]) from None
+        else:
+            question = inputs.get("question", block.description)
+        payload: dict[str, Any] = {
+            "block_id": block.id,
+            "question": question,
+            "inputs": inputs,
+            "output_schema": dict(schema),
+        }
+        problems: list[str] = []
+        # Each invalid answer asks again (a new interrupt, carrying the problems).
+        for _ in range(block.max_retries + 1):
+            answer = interrupt(payload)
+            outputs = self._answer_outputs(answer, schema)
+            problems = schema_problems(outputs, schema, "answer")
+            if not problems:
+                return _declared(outputs, schema)
+            payload = {**payload, "problems": problems}
+        error = BlockOutputError(block.id, problems)
+        error.retryable = False  # asking the same person again is what the loop did
+        raise error
+
+    @staticmethod
+    def _answer_outputs(answer: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
+        props = list(schema.get("properties") or {})
+        if isinstance(answer, Mapping) and (not props or set(answer) & set(props)):
+            return dict(answer)
+        if len(props) == 1:
+            return {props[0]: answer}
+        return {"answer": answer}
+
+    async def _run_wait(
+        self, run: _Run, inputs: dict[str, Any], schema: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        seconds = inputs.get("seconds", run.block.metadata.get("seconds"))
+        if isinstance(seconds, int | float) and not isinstance(seconds, bool):
+            await asyncio.sleep(max(float(seconds), 0.0))
+            return {_single_key(schema, "waited"): seconds}
+        # No duration: wait for an outside event, delivered as a resume value.
+        return self._run_human(run, inputs, schema)
