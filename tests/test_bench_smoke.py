@@ -52,3 +52,22 @@ def test_checkpoint_benchmark_smoke_mode_reports_overhead_and_storage() -> None:
             assert f"| {store}, durability={durability} |" in proc.stdout
     assert "bytes of the checkpoint at step 10" in proc.stdout
     assert "full state at every step would be" in proc.stdout
+
+
+def test_sandbox_benchmark_smoke_mode_reports_every_payload_and_the_spawn_cost() -> None:
+    bench = BENCH.parent / "sandbox.py"
+    proc = subprocess.run(
+        [sys.executable, str(bench), "--smoke"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "| payload | policy layer + jail | jail alone (policy off, full builtins) |" in (
+        proc.stdout
+    )
+    assert "ESCAPED" not in proc.stdout
+    assert "0 escaped. Jail alone:" in proc.stdout
+    assert proc.stdout.rstrip().endswith("|")
+    assert "| PythonSandbox, bubblewrap | 3 |" in proc.stdout

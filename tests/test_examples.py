@@ -174,6 +174,26 @@ def test_research_pipeline_revision_loop_stops_at_max_revisions() -> None:
     assert "trade-off" not in answer
 
 
+def test_support_agent_runs_stored_blocks_of_every_main_kind() -> None:
+    proc = run_example("support_agent.py")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "registry: blocks.db, 5 blocks imported" in out
+    assert "lookup     tool   order_status -> {'status': 'shipped', 'eta_days': 2}" in out
+    assert "urgency    end    {'score': 0, 'reasons': []} [bubblewrap]" in out
+    assert "triage     end    {'branch': 'auto'}" in out
+    assert "status: completed" in out
+    assert "reply: Good news: your order has shipped and arrives in 2 days." in out
+
+
+def test_support_agent_hands_urgent_messages_to_a_person() -> None:
+    proc = run_example("support_agent.py", "--message", "It is broken, refund me today")
+    assert proc.returncode == 0, proc.stderr
+    assert "{'score': 5, 'reasons': ['broken', 'refund', 'today']}" in proc.stdout
+    assert "hand_over  paused 'Please answer this customer (urgency 5)" in proc.stdout
+    assert "status: interrupted" in proc.stdout
+
+
 # --------------------------------------------------------------- docs blocks
 
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", flags=re.S | re.M)

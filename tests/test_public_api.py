@@ -32,6 +32,7 @@ PUBLIC_MODULES = [
     "flowcore.llm",
     "flowcore.tools",
     "flowcore.memory",
+    "flowcore.sandbox",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

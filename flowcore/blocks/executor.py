@@ -12,12 +12,11 @@ stream: ``block_start`` / ``block_end``, ``text_delta`` while a model writes,
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
@@ -47,6 +46,7 @@ from flowcore.llm.registry import ProviderRegistry
 from flowcore.llm.retry import call_with_retries
 from flowcore.llm.types import LLMRequest, LLMResponse, Message, ToolCall, ToolSpec, Usage
 from flowcore.memory.store import Namespace, Store
+from flowcore.sandbox import PythonSandbox, SandboxTimeoutError
 from flowcore.scheduler.context import NodeContext
 from flowcore.tools.runner import ToolCallFinished, ToolCallStarted, ToolEvent, ToolRunner
 
@@ -457,9 +457,7 @@ class BlockExecutor:
     # --------------------------------------------------------------- python
     def _code_sandbox(self) -> CodeSandbox:
         if self._sandbox is None:
-            # Imported late: only graphs with Python blocks pay for the sandbox.
-            module: Any = importlib.import_module("flowcore.sandbox")
-            self._sandbox = cast(CodeSandbox, module.PythonSandbox())
+            self._sandbox = PythonSandbox()
         return self._sandbox
 
     async def _run_python(self, run: _Run, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -481,10 +479,8 @@ class BlockExecutor:
                 # The executor's own timeout stops the wait; this one kills the worker.
                 timeout=block.timeout_seconds,
             )
-        except Exception as exc:
-            if type(exc).__name__ == "SandboxTimeoutError":
-                raise BlockTimeoutError(block.id, block.timeout_seconds) from None
-            raise
+        except SandboxTimeoutError:
+            raise BlockTimeoutError(block.id, block.timeout_seconds) from None
         run.metadata["isolation"] = result.isolation
         return dict(result.outputs)
 

@@ -1,0 +1,283 @@
+"""``PythonSandbox``: run one untrusted Python block behind the policy layer and the jail."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import functools
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from flowcore.sandbox.errors import (
+    SandboxExecutionError,
+    SandboxResourceError,
+    SandboxTimeoutError,
+    SandboxUnavailableError,
+    SandboxViolation,
+)
+from flowcore.sandbox.jail import Isolation, available_isolation, jail_command, warn_once
+from flowcore.sandbox.policy import ALLOWED_IMPORTS, NETWORK_IMPORTS, prepare_source
+
+__all__ = ["PythonSandbox", "SandboxLimits", "SandboxResult"]
+
+_WORKER = (Path(__file__).parent / "worker.py").read_text()
+_MARK = b"\x00flowcore-result\x00"
+_SIGNALS_CPU = {-signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGXCPU, 128 + signal.SIGKILL}
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLimits:
+    """Resource limits of one block call (per worker process).
+
+    Example:
+        >>> SandboxLimits(memory_mb=128).cpu_seconds
+        5.0
+    """
+
+    cpu_seconds: float = 5.0
+    memory_mb: int = 256
+    file_size_mb: int = 16
+    processes: int = 16
+    output_bytes: int = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxResult:
+    """What one call returned, the jail it ran in, and how long it took (spawn included).
+
+    Example:
+        >>> SandboxResult({"n": 1}, "bubblewrap", 0.05).isolation
+        'bubblewrap'
+    """
+
+    outputs: Mapping[str, Any]
+    isolation: Isolation
+    duration: float
+
+
+def _site_dirs(network: bool) -> tuple[Path, ...]:
+    dirs: list[Path] = []
+    for module in ("RestrictedPython", *(("httpx",) if network else ())):
+        spec = importlib.util.find_spec(module)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        site = Path(next(iter(spec.submodule_search_locations))).parent
+        if site not in dirs:
+            dirs.append(site)
+    return tuple(dirs)
+
+
+async def _read_capped(
+    stream: asyncio.StreamReader | None, cap: int, on_flood: Callable[[], None]
+) -> tuple[bytes, bool]:
+    if stream is None:
+        return b"", False
+    chunks: list[bytes] = []
+    size = 0
+    flooded = False
+    while chunk := await stream.read(65536):
+        size += len(chunk)
+        if size > cap and not flooded:
+            flooded = True
+            on_flood()
+        if not flooded:
+            chunks.append(chunk)
+    # Read to the end even after a flood: the pipe must close before the
+    # process counts as finished, and the kill makes the end come quickly.
+    return b"".join(chunks), flooded
+
+
+async def _drain(stream: asyncio.StreamReader | None) -> None:
+    # asyncio counts a process as finished only once its pipes are closed.
+    if stream is not None:
+        while await stream.read(65536):
+            pass
+
+
+def _kill(process: asyncio.subprocess.Process) -> None:
+    # The worker leads its own process group; the jail's PID namespace (or
+    # the group kill, without one) takes every process the block started.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+
+
+class PythonSandbox:
+    """Runs untrusted ``execute(inputs, context)`` code: policy check, then a jailed worker.
+
+    ``isolation="auto"`` picks the strongest jail the machine supports
+    (bubblewrap, else unshare, else resource limits only, with a warning).
+    ``policy=False`` skips the policy layer and gives the code full builtins:
+    **for testing the jail only**, never for real blocks.
+
+    Example:
+        >>> sandbox = PythonSandbox(limits=SandboxLimits(cpu_seconds=2))
+        >>> # result = await sandbox.run("def execute(inputs, context):\\n"
+        >>> #                            "    return {'n': len(inputs['text'])}",
+        >>> #                            {"text": "hello"}, {})
+        >>> # result.outputs == {"n": 5}
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: SandboxLimits | None = None,
+        isolation: Literal["auto", "bubblewrap", "unshare", "rlimits"] = "auto",
+        policy: bool = True,
+    ) -> None:
+        self.limits = limits or SandboxLimits()
+        self._isolation = isolation
+        self.policy = policy
+        self._resolved: Isolation | None = None
+
+    async def isolation(self) -> Isolation:
+        """The jail this sandbox uses (probing the machine on first call).
+
+        Example:
+            >>> # await PythonSandbox().isolation()  # 'bubblewrap' where available
+        """
+        if self._resolved is None:
+            resolved: Isolation = (
+                await asyncio.to_thread(available_isolation)
+                if self._isolation == "auto"
+                else self._isolation
+            )
+            warn_once(resolved)
+            self._resolved = resolved
+        return self._resolved
+
+    async def run(
+        self,
+        source: str,
+        inputs: Mapping[str, Any],
+        context: Mapping[str, Any],
+        *,
+        network: bool = False,
+        timeout: float = 30.0,
+    ) -> SandboxResult:
+        """Run the block's ``execute(inputs, context)`` and return the dict it returned.
+
+        Raises :class:`SandboxViolation` (refused by the policy, or stopped
+        by the jail), :class:`SandboxResourceError`,
+        :class:`SandboxTimeoutError` or :class:`SandboxExecutionError`.
+
+        Example:
+            >>> # result = await PythonSandbox().run(source, {"text": "hi"}, {"run_id": "r1"})
+        """
+        started = time.perf_counter()
+        if self.policy:
+            tree, problems = prepare_source(source, network=network)
+            if problems:
+                raise SandboxViolation(problems, layer="policy")
+            source = ast.unparse(tree)  # with `async def execute` made plain
+        try:
+            payload = json.dumps({"inputs": dict(inputs), "context": dict(context)})
+        except (TypeError, ValueError) as exc:
+            raise SandboxExecutionError(
+                "TypeError", f"inputs and context must be JSON values ({exc})"
+            ) from None
+        isolation = await self.isolation()
+        tmp = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="flowcore-block-"))
+        try:
+            reply = await self._spawn(source, payload, isolation, tmp, network, timeout)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, tmp, True)
+        return SandboxResult(reply, isolation, time.perf_counter() - started)
+
+    async def _spawn(
+        self,
+        source: str,
+        payload: str,
+        isolation: Isolation,
+        tmp: Path,
+        network: bool,
+        timeout: float,
+    ) -> dict[str, Any]:
+        sites = _site_dirs(network)
+        if self.policy and not sites:
+            raise SandboxUnavailableError(
+                "Python blocks need RestrictedPython; install it with: "
+                "pip install 'flowcore[sandbox]'"
+            )
+        command = jail_command(isolation, tmp, sites, network=network)
+        if command.drop_uid is not None:
+            os.chown(tmp, command.drop_uid, command.drop_uid)
+        os.chmod(tmp, 0o700)
+        allowed = sorted(ALLOWED_IMPORTS | NETWORK_IMPORTS if network else ALLOWED_IMPORTS)
+        request = json.dumps(
+            {
+                "source": source,
+                "policy": self.policy,
+                "allowed_imports": allowed,
+                "limits": asdict(self.limits),
+                "drop_uid": command.drop_uid,
+                "workdir": command.workdir,
+                "paths": list(command.paths),
+            }
+        )
+        request = request[:-1] + ", " + payload[1:]  # inputs and context, already JSON
+        process = await asyncio.create_subprocess_exec(
+            *command.argv,
+            _WORKER,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={"PYTHONDONTWRITEBYTECODE": "1", "LC_ALL": "C.UTF-8"},
+            cwd=tmp,
+            start_new_session=True,
+        )
+        cap = self.limits.output_bytes + 4096
+        try:
+            async with asyncio.timeout(timeout):
+                assert process.stdin is not None
+                process.stdin.write(request.encode())
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    await process.stdin.drain()
+                process.stdin.close()
+                flood = functools.partial(_kill, process)
+                (out, flooded), (err, _) = await asyncio.gather(
+                    _read_capped(process.stdout, cap, flood),
+                    _read_capped(process.stderr, 65536, flood),
+                )
+                if flooded:
+                    raise SandboxResourceError("output", f"more than {cap} bytes written")
+                code = await process.wait()
+        except TimeoutError:
+            raise SandboxTimeoutError(timeout) from None
+        finally:
+            _kill(process)  # a no-op for a worker that exited, but its group goes too
+            await asyncio.gather(_drain(process.stdout), _drain(process.stderr))
+            await process.wait()
+        return self._reply(out, err, code)
+
+    def _reply(self, out: bytes, err: bytes, code: int) -> dict[str, Any]:
+        if _MARK not in out:
+            if code in _SIGNALS_CPU:
+                raise SandboxResourceError("cpu", f"over {self.limits.cpu_seconds}s of CPU")
+            tail = err.decode(errors="replace").strip().splitlines()[-3:]
+            raise SandboxExecutionError(
+                "WorkerDied", f"the worker exited with status {code}: {' | '.join(tail)}"
+            )
+        reply: dict[str, Any] = json.loads(out.rsplit(_MARK, 1)[1])
+        if reply.get("ok"):
+            outputs: dict[str, Any] = reply["outputs"]
+            return outputs
+        kind = reply.get("kind")
+        if kind == "policy":
+            raise SandboxViolation(reply["problems"], layer="policy")
+        if kind == "jail":
+            raise SandboxViolation([reply["detail"]], layer="jail")
+        if kind == "resource":
+            raise SandboxResourceError(reply["resource"], reply["detail"])
+        raise SandboxExecutionError(reply.get("type", "Error"), reply.get("detail", ""))
