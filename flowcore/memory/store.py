@@ -17,7 +17,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from flowcore.errors import FlowcoreError
 
-__all__ = ["InMemoryStore", "MemoryItem", "Namespace", "Store", "check_namespace"]
+__all__ = [
+    "InMemoryStore",
+    "MemoryItem",
+    "Namespace",
+    "Store",
+    "check_namespace",
+    "rank_items",
+    "to_json",
+]
 
 Namespace = tuple[str, ...]
 """Where a memory lives, outermost first: ``("users", user_id, "preferences")``."""
@@ -60,6 +68,22 @@ def check_namespace(namespace: Sequence[str]) -> Namespace:
 def _words(value: Any) -> set[str]:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return {w.lower() for w in _WORD.findall(text)}
+
+
+def to_json(namespace: Namespace, key: str, value: Any) -> str:
+    """``value`` as JSON text, or a flowcore error naming where it was to be stored.
+
+    Example:
+        >>> to_json(("users", "u1"), "n", [1, 2])
+        '[1, 2]'
+    """
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise FlowcoreError(
+            f"memory {namespace}/{key!r}: value is not JSON-serialisable ({exc}); store "
+            "dicts, lists, strings, numbers, booleans or None"
+        ) from None
 
 
 @runtime_checkable
@@ -114,13 +138,7 @@ class InMemoryStore:
             >>> # await store.put(("users", "u1", "prefs"), "food", "tacos")
         """
         ns = check_namespace(namespace)
-        try:
-            copy = json.loads(json.dumps(value))
-        except (TypeError, ValueError) as exc:
-            raise FlowcoreError(
-                f"memory {ns}/{key!r}: value is not JSON-serialisable ({exc}); store "
-                "dicts, lists, strings, numbers, booleans or None"
-            ) from None
+        copy = json.loads(to_json(ns, key, value))
         self._items.setdefault(ns, {})[key] = MemoryItem(ns, key, copy, time.time())
 
     async def get(self, namespace: Namespace, key: str) -> MemoryItem | None:
@@ -159,17 +177,31 @@ class InMemoryStore:
             >>> # hits = await store.search(("users", "u1"), "favourite food")
         """
         pre = check_namespace(prefix)
-        wanted = _words(query) if query else set()
-        hits: list[MemoryItem] = []
-        for ns, items in self._items.items():
-            if ns[: len(pre)] != pre:
-                continue
-            for item in items.values():
-                score = float(len(wanted & (_words(item.key) | _words(item.value))))
-                if wanted and score == 0:
-                    continue
-                hits.append(
-                    MemoryItem(item.namespace, item.key, item.value, item.updated_at, score)
-                )
-        hits.sort(key=lambda i: (-(i.score or 0.0), -i.updated_at, i.namespace, i.key))
-        return hits[:limit]
+        under = [
+            item
+            for ns, items in self._items.items()
+            if ns[: len(pre)] == pre
+            for item in items.values()
+        ]
+        return rank_items(under, query, limit)
+
+
+def rank_items(items: Sequence[MemoryItem], query: str | None, limit: int) -> list[MemoryItem]:
+    """Score ``items`` by the words they share with ``query``; best first, newest on ties.
+
+    Without a query every item matches (score 0), newest first.
+
+    Example:
+        >>> hit = MemoryItem(("u",), "food", "tacos", 0.0)
+        >>> rank_items([hit], "tacos please", 5)[0].score
+        1.0
+    """
+    wanted = _words(query) if query else set()
+    hits: list[MemoryItem] = []
+    for item in items:
+        score = float(len(wanted & (_words(item.key) | _words(item.value))))
+        if wanted and score == 0:
+            continue
+        hits.append(MemoryItem(item.namespace, item.key, item.value, item.updated_at, score))
+    hits.sort(key=lambda i: (-(i.score or 0.0), -i.updated_at, i.namespace, i.key))
+    return hits[:limit]

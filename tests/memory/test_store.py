@@ -1,17 +1,32 @@
-"""Spec: the in-memory long-term store keeps namespaced JSON values and finds them by words."""
+"""Spec: every long-term store keeps namespaced JSON values and finds them by words.
+
+Each behaviour runs against the in-memory store and the SQLite store (on a
+real file); the SQLite store must also keep what it was given across reopens.
+"""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from flowcore.errors import FlowcoreError
-from flowcore.memory import InMemoryStore, Store
+from flowcore.memory import InMemoryStore, SqliteStore, Store
 
 PREFS = ("users", "ada", "preferences")
 
 
-async def test_put_get_delete_round_trip_in_a_namespace() -> None:
-    store = InMemoryStore()
+@pytest.fixture(params=["in-memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    if request.param == "in-memory":
+        yield InMemoryStore()
+    else:
+        async with SqliteStore(tmp_path / "memory.db") as sqlite:
+            yield sqlite
+
+
+async def test_put_get_delete_round_trip_in_a_namespace(store: Store) -> None:
     await store.put(PREFS, "food", {"likes": ["tacos"]})
 
     item = await store.get(PREFS, "food")
@@ -24,8 +39,9 @@ async def test_put_get_delete_round_trip_in_a_namespace() -> None:
     assert await store.get(PREFS, "food") is None
 
 
-async def test_values_are_copied_so_later_mutation_does_not_change_memory() -> None:
-    store = InMemoryStore()
+async def test_values_are_copied_so_later_mutation_does_not_change_memory(
+    store: Store,
+) -> None:
     value = {"likes": ["tacos"]}
     await store.put(PREFS, "food", value)
     value["likes"].append("sushi")
@@ -35,8 +51,7 @@ async def test_values_are_copied_so_later_mutation_does_not_change_memory() -> N
     assert item.value == {"likes": ["tacos"]}
 
 
-async def test_list_shows_one_namespace_newest_first() -> None:
-    store = InMemoryStore()
+async def test_list_shows_one_namespace_newest_first(store: Store) -> None:
     await store.put(PREFS, "a", 1)
     await store.put(PREFS, "b", 2)
     await store.put(("users", "ada", "history"), "run1", "ok")
@@ -44,8 +59,7 @@ async def test_list_shows_one_namespace_newest_first() -> None:
     assert [i.key for i in await store.list(PREFS)] == ["b", "a"]
 
 
-async def test_search_ranks_items_under_a_prefix_by_shared_words() -> None:
-    store = InMemoryStore()
+async def test_search_ranks_items_under_a_prefix_by_shared_words(store: Store) -> None:
     await store.put(PREFS, "favourite_food", "tacos from the corner place")
     await store.put(PREFS, "favourite_colour", "green")
     await store.put(("users", "ada", "history"), "last_order", "tacos, twice")
@@ -63,15 +77,34 @@ async def test_search_ranks_items_under_a_prefix_by_shared_words() -> None:
 
 
 @pytest.mark.parametrize("namespace", [(), ("users", ""), ("users", 3)])
-async def test_a_bad_namespace_is_refused_with_an_example(namespace: tuple) -> None:
+async def test_a_bad_namespace_is_refused_with_an_example(store: Store, namespace: tuple) -> None:
     with pytest.raises(FlowcoreError, match=r"non-empty tuple of non-empty strings"):
-        await InMemoryStore().put(namespace, "k", 1)
+        await store.put(namespace, "k", 1)
 
 
-async def test_a_value_that_is_not_json_is_refused_naming_the_key() -> None:
+async def test_a_value_that_is_not_json_is_refused_naming_the_key(store: Store) -> None:
     with pytest.raises(FlowcoreError, match=r"'when'.*not JSON-serialisable"):
-        await InMemoryStore().put(PREFS, "when", object())
+        await store.put(PREFS, "when", object())
+    assert await store.get(PREFS, "when") is None
 
 
-def test_the_in_memory_store_satisfies_the_store_protocol() -> None:
+async def test_a_prefix_matches_whole_namespace_parts_only(store: Store) -> None:
+    await store.put(("users", "ada"), "k", 1)
+    await store.put(("users", "adam"), "k", 2)
+
+    assert [i.value for i in await store.search(("users", "ada"))] == [1]
+
+
+def test_both_stores_satisfy_the_store_protocol(tmp_path: Path) -> None:
     assert isinstance(InMemoryStore(), Store)
+    assert isinstance(SqliteStore(tmp_path / "m.db"), Store)
+
+
+async def test_the_sqlite_store_keeps_memories_across_reopening(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "memory.db") as first:
+        await first.put(PREFS, "food", {"likes": ["tacos"]})
+    async with SqliteStore(tmp_path / "memory.db") as second:
+        item = await second.get(PREFS, "food")
+
+    assert item is not None
+    assert item.value == {"likes": ["tacos"]}

@@ -1,0 +1,175 @@
+"""``SqliteStore``: long-term memory in one SQLite file, shared by processes and runs."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import time
+from types import TracebackType
+from typing import Any, Self
+
+import aiosqlite
+
+from flowcore.errors import FlowcoreError
+from flowcore.memory.store import MemoryItem, Namespace, check_namespace, rank_items, to_json
+
+__all__ = ["SqliteStore"]
+
+# Namespace parts are joined with a separator that no sane part contains, and
+# every stored namespace ends with it, so a prefix match never splits a part.
+_SEP = "\x1f"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS flowcore_memory ("
+    " namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
+    " updated_at REAL NOT NULL, PRIMARY KEY (namespace, key))"
+)
+
+
+def _encode(namespace: Namespace) -> str:
+    ns = check_namespace(namespace)
+    if any(_SEP in part for part in ns):
+        raise FlowcoreError(f"memory namespace {ns!r} contains a control character (\\x1f)")
+    return _SEP.join(ns) + _SEP
+
+
+def _decode(text: str) -> Namespace:
+    return tuple(text.split(_SEP)[:-1])
+
+
+class SqliteStore:
+    """A :class:`~flowcore.memory.store.Store` in a SQLite file (WAL, safe across processes).
+
+    Example:
+        >>> # async with SqliteStore("memory.db") as store:
+        >>> #     await store.put(("users", "ada", "preferences"), "food", "tacos")
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._conn: aiosqlite.Connection | None = None
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        """Open the file and create the table if it is new.
+
+        Example:
+            >>> # await SqliteStore("memory.db").open()
+        """
+        if self._conn is not None:
+            return
+        conn = await aiosqlite.connect(self.path, timeout=5.0, isolation_level=None)
+        try:
+            await conn.execute("PRAGMA busy_timeout=5000")
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await conn.execute(_SCHEMA)
+        except Exception as exc:
+            await conn.close()
+            raise FlowcoreError(
+                f"cannot open memory store {self.path}: {exc}; point it at a new file or at "
+                "one it created"
+            ) from exc
+        self._conn = conn
+
+    async def aclose(self) -> None:
+        """Close the connection.
+
+        Example:
+            >>> # await store.aclose()
+        """
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    def _db(self) -> aiosqlite.Connection:
+        if self._conn is None:
+            raise FlowcoreError(
+                "SqliteStore is not open; use 'async with SqliteStore(path)' or "
+                "'await store.open()'"
+            )
+        return self._conn
+
+    async def put(self, namespace: Namespace, key: str, value: Any) -> None:
+        """Store ``value`` (a JSON value) under ``key``, replacing what was there.
+
+        Example:
+            >>> # await store.put(("users", "ada", "preferences"), "food", "tacos")
+        """
+        encoded = _encode(namespace)
+        text = to_json(tuple(namespace), key, value)
+        await self._db().execute(
+            "INSERT OR REPLACE INTO flowcore_memory (namespace, key, value, updated_at) "
+            "VALUES (?, ?, ?, ?)",
+            (encoded, key, text, time.time()),
+        )
+
+    async def get(self, namespace: Namespace, key: str) -> MemoryItem | None:
+        """The item under ``key``, or None.
+
+        Example:
+            >>> # item = await store.get(("users", "ada", "preferences"), "food")
+        """
+        async with self._db().execute(
+            "SELECT value, updated_at FROM flowcore_memory WHERE namespace = ? AND key = ?",
+            (_encode(namespace), key),
+        ) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        return MemoryItem(tuple(namespace), key, json.loads(row[0]), row[1])
+
+    async def delete(self, namespace: Namespace, key: str) -> bool:
+        """Remove ``key``; True if it existed.
+
+        Example:
+            >>> # await store.delete(("users", "ada", "preferences"), "food")
+        """
+        cur = await self._db().execute(
+            "DELETE FROM flowcore_memory WHERE namespace = ? AND key = ?",
+            (_encode(namespace), key),
+        )
+        return cur.rowcount > 0
+
+    async def list(self, namespace: Namespace) -> builtins.list[MemoryItem]:
+        """Every item directly in ``namespace``, newest first.
+
+        Example:
+            >>> # items = await store.list(("users", "ada", "preferences"))
+        """
+        async with self._db().execute(
+            "SELECT key, value, updated_at FROM flowcore_memory WHERE namespace = ? "
+            "ORDER BY updated_at DESC, key",
+            (_encode(namespace),),
+        ) as cur:
+            rows = await cur.fetchall()
+        ns = tuple(namespace)
+        return [MemoryItem(ns, r[0], json.loads(r[1]), r[2]) for r in rows]
+
+    async def search(
+        self, prefix: Namespace, query: str | None = None, *, limit: int = 10
+    ) -> builtins.list[MemoryItem]:
+        """Items under ``prefix`` ranked by shared words with ``query`` (newest first on ties).
+
+        Example:
+            >>> # hits = await store.search(("users", "ada"), "favourite food")
+        """
+        encoded = _encode(prefix)
+        async with self._db().execute(
+            "SELECT namespace, key, value, updated_at FROM flowcore_memory "
+            "WHERE substr(namespace, 1, ?) = ?",
+            (len(encoded), encoded),
+        ) as cur:
+            rows = await cur.fetchall()
+        items = [MemoryItem(_decode(r[0]), r[1], json.loads(r[2]), r[3]) for r in rows]
+        return rank_items(items, query, limit)
