@@ -33,6 +33,7 @@ PUBLIC_MODULES = [
     "flowcore.tools",
     "flowcore.memory",
     "flowcore.sandbox",
+    "flowcore.pipeline",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

@@ -1,0 +1,312 @@
+"""Checking a ``Pipeline`` against the block registry and compiling it to an engine graph.
+
+Every problem is found in one pass and reported together: unknown blocks or
+versions, edges to unknown nodes, references to unknown nodes, cycles
+(including a reference to a node that runs later), required inputs with no
+source, and type mismatches between an output schema and the input it feeds.
+"""
+
+from __future__ import annotations
+
+import graphlib
+from collections.abc import Mapping
+from typing import Annotated, Any, TypedDict
+
+from flowcore.blocks.definition import BlockDefinition
+from flowcore.blocks.executor import BlockExecutor
+from flowcore.blocks.node import add_block
+from flowcore.blocks.store import BlockNotFoundError, BlockStore
+from flowcore.checkpoint.protocol import Checkpointer
+from flowcore.graph.builder import Graph
+from flowcore.graph.compiled import CompiledGraph
+from flowcore.graph.constants import END, START
+from flowcore.memory.manager import MemoryManager
+from flowcore.pipeline.model import Pipeline, PipelineError
+from flowcore.refs.resolver import Reference, extract_references
+from flowcore.scheduler.context import NodeContext
+from flowcore.state.reducers import append, merge
+
+__all__ = ["check_pipeline", "compile_pipeline", "load_pipeline_blocks"]
+
+_NAMESPACES = frozenset({"input", "state", "memory", "user"})
+# JSON Schema types an output of type A may feed into an input of type B.
+_FEEDS = {("integer", "number")}
+
+
+def _refs(value: Any) -> tuple[Reference, ...]:
+    try:
+        return extract_references(value)
+    except ValueError:
+        return ()
+
+
+def _types(schema: Mapping[str, Any]) -> set[str]:
+    kind = schema.get("type")
+    if kind is None:
+        return set()
+    return set(kind) if isinstance(kind, list) else {kind}
+
+
+async def load_pipeline_blocks(
+    pipeline: Pipeline, store: BlockStore
+) -> tuple[dict[str, BlockDefinition], list[str]]:
+    """The block of each node (pinned version or latest), and a problem per missing one.
+
+    Example:
+        >>> # blocks, problems = await load_pipeline_blocks(pipeline, store)
+    """
+    blocks: dict[str, BlockDefinition] = {}
+    problems: list[str] = []
+    for node in pipeline.nodes:
+        try:
+            blocks[node.id] = await store.get(node.block_id, node.block_version)
+        except BlockNotFoundError as exc:
+            problems.append(f"node {node.id!r}: {exc}")
+    return blocks, problems
+
+
+def check_pipeline(pipeline: Pipeline, blocks: Mapping[str, BlockDefinition]) -> list[str]:
+    """Every problem of ``pipeline`` given the block each node runs (pure; no I/O).
+
+    Example:
+        >>> # problems = check_pipeline(pipeline, blocks)
+    """
+    problems: list[str] = []
+    ids = [n.id for n in pipeline.nodes]
+    known = set(ids)
+    for dup in sorted({i for i in ids if ids.count(i) > 1}):
+        problems.append(f"node id {dup!r} is used more than once; node ids must be unique")
+    deps: dict[str, set[str]] = {i: set() for i in ids}
+    for edge in pipeline.edges:
+        bad = [n for n in (edge.source, edge.target) if n not in known]
+        if bad:
+            problems.append(
+                f"edge {edge.source} -> {edge.target}: unknown node {bad[0]!r} "
+                f"(nodes: {', '.join(ids)})"
+            )
+        else:
+            deps[edge.target].add(edge.source)
+    implied: dict[tuple[str, str], str] = {}
+    for node in pipeline.nodes:
+        for ref in _refs(node.inputs):
+            if ref.namespace in _NAMESPACES:
+                continue
+            if ref.namespace not in known:
+                problems.append(
+                    f"node {node.id!r}: {ref.text} refers to unknown node {ref.namespace!r} "
+                    f"(nodes: {', '.join(ids)}; or use input., state., memory., user.)"
+                )
+            elif ref.namespace == node.id:
+                problems.append(f"node {node.id!r}: {ref.text} refers to the node itself")
+            else:
+                deps[node.id].add(ref.namespace)
+                implied.setdefault((ref.namespace, node.id), ref.text)
+    for node in pipeline.nodes:
+        block = blocks.get(node.id)
+        for target in (block.branches or {}).values() if block else ():
+            if target not in known:
+                problems.append(
+                    f"node {node.id!r}: decision branch leads to unknown node {target!r}; "
+                    "name a node of this pipeline"
+                )
+            elif target != node.id:
+                deps[target].add(node.id)
+    order = _order(deps, implied, problems)
+    if order is None:
+        return problems
+    ancestors: dict[str, set[str]] = {}
+    for node_id in order:
+        ancestors[node_id] = set().union(*(ancestors[d] | {d} for d in deps[node_id]))
+    for node in pipeline.nodes:
+        block = blocks.get(node.id)
+        if block is not None:
+            problems.extend(
+                _input_problems(pipeline, node.id, node.inputs, block, blocks, ancestors[node.id])
+            )
+    return problems
+
+
+def _order(
+    deps: dict[str, set[str]], implied: dict[tuple[str, str], str], problems: list[str]
+) -> list[str] | None:
+    try:
+        return list(graphlib.TopologicalSorter(deps).static_order())
+    except graphlib.CycleError as exc:
+        cycle: list[str] = list(exc.args[1])
+        path = " -> ".join(reversed(cycle))
+        later = [
+            f"{implied[(a, b)]} in node {b!r}"
+            for a, b in zip(reversed(cycle), list(reversed(cycle))[1:], strict=False)
+            if (a, b) in implied
+        ]
+        why = f" (made by the reference {later[0]}, to a node that runs later)" if later else ""
+        problems.append(f"the pipeline has a cycle: {path}{why}; pipelines must be acyclic")
+        return None
+
+
+def _input_problems(
+    pipeline: Pipeline,
+    node_id: str,
+    inputs: Mapping[str, Any],
+    block: BlockDefinition,
+    blocks: Mapping[str, BlockDefinition],
+    upstream: set[str],
+) -> list[str]:
+    problems: list[str] = []
+    props: Mapping[str, Any] = block.input_schema.get("properties") or {}
+    offered = set(pipeline.memory_keys)
+    for other in upstream:
+        if other in blocks:
+            offered |= set((blocks[other].output_schema.get("properties") or {}).keys())
+    for key in block.input_schema.get("required", []):
+        if key not in inputs and key not in offered:
+            problems.append(
+                f"node {node_id!r}: required input {key!r} of block {block.id!r} has no source; "
+                f'wire it in inputs (e.g. "{key}": "<<input.{key}>>") or produce it upstream'
+            )
+    for key, value in inputs.items():
+        refs = _refs(value)
+        if not (isinstance(value, str) and len(refs) == 1 and value.strip() == refs[0].text):
+            continue
+        ref = refs[0]
+        source = blocks.get(ref.namespace)
+        if source is None or not ref.path:
+            continue
+        outs: Mapping[str, Any] = source.output_schema.get("properties") or {}
+        field = ref.path[0]
+        if outs and field not in outs:
+            problems.append(
+                f"node {node_id!r}: {ref.text} reads output {field!r}, which block "
+                f"{source.id!r} does not produce (outputs: {', '.join(outs)})"
+            )
+            continue
+        if len(ref.path) > 1 or field not in outs or key not in props:
+            continue
+        have, want = _types(outs[field]), _types(props[key])
+        if (
+            have
+            and want
+            and not have & want
+            and not any((h, w) in _FEEDS for h in have for w in want)
+        ):
+            problems.append(
+                f"node {node_id!r}: input {key!r} expects {'/'.join(sorted(want))} but "
+                f"{ref.text} is {'/'.join(sorted(have))} (output of block {source.id!r})"
+            )
+    return problems
+
+
+def _state_schema(pipeline: Pipeline) -> type:
+    fields: dict[str, Any] = {
+        "results": Annotated[dict[str, Any], merge],
+        "shared_context": Annotated[dict[str, Any], merge],
+        "block_runs": Annotated[list[dict[str, Any]], append],
+        "memory": dict[str, Any],
+        "user": dict[str, Any],
+    }
+    # Run input keys the pipeline reads (<<input.x>>, <<state.x>>) become state keys.
+    for node in pipeline.nodes:
+        for ref in _refs(node.inputs):
+            if ref.namespace in ("input", "state") and ref.path and ref.path[0] not in fields:
+                fields[ref.path[0]] = Any
+    schema: type = TypedDict(f"PipelineState_{pipeline.id}", fields, total=False)  # type: ignore[misc]
+    return schema
+
+
+async def compile_pipeline(
+    pipeline: Pipeline,
+    store: BlockStore,
+    executor: BlockExecutor,
+    *,
+    memory: MemoryManager | None = None,
+    checkpointer: Checkpointer | None = None,
+) -> CompiledGraph:
+    """Check ``pipeline`` and build its graph: one block node per step plus memory nodes.
+
+    ``load_memory`` runs first: it puts the user's preferences and this
+    pipeline's run history into ``state["memory"]`` and the ``memory_keys``
+    found in the preferences into the shared context. ``save_memory`` runs
+    last: it saves the ``memory_keys`` back as preferences and records a run
+    summary. The user is ``config["user_id"]`` of the run. Raises
+    :class:`PipelineError` listing every problem.
+
+    Example:
+        >>> # graph = await compile_pipeline(pipeline, store, executor, memory=manager)
+        >>> # result = await graph.run({"doc": "..."}, config={"user_id": "ada"})
+    """
+    blocks, problems = await load_pipeline_blocks(pipeline, store)
+    problems += check_pipeline(pipeline, blocks)
+    if problems:
+        raise PipelineError(problems, pipeline=pipeline.id)
+    graph = Graph(_state_schema(pipeline), name=pipeline.id)
+    graph.add_node("load_memory", _load_memory(pipeline, memory))
+    graph.add_node("save_memory", _save_memory(pipeline, memory))
+    decided: set[tuple[str, str]] = set()
+    has_incoming: set[str] = set()
+    has_outgoing: set[str] = set()
+    for node in pipeline.nodes:
+        block = blocks[node.id]
+        add_block(graph, node.id, block, executor, inputs=node.inputs or None)
+        for target in (block.branches or {}).values():
+            decided.add((node.id, target))
+            has_incoming.add(target)
+            has_outgoing.add(node.id)
+    pairs = {(e.source, e.target) for e in pipeline.edges}
+    for node in pipeline.nodes:
+        for ref in _refs(node.inputs):
+            if ref.namespace in blocks:
+                pairs.add((ref.namespace, node.id))
+    for source, target in sorted(pairs - decided):
+        graph.add_edge(source, target)
+        has_incoming.add(target)
+        has_outgoing.add(source)
+    graph.add_edge(START, "load_memory")
+    for node in pipeline.nodes:
+        if node.id not in has_incoming:
+            graph.add_edge("load_memory", node.id)
+        if node.id not in has_outgoing:
+            graph.add_edge(node.id, "save_memory")
+    graph.add_edge("save_memory", END)
+    return graph.compile(version=str(pipeline.version), checkpointer=checkpointer)
+
+
+def _load_memory(pipeline: Pipeline, memory: MemoryManager | None) -> Any:
+    async def load_memory(state: Mapping[str, Any], ctx: NodeContext) -> dict[str, Any]:
+        user = ctx.config.get("user_id")
+        if memory is None or not user:
+            return {"memory": {"preferences": {}, "history": []}}
+        prefs = await memory.preferences(str(user))
+        history = await memory.history(str(user), pipeline.id)
+        remembered = {k: prefs[k] for k in pipeline.memory_keys if k in prefs}
+        return {
+            "memory": {"preferences": prefs, "history": history},
+            "user": {"id": str(user)},
+            "shared_context": remembered,
+        }
+
+    return load_memory
+
+
+def _save_memory(pipeline: Pipeline, memory: MemoryManager | None) -> Any:
+    async def save_memory(state: Mapping[str, Any], ctx: NodeContext) -> None:
+        user = ctx.config.get("user_id")
+        if memory is None or not user:
+            return None
+        shared = state.get("shared_context") or {}
+        await memory.update_preferences(
+            str(user), {k: shared[k] for k in pipeline.memory_keys if k in shared}
+        )
+        runs = state.get("block_runs") or []
+        await memory.record_run(
+            str(user),
+            pipeline.id,
+            ctx.run_id,
+            {
+                "pipeline_version": pipeline.version,
+                "nodes": [r["node"] for r in runs],
+                "remembered": {k: shared[k] for k in pipeline.memory_keys if k in shared},
+            },
+        )
+        return None
+
+    return save_memory
