@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import graphlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from flowcore.blocks.definition import BlockDefinition
@@ -65,12 +66,55 @@ async def load_pipeline_blocks(
     return blocks, problems
 
 
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What checking found out about a pipeline's structure, reused by compilation."""
+
+    deps: dict[str, set[str]]
+    branches: dict[str, dict[str, str]]
+    loops: frozenset[tuple[str, str]]
+
+
+def _branches_of(
+    pipeline: Pipeline, blocks: Mapping[str, BlockDefinition]
+) -> dict[str, dict[str, str]]:
+    chosen: dict[str, dict[str, str]] = {}
+    for node in pipeline.nodes:
+        block = blocks.get(node.id)
+        mapping = (
+            node.branches if node.branches is not None else (block.branches if block else None)
+        )
+        if mapping:
+            chosen[node.id] = dict(mapping)
+    return chosen
+
+
+def _reaches(deps: Mapping[str, set[str]], start: str, goal: str) -> bool:
+    """Whether ``goal`` is ``start`` or one of its ancestors in ``deps``."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        here = todo.pop()
+        if here == goal:
+            return True
+        if here not in seen:
+            seen.add(here)
+            todo.extend(deps.get(here, ()))
+    return False
+
+
 def check_pipeline(pipeline: Pipeline, blocks: Mapping[str, BlockDefinition]) -> list[str]:
     """Every problem of ``pipeline`` given the block each node runs (pure; no I/O).
 
     Example:
         >>> # problems = check_pipeline(pipeline, blocks)
     """
+    return _analyse(pipeline, blocks)[0]
+
+
+def _analyse(
+    pipeline: Pipeline, blocks: Mapping[str, BlockDefinition]
+) -> tuple[list[str], _Shape | None]:
     problems: list[str] = []
     ids = [n.id for n in pipeline.nodes]
     known = set(ids)
@@ -101,19 +145,36 @@ def check_pipeline(pipeline: Pipeline, blocks: Mapping[str, BlockDefinition]) ->
             else:
                 deps[node.id].add(ref.namespace)
                 implied.setdefault((ref.namespace, node.id), ref.text)
+    branches = _branches_of(pipeline, blocks)
     for node in pipeline.nodes:
         block = blocks.get(node.id)
-        for target in (block.branches or {}).values() if block else ():
+        if node.branches is not None and block is not None and block.kind != "decision":
+            problems.append(
+                f"node {node.id!r}: branches only apply to decision blocks, and block "
+                f"{block.id!r} is a {block.kind!r} block; remove them or use a decision block"
+            )
+            branches.pop(node.id, None)
+    for source, mapping in branches.items():
+        for key, target in mapping.items():
             if target not in known:
                 problems.append(
-                    f"node {node.id!r}: decision branch leads to unknown node {target!r}; "
-                    "name a node of this pipeline"
+                    f"node {source!r}: decision branch {key!r} leads to unknown node "
+                    f"{target!r}; name a node of this pipeline (nodes: {', '.join(ids)})"
                 )
-            elif target != node.id:
-                deps[target].add(node.id)
+    # Plain edges and references must form a DAG; only a decision branch may loop back.
     order = _order(deps, implied, problems)
     if order is None:
-        return problems
+        return problems, None
+    loops: set[tuple[str, str]] = set()
+    for source, mapping in branches.items():
+        for target in mapping.values():
+            if target not in known:
+                continue
+            if _reaches(deps, source, target):
+                loops.add((source, target))
+            else:
+                deps[target].add(source)
+    order = list(graphlib.TopologicalSorter(deps).static_order())
     ancestors: dict[str, set[str]] = {}
     for node_id in order:
         ancestors[node_id] = set().union(*(ancestors[d] | {d} for d in deps[node_id]))
@@ -123,7 +184,20 @@ def check_pipeline(pipeline: Pipeline, blocks: Mapping[str, BlockDefinition]) ->
             problems.extend(
                 _input_problems(pipeline, node.id, node.inputs, block, blocks, ancestors[node.id])
             )
-    return problems
+    return problems, _Shape(deps, branches, frozenset(loops))
+
+
+def _stable_order(ids: list[str], deps: Mapping[str, set[str]]) -> list[str]:
+    """A topological order that keeps the pipeline's own node order wherever it can."""
+    placed: list[str] = []
+    done: set[str] = set()
+    while len(placed) < len(ids):
+        for node_id in ids:
+            if node_id not in done and deps[node_id] <= done:
+                placed.append(node_id)
+                done.add(node_id)
+                break
+    return placed
 
 
 def _order(
@@ -140,7 +214,10 @@ def _order(
             if (a, b) in implied
         ]
         why = f" (made by the reference {later[0]}, to a node that runs later)" if later else ""
-        problems.append(f"the pipeline has a cycle: {path}{why}; pipelines must be acyclic")
+        problems.append(
+            f"the pipeline has a cycle: {path}{why}; edges and references must not form a "
+            "cycle (a loop is allowed only through a decision branch that leads back)"
+        )
         return None
 
 
@@ -235,37 +312,43 @@ async def compile_pipeline(
         >>> # result = await graph.run({"doc": "..."}, config={"user_id": "ada"})
     """
     blocks, problems = await load_pipeline_blocks(pipeline, store)
-    problems += check_pipeline(pipeline, blocks)
-    if problems:
+    found, shape = _analyse(pipeline, blocks)
+    problems += found
+    if problems or shape is None:
         raise PipelineError(problems, pipeline=pipeline.id)
     graph = Graph(_state_schema(pipeline), name=pipeline.id)
     graph.add_node("load_memory", _load_memory(pipeline, memory))
     graph.add_node("save_memory", _save_memory(pipeline, memory))
-    decided: set[tuple[str, str]] = set()
-    has_incoming: set[str] = set()
-    has_outgoing: set[str] = set()
-    for node in pipeline.nodes:
-        block = blocks[node.id]
-        add_block(graph, node.id, block, executor, inputs=node.inputs or None)
-        for target in (block.branches or {}).values():
-            decided.add((node.id, target))
+    # Declaration order = topological order, so the engine's depth-first walk meets every
+    # forward edge first and marks exactly the decision branches that lead back as back edges.
+    order = _stable_order([n.id for n in pipeline.nodes], shape.deps)
+    by_id = {n.id: n for n in pipeline.nodes}
+    for node_id in order:
+        node = by_id[node_id]
+        add_block(
+            graph,
+            node.id,
+            blocks[node.id],
+            executor,
+            inputs=node.inputs or None,
+            branches=shape.branches.get(node.id),
+        )
+    routed = {(s, t) for s, mapping in shape.branches.items() for t in mapping.values()}
+    has_incoming = {t for s, t in routed if (s, t) not in shape.loops}
+    has_outgoing = set(shape.branches)
+    for target in order:
+        for source in sorted(shape.deps[target]):
+            if (source, target) in routed:
+                continue
+            graph.add_edge(source, target)
             has_incoming.add(target)
-            has_outgoing.add(node.id)
-    pairs = {(e.source, e.target) for e in pipeline.edges}
-    for node in pipeline.nodes:
-        for ref in _refs(node.inputs):
-            if ref.namespace in blocks:
-                pairs.add((ref.namespace, node.id))
-    for source, target in sorted(pairs - decided):
-        graph.add_edge(source, target)
-        has_incoming.add(target)
-        has_outgoing.add(source)
+            has_outgoing.add(source)
     graph.add_edge(START, "load_memory")
-    for node in pipeline.nodes:
-        if node.id not in has_incoming:
-            graph.add_edge("load_memory", node.id)
-        if node.id not in has_outgoing:
-            graph.add_edge(node.id, "save_memory")
+    for node_id in order:
+        if node_id not in has_incoming:
+            graph.add_edge("load_memory", node_id)
+        if node_id not in has_outgoing:
+            graph.add_edge(node_id, "save_memory")
     graph.add_edge("save_memory", END)
     return graph.compile(version=str(pipeline.version), checkpointer=checkpointer)
 

@@ -38,6 +38,10 @@ class PipelineError(FlowcoreError, ValueError):
 class PipelineNode(BaseModel):
     """One step: which stored block it runs (optionally pinned) and its wired inputs.
 
+    ``branches`` routes a decision step: branch key -> node id, overriding the
+    block's own ``branches``. A branch may lead back to an earlier node, which
+    makes a loop bounded by the run's recursion limit.
+
     Example:
         >>> PipelineNode(id="n1", block_id="summarize", inputs={"text": "<<input.doc>>"}).id
         'n1'
@@ -49,6 +53,7 @@ class PipelineNode(BaseModel):
     block_id: str
     block_version: int | None = Field(default=None, ge=1)
     inputs: dict[str, Any] = Field(default_factory=dict)
+    branches: dict[str, str] | None = None
 
     @field_validator("id")
     @classmethod

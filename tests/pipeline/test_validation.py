@@ -60,7 +60,7 @@ async def test_a_cycle_is_refused_and_its_path_shown(block_store: SqliteBlockSto
     )
     assert problem.startswith("the pipeline has a cycle: ")
     assert "a -> b" in problem or "b -> a" in problem
-    assert problem.endswith("pipelines must be acyclic")
+    assert problem.endswith("(a loop is allowed only through a decision branch that leads back)")
 
 
 async def test_a_reference_to_a_node_that_runs_later_is_named(
