@@ -110,6 +110,8 @@ _MIGRATIONS: tuple[tuple[_MigrationStep, ...], ...] = (
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)
+# Tables of the other flowcore stores, which may live in the same file.
+_SIBLING_TABLES = ("flowcore_", "blocks", "block_tags", "run_history_")
 """The schema version this flowcore writes; files with an older one are migrated on open."""
 
 _NOT_OPEN = (
@@ -336,7 +338,8 @@ class SqliteCheckpointer:
             )
             tables = sorted(str(row[0]) for row in rows)
             if "flowcore_meta" not in tables:
-                if tables:
+                # The other flowcore stores (blocks, memory, run history) may share the file.
+                if [t for t in tables if not t.startswith(_SIBLING_TABLES)]:
                     raise CheckpointStoreError(
                         f"{self.path} is an SQLite database of something else (tables: "
                         f"{', '.join(tables)}; no flowcore_meta table); point "
