@@ -101,6 +101,24 @@ class CompiledGraph:
     def __repr__(self) -> str:
         return f"<CompiledGraph {self.name!r} v{self.version} nodes={len(self.nodes)}>"
 
+    def to_mermaid(self) -> str:
+        """This graph as Mermaid ``flowchart TD`` text; joins, routes and loops are marked.
+
+        See :func:`flowcore.graph.mermaid.graph_to_mermaid` for how each part is drawn.
+
+        Example:
+            >>> from typing import TypedDict
+            >>> from flowcore import Graph, START
+            >>> class S(TypedDict):
+            ...     x: int
+            >>> g = Graph(S).add_node("a", lambda s: None).add_edge(START, "a")
+            >>> g.compile().to_mermaid().splitlines()[-1]
+            '    __start__ --> n_a'
+        """
+        from flowcore.graph.mermaid import graph_to_mermaid
+
+        return graph_to_mermaid(self)
+
     # ------------------------------------------------------------------ runs
     def _options(
         self,
