@@ -1,0 +1,178 @@
+"""The run-history port: where finished runs are recorded and how they are found again.
+
+Error tree of this package (all :class:`~flowcore.errors.FlowcoreError`)::
+
+    RunHistoryError                      a history operation failed
+    ├── RunNotFoundError (LookupError)   no run with that id
+    └── RunHistoryStoreError             the storage is unusable: corrupt, foreign or too new
+
+A value that cannot be stored raises :class:`~flowcore.errors.SerializationError`
+(a ``TypeError``) naming where it sits, and nothing is stored.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Protocol, runtime_checkable
+
+from flowcore.errors import FlowcoreError, InvalidInputError
+from flowcore.history.records import RunRecord
+
+__all__ = [
+    "RunHistory",
+    "RunHistoryError",
+    "RunHistoryStoreError",
+    "RunNotFoundError",
+    "check_limit",
+    "check_record",
+]
+
+
+class RunHistoryError(FlowcoreError):
+    """Recording or reading the run history failed; what was stored is left as it was.
+
+    Example:
+        >>> RunHistoryError("history.db has been closed").code
+        'run-history'
+    """
+
+    code = "run-history"
+
+
+class RunNotFoundError(RunHistoryError, LookupError):
+    """No run with this id is in the history.
+
+    Example:
+        >>> err = RunNotFoundError("r-42")
+        >>> (err.run_id, err.code)
+        ('r-42', 'run-not-found')
+    """
+
+    code = "run-not-found"
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(
+            f"no run {run_id!r} in the run history; list recorded runs with "
+            "'await history.list()' (filter by pipeline_id=, user_id=, status=, thread_id=) "
+            "and use one of their run_id values"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.run_id,))
+
+
+class RunHistoryStoreError(RunHistoryError):
+    """The storage behind a run history is unusable: not a database, corrupt, or too new.
+
+    Example:
+        >>> RunHistoryStoreError("runs.db is not an SQLite database").code
+        'run-history-store'
+    """
+
+    code = "run-history-store"
+
+
+def check_limit(limit: int | None) -> int | None:
+    """Validate a ``list`` limit: a positive int, or None for no limit.
+
+    Example:
+        >>> check_limit(10)
+        10
+    """
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInputError(
+            f"limit must be a positive int (or None for every run), got {limit!r}"
+        )
+    return limit
+
+
+def check_record(record: RunRecord) -> RunRecord:
+    """Refuse what is not a storable :class:`RunRecord` (another type, an empty run id).
+
+    Example:
+        >>> try:
+        ...     check_record("r1")
+        ... except InvalidInputError as exc:
+        ...     str(exc).split(";")[0]
+        'a run history stores RunRecord values, got str'
+    """
+    if not isinstance(record, RunRecord):
+        raise InvalidInputError(
+            f"a run history stores RunRecord values, got {type(record).__name__}; "
+            "build one with record_from_result()"
+        )
+    if not isinstance(record.run_id, str) or not record.run_id:
+        raise InvalidInputError(
+            f"a RunRecord needs a non-empty run_id string, got {record.run_id!r}"
+        )
+    # The filterable fields must compare the same in every store (SQLite would
+    # turn a number into text), so their types are checked, not coerced.
+    where = f"RunRecord {record.run_id!r}"
+    for name in ("pipeline_id", "status"):
+        if not isinstance(getattr(record, name), str):
+            raise InvalidInputError(f"{where}: {name} must be a str, got {getattr(record, name)!r}")
+    for name in ("user_id", "thread_id"):
+        value = getattr(record, name)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError(f"{where}: {name} must be a str or None, got {value!r}")
+    version = record.pipeline_version
+    if isinstance(version, bool) or not isinstance(version, int | str):
+        raise InvalidInputError(
+            f"{where}: pipeline_version must be an int or a str, got {version!r}"
+        )
+    return record
+
+
+@runtime_checkable
+class RunHistory(Protocol):
+    """A store of :class:`~flowcore.history.records.RunRecord`, one per run id.
+
+    Every implementation stores values through flowcore's JSON serializer, so
+    what :meth:`get` returns is an equal copy, never the object that was saved,
+    and a value one store cannot keep is refused by all of them.
+
+    Example:
+        >>> from flowcore.history import InMemoryRunHistory
+        >>> isinstance(InMemoryRunHistory(), RunHistory)
+        True
+    """
+
+    async def save(self, record: RunRecord) -> None:
+        """Insert ``record``, or replace the record with the same ``run_id``, atomically.
+
+        Either the whole record (run and nodes) is stored or nothing changes;
+        an existing record being replaced stays intact if the save fails.
+        """
+        ...
+
+    async def get(self, run_id: str) -> RunRecord:
+        """The record of ``run_id``; :class:`RunNotFoundError` if there is none."""
+        ...
+
+    async def list(
+        self,
+        *,
+        pipeline_id: str | None = None,
+        user_id: str | None = None,
+        status: str | None = None,
+        thread_id: str | None = None,
+        limit: int | None = 50,
+    ) -> builtins.list[RunRecord]:
+        """Records matching every filter given, newest first.
+
+        Newest means largest ``started_at``; runs that started at the same
+        moment are ordered by ``run_id``, descending. ``limit`` caps the
+        count (None: no cap).
+        """
+        ...
+
+    async def delete(self, run_id: str) -> bool:
+        """Remove the record of ``run_id``; True if there was one."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the history holds (connections); saves already started finish first."""
+        ...

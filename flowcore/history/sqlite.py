@@ -1,0 +1,648 @@
+"""``SqliteRunHistory``: every run recorded in one SQLite file, on aiosqlite.
+
+The file may be one other flowcore stores use too: every table this module
+owns starts with ``run_history_``, and its schema version lives in its own
+``run_history_meta`` table, so the history never touches (or refuses) tables
+it does not own.
+
+* **WAL journaling**: listing runs never waits for a save, nor a save for a list.
+* **Each save is one transaction** (``BEGIN IMMEDIATE`` ... ``COMMIT``):
+  the run row and all its node rows land together, or nothing changes.
+  Values are serialized before the transaction starts, so an unstorable
+  value fails without taking a lock. Any failure inside rolls back.
+* **One writer connection per instance**, guarded by a lock, so the saves of
+  one process queue up instead of fighting over SQLite's write lock; other
+  processes are waited for through ``busy_timeout``. A save whose caller is
+  cancelled still runs to its end: a transaction is never cut in half.
+* **Reads use a second connection**, and read a record's run and node rows
+  in one read transaction, so a record is never seen half-replaced.
+* A file that is not an SQLite database, is damaged, or carries a newer
+  history schema is refused with :class:`RunHistoryStoreError` and left
+  byte-identical: it is only read until it has been accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import os
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self
+
+import aiosqlite
+
+from flowcore.checkpoint.serde import JsonSerializer, Serializer
+from flowcore.errors import InvalidInputError
+from flowcore.history.protocol import (
+    RunHistoryError,
+    RunHistoryStoreError,
+    RunNotFoundError,
+    check_limit,
+    check_record,
+)
+from flowcore.history.records import NodeRecord, RunRecord
+
+__all__ = ["HISTORY_SCHEMA_VERSION", "SqliteRunHistory"]
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_MIN_BUSY_TIMEOUT = 5.0
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+_BEGIN_ATTEMPTS = 3
+
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # v1
+    (
+        "CREATE TABLE run_history_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        # pipeline_version is declared BLOB so SQLite keeps what it gets: 2 stays
+        # an int and "2" stays a str. JSON columns hold serializer bytes.
+        """CREATE TABLE run_history_runs (
+            run_id TEXT PRIMARY KEY,
+            pipeline_id TEXT NOT NULL,
+            pipeline_version BLOB NOT NULL,
+            user_id TEXT,
+            thread_id TEXT,
+            status TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            duration REAL NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            inputs BLOB NOT NULL,
+            errors BLOB NOT NULL,
+            interrupts BLOB NOT NULL,
+            source BLOB,
+            final_state BLOB
+        )""",
+        """CREATE TABLE run_history_nodes (
+            run_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            node TEXT NOT NULL,
+            status TEXT NOT NULL,
+            pass_index INTEGER NOT NULL,
+            started_at REAL NOT NULL,
+            duration REAL NOT NULL,
+            attempts INTEGER NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            outputs BLOB,
+            error TEXT,
+            skip_reason TEXT,
+            PRIMARY KEY (run_id, position)
+        )""",
+        "CREATE INDEX run_history_runs_newest ON run_history_runs (started_at, run_id)",
+        "CREATE INDEX run_history_runs_pipeline ON run_history_runs (pipeline_id, started_at)",
+        "CREATE INDEX run_history_runs_user ON run_history_runs (user_id, started_at)",
+        "CREATE INDEX run_history_runs_status ON run_history_runs (status, started_at)",
+        "CREATE INDEX run_history_runs_thread ON run_history_runs (thread_id, started_at)",
+        "CREATE INDEX run_history_nodes_node ON run_history_nodes (node, status)",
+    ),
+)
+
+HISTORY_SCHEMA_VERSION = len(_MIGRATIONS)
+"""The run-history schema version this flowcore writes; older files are migrated on open."""
+
+_RUN_COLUMNS = (
+    "run_id, pipeline_id, pipeline_version, user_id, thread_id, status, started_at, duration, "
+    "input_tokens, output_tokens, inputs, errors, interrupts, source, final_state"
+)
+_NODE_COLUMNS = (
+    "run_id, position, node, status, pass_index, started_at, duration, attempts, "
+    "input_tokens, output_tokens, outputs, error, skip_reason"
+)
+_NEWEST_FIRST = "ORDER BY started_at DESC, run_id DESC"
+_FILTERS = ("pipeline_id", "user_id", "status", "thread_id")
+
+
+class SqliteRunHistory:
+    """A :class:`~flowcore.history.protocol.RunHistory` in one SQLite file.
+
+    Open it before use, with ``async with`` or :meth:`open`, and close it with
+    :meth:`aclose`. Use one instance per file per process and event loop;
+    several processes may share the file.
+
+    Args:
+        path: The database file; created if missing. It may be shared with
+            other flowcore stores.
+        busy_timeout: Seconds a save waits for another process's write lock
+            (at least 5).
+        serializer: How values become bytes; :class:`JsonSerializer` by default.
+
+    Raises:
+        RunHistoryStoreError: On open, if the file is not an SQLite database,
+            is damaged, or has a run-history schema newer than this flowcore knows.
+
+    Example:
+        >>> import asyncio, tempfile, os
+        >>> from flowcore.history import RunRecord
+        >>> async def demo(path):
+        ...     async with SqliteRunHistory(path) as history:
+        ...         await history.save(RunRecord("r1", "digest", 1, "ada", None, "completed",
+        ...                                      1700000000.0, 0.5, {}, (), (), (), 0, 0))
+        ...         return [r.run_id for r in await history.list(user_id="ada")]
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     asyncio.run(demo(os.path.join(tmp, "runs.db")))
+        ['r1']
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = _MIN_BUSY_TIMEOUT,
+        serializer: Serializer | None = None,
+    ) -> None:
+        if os.fspath(path) in ("", ":memory:"):
+            raise InvalidInputError(
+                "SqliteRunHistory needs a file path (two connections to ':memory:' would see "
+                "two different databases); use InMemoryRunHistory for an in-process history"
+            )
+        if isinstance(busy_timeout, bool) or busy_timeout < _MIN_BUSY_TIMEOUT:
+            raise InvalidInputError(
+                f"busy_timeout must be at least {_MIN_BUSY_TIMEOUT:g} s, got {busy_timeout!r}: "
+                "shorter waits let concurrent writers fail with 'database is locked'"
+            )
+        self.path = Path(path)
+        self.busy_timeout = float(busy_timeout)
+        self._serde = serializer or JsonSerializer()
+        self._state: Literal["new", "open", "closed"] = "new"
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+        self._read_lock = asyncio.Lock()
+        self._lifecycle = asyncio.Lock()
+        self._pending: set[asyncio.Task[Any]] = set()
+
+    def __repr__(self) -> str:
+        return f"SqliteRunHistory({str(self.path)!r}, {self._state})"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        """Open the file, creating or migrating the history tables; a no-op if open.
+
+        Example:
+            >>> # history = SqliteRunHistory("runs.db"); await history.open()
+        """
+        async with self._lifecycle:
+            if self._state == "open":
+                return
+            if self._state == "closed":
+                raise RunHistoryError(
+                    f"{self!r} has been closed; create a new SqliteRunHistory to reopen the file"
+                )
+            await asyncio.to_thread(_check_magic, self.path)
+            writer = await self._connect()
+            reader: aiosqlite.Connection | None = None
+            try:
+                # Only reads until the file is accepted, so a refused file is untouched.
+                version = await self._schema_version(writer)
+                await self._enable_wal(writer)
+                if version < HISTORY_SCHEMA_VERSION:
+                    await self._migrate(writer)
+                reader = await self._connect()
+            except BaseException:
+                await _close_quietly(writer, reader)
+                raise
+            self._writer, self._reader, self._state = writer, reader, "open"
+
+    async def aclose(self) -> None:
+        """Let running saves finish, then close both connections; a no-op if closed.
+
+        Example:
+            >>> # await history.aclose()
+        """
+        async with self._lifecycle:
+            if self._state != "open":
+                self._state = "closed"
+                return
+            self._state = "closed"
+            pending = list(self._pending)
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+            async with self._write_lock, self._read_lock:
+                writer, reader, self._writer, self._reader = self._writer, self._reader, None, None
+                await _close_quietly(writer, reader)
+
+    async def _connect(self) -> aiosqlite.Connection:
+        try:
+            # isolation_level=None: transactions are begun and ended explicitly.
+            conn = await aiosqlite.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None
+            )
+        except sqlite3.Error as exc:
+            raise self._open_error(exc) from exc
+        try:
+            await conn.execute_fetchall(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            await conn.execute_fetchall("PRAGMA synchronous = NORMAL")
+        except BaseException as exc:
+            await _close_quietly(conn)
+            if isinstance(exc, sqlite3.Error):
+                raise self._open_error(exc) from exc
+            raise
+        return conn
+
+    def _open_error(self, exc: sqlite3.Error) -> RunHistoryStoreError:
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+            return RunHistoryStoreError(
+                f"{self.path} is not an SQLite database or is corrupt ({exc}); point "
+                "SqliteRunHistory at a new file or at one flowcore created"
+            )
+        return RunHistoryStoreError(f"cannot open run history {self.path}: {exc}")
+
+    async def _schema_version(self, conn: aiosqlite.Connection) -> int:
+        """The history schema version in the file (0: none yet); refuses damaged and newer."""
+        try:
+            rows = await conn.execute_fetchall(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'run_history_meta'"
+            )
+            if not list(rows):
+                return 0
+            rows = await conn.execute_fetchall(
+                "SELECT value FROM run_history_meta WHERE key = 'schema_version'"
+            )
+        except sqlite3.Error as exc:
+            raise self._open_error(exc) from exc
+        values = [row[0] for row in rows]
+        try:
+            version = int(values[0])
+        except (IndexError, TypeError, ValueError):
+            raise RunHistoryStoreError(
+                f"{self.path} is damaged: run_history_meta has no valid schema_version "
+                f"(found {values!r}); point SqliteRunHistory at a new file"
+            ) from None
+        if version > HISTORY_SCHEMA_VERSION:
+            raise RunHistoryStoreError(
+                f"{self.path} has run-history schema version {version}, newer than this "
+                f"flowcore knows ({HISTORY_SCHEMA_VERSION}); upgrade flowcore to open it"
+            )
+        return version
+
+    async def _enable_wal(self, conn: aiosqlite.Connection) -> None:
+        delay, waited = 0.005, 0.0
+        while True:
+            try:
+                rows = await conn.execute_fetchall("PRAGMA journal_mode = WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                # The switch runs no busy handler: another process opening the same
+                # new file at this moment makes it fail at once, so wait by hand.
+                if not _is_busy(exc) or waited >= self.busy_timeout:
+                    raise RunHistoryStoreError(f"cannot switch {self.path} to WAL: {exc}") from exc
+                await asyncio.sleep(delay)
+                waited += delay
+                delay = min(delay * 2, 0.1)
+            except sqlite3.Error as exc:
+                raise RunHistoryStoreError(f"cannot switch {self.path} to WAL: {exc}") from exc
+        mode = str(next(iter(rows))[0]).lower()
+        if mode != "wal":
+            raise RunHistoryStoreError(
+                f"{self.path} cannot use WAL journaling (got {mode!r}); put it on a local "
+                "file system"
+            )
+
+    async def _migrate(self, conn: aiosqlite.Connection) -> None:
+        async def upgrade(c: aiosqlite.Connection) -> None:
+            # Read again under the write lock: another process may have migrated meanwhile.
+            version = await self._schema_version(c)
+            for number in range(version + 1, HISTORY_SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[number - 1]:
+                    await c.execute_fetchall(statement)
+            if version < HISTORY_SCHEMA_VERSION:
+                await c.execute_fetchall(
+                    "INSERT OR REPLACE INTO run_history_meta (key, value) "
+                    "VALUES ('schema_version', ?)",
+                    (str(HISTORY_SCHEMA_VERSION),),
+                )
+
+        await self._transaction(conn, upgrade)
+
+    # ------------------------------------------------------------------ transactions
+
+    def _connections(self) -> tuple[aiosqlite.Connection, aiosqlite.Connection]:
+        if self._state != "open" or self._writer is None or self._reader is None:
+            if self._state == "closed":
+                raise RunHistoryError(f"{self!r} has been closed")
+            raise RunHistoryError(
+                f"{self!r} is not open; use 'async with SqliteRunHistory(path) as history:' "
+                "or 'await history.open()'"
+            )
+        return self._writer, self._reader
+
+    async def _transaction(
+        self, conn: aiosqlite.Connection, run: Callable[[aiosqlite.Connection], Awaitable[Any]]
+    ) -> Any:
+        await self._begin_immediate(conn)
+        try:
+            result = await run(conn)
+            await conn.execute_fetchall("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error, ValueError):
+                await conn.execute_fetchall("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise RunHistoryStoreError(
+                    f"write to run history {self.path} failed and was rolled back: {exc}"
+                ) from exc
+            raise
+        return result
+
+    async def _begin_immediate(self, conn: aiosqlite.Connection) -> None:
+        for attempt in range(1, _BEGIN_ATTEMPTS + 1):
+            try:
+                await conn.execute_fetchall("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                # busy_timeout has already waited; wait that long again before failing.
+                if _is_busy(exc) and attempt < _BEGIN_ATTEMPTS:
+                    continue
+                raise RunHistoryStoreError(
+                    f"cannot start a write on {self.path}: {exc} "
+                    f"(waited {attempt} x {self.busy_timeout:g} s for the write lock)"
+                ) from exc
+
+    async def _write(self, run: Callable[[aiosqlite.Connection], Awaitable[Any]]) -> Any:
+        writer, _ = self._connections()
+
+        async def locked() -> Any:
+            async with self._write_lock:
+                return await self._transaction(writer, run)
+
+        task = asyncio.get_running_loop().create_task(locked())
+        self._pending.add(task)
+        task.add_done_callback(_forget(self._pending))
+        # Shielded: a cancelled caller stops waiting, the transaction still ends whole.
+        return await asyncio.shield(task)
+
+    async def _read(
+        self, queries: Sequence[tuple[str, Sequence[Any]]]
+    ) -> builtins.list[builtins.list[Any]]:
+        """Run ``queries`` in one read transaction, so they all see the same commit."""
+        _, reader = self._connections()
+        async with self._read_lock:
+            try:
+                if reader.in_transaction:  # a read cancelled before its COMMIT
+                    await reader.execute_fetchall("COMMIT")
+                await reader.execute_fetchall("BEGIN")
+                try:
+                    return [list(await reader.execute_fetchall(sql, p)) for sql, p in queries]
+                finally:
+                    await reader.execute_fetchall("COMMIT")
+            except sqlite3.Error as exc:
+                raise RunHistoryStoreError(
+                    f"read from run history {self.path} failed: {exc}"
+                ) from exc
+
+    # ------------------------------------------------------------------ encoding
+
+    def _dump(self, value: Any, path: str) -> bytes:
+        return self._serde.dumps(value, path=path)
+
+    def _load(self, data: bytes | None, what: str) -> Any:
+        if data is None:
+            return None
+        try:
+            return self._serde.loads(data)
+        except Exception as exc:  # SerializationError included: the stored bytes are bad
+            raise RunHistoryStoreError(f"{self.path}: cannot decode {what}: {exc}") from exc
+
+    def _rows(self, record: RunRecord) -> tuple[tuple[Any, ...], builtins.list[tuple[Any, ...]]]:
+        where = f"run {record.run_id!r}"
+        run_row = (
+            record.run_id,
+            record.pipeline_id,
+            record.pipeline_version,
+            record.user_id,
+            record.thread_id,
+            record.status,
+            record.started_at,
+            record.duration,
+            record.input_tokens,
+            record.output_tokens,
+            self._dump(dict(record.inputs), f"{where}.inputs"),
+            self._dump(list(record.errors), f"{where}.errors"),
+            self._dump(list(record.interrupts), f"{where}.interrupts"),
+            None if record.source is None else self._dump(dict(record.source), f"{where}.source"),
+            None
+            if record.final_state is None
+            else self._dump(dict(record.final_state), f"{where}.final_state"),
+        )
+        node_rows = [
+            (
+                record.run_id,
+                position,
+                n.node,
+                n.status,
+                n.pass_index,
+                n.started_at,
+                n.duration,
+                n.attempts,
+                n.input_tokens,
+                n.output_tokens,
+                None
+                if n.outputs is None
+                else self._dump(dict(n.outputs), f"{where}.nodes[{position}].outputs"),
+                n.error,
+                n.skip_reason,
+            )
+            for position, n in enumerate(record.nodes)
+        ]
+        return run_row, node_rows
+
+    def _record(self, row: Sequence[Any], nodes: Iterable[Sequence[Any]]) -> RunRecord:
+        run_id = str(row[0])
+        where = f"run {run_id!r}"
+        return RunRecord(
+            run_id=run_id,
+            pipeline_id=row[1],
+            pipeline_version=row[2],
+            user_id=row[3],
+            thread_id=row[4],
+            status=row[5],
+            started_at=row[6],
+            duration=row[7],
+            input_tokens=row[8],
+            output_tokens=row[9],
+            inputs=self._load(row[10], f"the inputs of {where}") or {},
+            errors=tuple(self._load(row[11], f"the errors of {where}") or ()),
+            interrupts=tuple(self._load(row[12], f"the interrupts of {where}") or ()),
+            source=self._load(row[13], f"the source of {where}"),
+            final_state=self._load(row[14], f"the final state of {where}"),
+            nodes=tuple(
+                NodeRecord(
+                    node=n[2],
+                    status=n[3],
+                    pass_index=n[4],
+                    started_at=n[5],
+                    duration=n[6],
+                    attempts=n[7],
+                    input_tokens=n[8],
+                    output_tokens=n[9],
+                    outputs=self._load(n[10], f"the outputs of node {n[2]!r} in {where}"),
+                    error=n[11],
+                    skip_reason=n[12],
+                )
+                for n in nodes
+            ),
+        )
+
+    # ------------------------------------------------------------------ the protocol
+
+    async def save(self, record: RunRecord) -> None:
+        """Insert or replace the record of ``record.run_id`` in one transaction.
+
+        See :meth:`RunHistory.save`. Raises
+        :class:`~flowcore.errors.SerializationError` (naming where the value
+        sits) before anything is written if a value cannot be stored.
+
+        Example:
+            >>> # await history.save(record_from_result(result, ...))
+        """
+        self._connections()
+        check_record(record)
+        run_row, node_rows = self._rows(record)
+        run_id = record.run_id
+
+        async def replace(conn: aiosqlite.Connection) -> None:
+            await conn.execute_fetchall("DELETE FROM run_history_nodes WHERE run_id = ?", (run_id,))
+            await conn.execute_fetchall(
+                f"INSERT OR REPLACE INTO run_history_runs ({_RUN_COLUMNS}) "
+                f"VALUES ({', '.join('?' * 15)})",
+                run_row,
+            )
+            await conn.executemany(
+                f"INSERT INTO run_history_nodes ({_NODE_COLUMNS}) VALUES ({', '.join('?' * 13)})",
+                node_rows,
+            )
+
+        await self._write(replace)
+
+    async def get(self, run_id: str) -> RunRecord:
+        """The record of ``run_id`` (see :meth:`RunHistory.get`).
+
+        Example:
+            >>> # record = await history.get("r1")
+        """
+        runs, nodes = await self._read(
+            [
+                (f"SELECT {_RUN_COLUMNS} FROM run_history_runs WHERE run_id = ?", (run_id,)),
+                (
+                    f"SELECT {_NODE_COLUMNS} FROM run_history_nodes WHERE run_id = ? "
+                    "ORDER BY position",
+                    (run_id,),
+                ),
+            ]
+        )
+        if not runs:
+            raise RunNotFoundError(run_id)
+        return self._record(runs[0], nodes)
+
+    async def list(
+        self,
+        *,
+        pipeline_id: str | None = None,
+        user_id: str | None = None,
+        status: str | None = None,
+        thread_id: str | None = None,
+        limit: int | None = 50,
+    ) -> builtins.list[RunRecord]:
+        """Records matching every filter given, newest first (see :meth:`RunHistory.list`).
+
+        Example:
+            >>> # failed = await history.list(pipeline_id="digest", status="failed", limit=10)
+        """
+        cap = check_limit(limit)
+        given = dict(zip(_FILTERS, (pipeline_id, user_id, status, thread_id), strict=True))
+        clauses = [f"{column} = ?" for column, value in given.items() if value is not None]
+        params: builtins.list[Any] = [value for value in given.values() if value is not None]
+        where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
+        picked = f"SELECT run_id FROM run_history_runs {where}{_NEWEST_FIRST} LIMIT ?"
+        params.append(-1 if cap is None else cap)
+        runs, nodes = await self._read(
+            [
+                (
+                    f"SELECT {_RUN_COLUMNS} FROM run_history_runs WHERE run_id IN ({picked}) "
+                    f"{_NEWEST_FIRST}",
+                    params,
+                ),
+                (
+                    f"SELECT {_NODE_COLUMNS} FROM run_history_nodes WHERE run_id IN ({picked}) "
+                    "ORDER BY run_id, position",
+                    params,
+                ),
+            ]
+        )
+        by_run: dict[str, builtins.list[Any]] = {}
+        for n in nodes:
+            by_run.setdefault(str(n[0]), []).append(n)
+        return [self._record(row, by_run.get(str(row[0]), ())) for row in runs]
+
+    async def delete(self, run_id: str) -> bool:
+        """Remove the record of ``run_id`` and its node rows; True if there was one.
+
+        Example:
+            >>> # await history.delete("r1")
+        """
+
+        async def remove(conn: aiosqlite.Connection) -> bool:
+            await conn.execute_fetchall("DELETE FROM run_history_nodes WHERE run_id = ?", (run_id,))
+            cursor = await conn.execute("DELETE FROM run_history_runs WHERE run_id = ?", (run_id,))
+            removed = cursor.rowcount > 0
+            await cursor.close()
+            return removed
+
+        return bool(await self._write(remove))
+
+
+def _forget(pending: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:
+    def done(task: asyncio.Task[Any]) -> None:
+        pending.discard(task)
+        # Its caller may have been cancelled: mark the outcome as seen.
+        if not task.cancelled():
+            task.exception()
+
+    return done
+
+
+def _check_magic(path: Path) -> None:
+    """Refuse a file that is not SQLite at all, before SQLite opens it (runs in a thread)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError:
+        return  # a new history
+    except OSError as exc:
+        raise RunHistoryStoreError(f"cannot read {path}: {exc}") from exc
+    if head and head != _SQLITE_MAGIC:
+        raise RunHistoryStoreError(
+            f"{path} is not an SQLite database (corrupt, or another kind of file); point "
+            "SqliteRunHistory at a new file or at one flowcore created"
+        )
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return (code & 0xFF) in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+async def _close_quietly(*conns: aiosqlite.Connection | None) -> None:
+    for conn in conns:
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error, ValueError):
+                await conn.close()
