@@ -2,13 +2,23 @@
 
 from flowcore.pipeline.compiler import check_pipeline, compile_pipeline, load_pipeline_blocks
 from flowcore.pipeline.model import Pipeline, PipelineEdge, PipelineError, PipelineNode
+from flowcore.pipeline.plan import PlanStep, TaskPlan, compile_task_plan, load_definition
+from flowcore.pipeline.schedule import CronSchedule, ScheduleError, ScheduleSpec, parse_cron
 
 __all__ = [
+    "CronSchedule",
     "Pipeline",
     "PipelineEdge",
     "PipelineError",
     "PipelineNode",
+    "PlanStep",
+    "ScheduleError",
+    "ScheduleSpec",
+    "TaskPlan",
     "check_pipeline",
     "compile_pipeline",
+    "compile_task_plan",
+    "load_definition",
     "load_pipeline_blocks",
+    "parse_cron",
 ]
