@@ -1,6 +1,7 @@
 """Talking to models: the provider port, its data, errors, retries and a scripted provider."""
 
 from flowcore.llm.errors import ProviderError, ScriptExhaustedError, ThrottleError, ThrottleKind
+from flowcore.llm.offline import OfflineProvider
 from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.registry import ProviderRegistry
 from flowcore.llm.retry import call_with_retries
@@ -20,6 +21,7 @@ __all__ = [
     "LLMRequest",
     "LLMResponse",
     "Message",
+    "OfflineProvider",
     "ProviderError",
     "ProviderRegistry",
     "ScriptExhaustedError",
