@@ -367,7 +367,7 @@ def _structure_problems(shapes: Sequence[_StepShape], entry: str | None) -> list
     problems += _cycle_problems(shapes, known)
     if entry is not None and entry in known:
         reached = _reachable(shapes, entry, known)
-        for step_id in ids:
+        for step_id in dict.fromkeys(ids):
             if step_id not in reached:
                 problems.append(
                     f"step {step_id!r} is not reachable from the entry step {entry!r}; list the "
