@@ -1,0 +1,269 @@
+"""``PipelineRunner``: run a pipeline or task plan the way a product does.
+
+One object holds what every run needs (the block registry, the block
+executor, long-term memory, a checkpointer and the run history) and turns
+"this JSON, this input, this user" into a finished, recorded run: it checks
+the run input against what the pipeline reads, compiles, streams the run's
+events to a callback, honours the pipeline's failure policy, and records the
+run in the history whatever way it ends. A run that pauses for a human is
+resumed later, from another process too, by its thread id alone.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from flowcore.blocks.executor import BlockExecutor
+from flowcore.blocks.store import BlockStore
+from flowcore.checkpoint.protocol import Checkpointer
+from flowcore.errors import InvalidInputError, ResumeError
+from flowcore.events import Event
+from flowcore.graph.compiled import CompiledGraph
+from flowcore.history import RunHistory, record_from_result
+from flowcore.interrupts import Resume
+from flowcore.memory.manager import MemoryManager
+from flowcore.pipeline.compiler import compile_pipeline
+from flowcore.pipeline.model import Pipeline
+from flowcore.pipeline.plan import TaskPlan, load_definition
+from flowcore.refs.resolver import extract_references
+from flowcore.result import RunResult
+
+__all__ = ["EventCallback", "PipelineRunner", "check_run_inputs", "input_keys"]
+
+EventCallback = Callable[[Event], Awaitable[None] | None]
+"""Called with every event of a run as it happens (sync or async)."""
+
+_NO_VALUE: Any = object()
+
+
+def input_keys(pipeline: Pipeline) -> dict[str, list[str]]:
+    """Each run-input key the pipeline reads (``<<input.key>>``) and the nodes that read it.
+
+    Example:
+        >>> p = Pipeline.from_data({"id": "p", "name": "P", "nodes": [
+        ...     {"id": "n1", "block_id": "summarize", "inputs": {"text": "<<input.doc>>"}}]})
+        >>> input_keys(p)
+        {'doc': ['n1']}
+    """
+    keys: dict[str, list[str]] = {}
+    for node in pipeline.nodes:
+        try:
+            refs = extract_references(node.inputs)
+        except ValueError:
+            continue
+        for ref in refs:
+            if ref.namespace in ("input", "state") and ref.path:
+                readers = keys.setdefault(ref.path[0], [])
+                if node.id not in readers:
+                    readers.append(node.id)
+    return keys
+
+
+def check_run_inputs(pipeline: Pipeline, inputs: Mapping[str, Any]) -> list[str]:
+    """Every problem of ``inputs`` as the run input of ``pipeline``: missing or unknown keys.
+
+    Example:
+        >>> p = Pipeline.from_data({"id": "p", "name": "P", "nodes": [
+        ...     {"id": "n1", "block_id": "summarize", "inputs": {"text": "<<input.doc>>"}}]})
+        >>> check_run_inputs(p, {})
+        ["input 'doc' is missing (read by node n1); pass it, e.g. --input doc=..."]
+    """
+    wanted = input_keys(pipeline)
+    problems = [
+        f"input {key!r} is missing (read by node {', '.join(readers)}); "
+        f"pass it, e.g. --input {key}=..."
+        for key, readers in wanted.items()
+        if key not in inputs
+    ]
+    known = ", ".join(sorted(wanted)) or "none"
+    problems.extend(
+        f"input {key!r} is not read by pipeline {pipeline.id!r} (it reads: {known}); "
+        "remove it or wire it into a node's inputs as <<input." + key + ">>"
+        for key in inputs
+        if key not in wanted
+    )
+    return problems
+
+
+def _as_pipeline(definition: Pipeline | TaskPlan) -> Pipeline:
+    return definition if isinstance(definition, Pipeline) else definition.to_pipeline()
+
+
+def _source(definition: Pipeline | TaskPlan) -> dict[str, Any]:
+    document: dict[str, Any] = definition.model_dump(mode="json", by_alias=True)
+    return document
+
+
+@dataclass(slots=True)
+class PipelineRunner:
+    """Compiles, runs, resumes and records pipelines and task plans.
+
+    ``checkpointer`` makes runs resumable (every run gets a thread; a run that
+    pauses for a human can be resumed by thread id); ``history`` records
+    every run, and lets :meth:`resume` find the definition a thread ran.
+
+    Example:
+        >>> # runner = PipelineRunner(blocks=store, executor=executor, memory=memory,
+        >>> #                         checkpointer=checkpointer, history=history)
+        >>> # result = await runner.run(pipeline, {"doc": "..."}, user_id="ada")
+        >>> # if result.status == "interrupted":
+        >>> #     result = await runner.resume(result.thread_id, "yes")
+    """
+
+    blocks: BlockStore
+    executor: BlockExecutor
+    memory: MemoryManager | None = None
+    checkpointer: Checkpointer | None = None
+    history: RunHistory | None = None
+
+    async def compile(self, definition: Pipeline | TaskPlan) -> CompiledGraph:
+        """The engine graph of ``definition`` (raises ``PipelineError`` listing every problem).
+
+        Example:
+            >>> # graph = await runner.compile(pipeline)
+        """
+        return await compile_pipeline(
+            _as_pipeline(definition),
+            self.blocks,
+            self.executor,
+            memory=self.memory,
+            checkpointer=self.checkpointer,
+        )
+
+    async def run(
+        self,
+        definition: Pipeline | TaskPlan,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+        thread_id: str | None = None,
+        on_event: EventCallback | None = None,
+        recursion_limit: int | None = None,
+    ) -> RunResult:
+        """Run ``definition`` on ``inputs`` for ``user_id`` and record the run.
+
+        Raises ``PipelineError`` (the definition cannot run) or
+        :class:`~flowcore.errors.InvalidInputError` (the input does not fit)
+        before anything runs. Node failures do not raise: the result says
+        ``failed`` and the history has the errors.
+
+        Example:
+            >>> # result = await runner.run(plan, {"request": "lunch"}, user_id="ada")
+        """
+        pipeline = _as_pipeline(definition)
+        given = dict(inputs or {})
+        problems = check_run_inputs(pipeline, given)
+        if problems:
+            raise InvalidInputError(
+                f"run input of pipeline {pipeline.id!r}: " + "; ".join(problems)
+            )
+        graph = await self.compile(pipeline)
+        if self.checkpointer is not None and thread_id is None:
+            thread_id = f"{pipeline.id}-{uuid.uuid4().hex[:12]}"
+        return await self._execute(
+            graph,
+            pipeline,
+            given,
+            source=_source(definition),
+            user_id=user_id,
+            thread_id=thread_id,
+            on_event=on_event,
+            recursion_limit=recursion_limit,
+        )
+
+    async def resume(
+        self,
+        thread_id: str,
+        value: Any = _NO_VALUE,
+        *,
+        definition: Pipeline | TaskPlan | None = None,
+        on_event: EventCallback | None = None,
+        recursion_limit: int | None = None,
+    ) -> RunResult:
+        """Continue the run saved on ``thread_id``, answering its pause with ``value``.
+
+        Without ``definition``, the pipeline and user are those of the
+        thread's latest recorded run (the runner needs a ``history``).
+        Without ``value``, a failed or cancelled run picks up where it
+        stopped and nodes whose results were saved are not run again.
+
+        Example:
+            >>> # result = await runner.resume("lunch-1a2b", {"order": "burrito"})
+        """
+        if self.checkpointer is None:
+            raise ResumeError(
+                "this runner has no checkpointer, so no run can be resumed; "
+                "create it with PipelineRunner(..., checkpointer=...)",
+                thread_id=thread_id,
+            )
+        user_id: str | None = None
+        if self.history is not None:
+            latest = await self.history.list(thread_id=thread_id, limit=1)
+            if latest:
+                user_id = latest[0].user_id
+                if definition is None and latest[0].source is not None:
+                    definition = load_definition(dict(latest[0].source))
+        if definition is None:
+            raise ResumeError(
+                f"no recorded run on thread {thread_id!r}; check the id with "
+                "'flowcore runs list', or pass the pipeline to resume(definition=...)",
+                thread_id=thread_id,
+            )
+        pipeline = _as_pipeline(definition)
+        graph = await self.compile(pipeline)
+        return await self._execute(
+            graph,
+            pipeline,
+            None if value is _NO_VALUE else Resume(value),
+            source=_source(definition),
+            user_id=user_id,
+            thread_id=thread_id,
+            on_event=on_event,
+            recursion_limit=recursion_limit,
+        )
+
+    async def _execute(
+        self,
+        graph: CompiledGraph,
+        pipeline: Pipeline,
+        run_input: dict[str, Any] | Resume | None,
+        *,
+        source: Mapping[str, Any],
+        user_id: str | None,
+        thread_id: str | None,
+        on_event: EventCallback | None,
+        recursion_limit: int | None,
+    ) -> RunResult:
+        started = time.time()
+        config = {"user_id": user_id} if user_id else {}
+        async with graph.stream(
+            run_input,
+            config=config,
+            on_error=pipeline.on_error,
+            thread_id=thread_id,
+            recursion_limit=recursion_limit,
+        ) as events:
+            async for event in events:
+                if on_event is not None:
+                    outcome = on_event(event)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+            result = await events.result()
+        if self.history is not None:
+            await self.history.save(
+                record_from_result(
+                    result,
+                    pipeline_id=pipeline.id,
+                    pipeline_version=pipeline.version,
+                    user_id=user_id,
+                    started_at=started,
+                    inputs=run_input if isinstance(run_input, dict) else {},
+                    source=source,
+                )
+            )
+        return result
