@@ -1,0 +1,178 @@
+"""The ``flowcore`` command line: argument parsing, and one clear line for any mistake."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from flowcore.cli.commands import COMMANDS
+from flowcore.cli.workspace import PROVIDERS, default_db_path
+from flowcore.errors import FlowcoreError
+
+__all__ = ["build_parser", "main"]
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"flowcore: error: {message} (see {self.prog} --help)\n")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: the same options may come before or after the command.
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help="the database file (default: $FLOWCORE_DB or ~/.local/share/flowcore/flowcore.db)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
+    )
+
+
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--provider",
+        choices=PROVIDERS,
+        help="the model provider (default: from OPENAI_API_KEY / ANTHROPIC_API_KEY / "
+        "FLOWCORE_BASE_URL, else offline)",
+    )
+    parser.add_argument("--model", help="the model name (default: $FLOWCORE_MODEL or per provider)")
+    parser.add_argument(
+        "--tools",
+        action="append",
+        default=[],
+        metavar="FILE.py",
+        help="a Python file defining TOOLS = [Tool(...), ...] (repeatable)",
+    )
+    parser.add_argument("--recursion-limit", type=int, help="maximum supersteps of the run")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser of the ``flowcore`` command.
+
+    Example:
+        >>> build_parser().parse_args(["runs", "list"]).command
+        'runs'
+    """
+    parser = _Parser(
+        prog="flowcore",
+        description="Run, inspect and manage flowcore pipelines, task plans and blocks.",
+    )
+    _common(parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _common(p)
+        return p
+
+    run = command("run", "run a pipeline or task plan JSON file")
+    run.add_argument("file", metavar="FILE.json")
+    run.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE|@FILE.json",
+        help="a run input (VALUE is parsed as JSON when it is JSON); repeatable",
+    )
+    run.add_argument("--user", help="the user the run is for (memory is per user)")
+    run.add_argument("--thread", help="the thread id to save the run under (default: new)")
+    run.add_argument(
+        "--blocks",
+        action="append",
+        default=[],
+        metavar="FILE.json",
+        help="blocks to import into the registry before the run (repeatable)",
+    )
+    _model_options(run)
+
+    resume = command("resume", "resume a paused or failed run by its thread id")
+    resume.add_argument("thread", metavar="THREAD")
+    resume.add_argument("--value", help="the answer to the pause (JSON, plain text, or @file.json)")
+    _model_options(resume)
+
+    validate = command("validate", "check a pipeline or task plan and list every problem")
+    validate.add_argument("file", metavar="FILE.json")
+    validate.add_argument("--blocks", action="append", default=[], metavar="FILE.json")
+
+    graph = command("graph", "print the compiled graph of a pipeline or task plan")
+    graph.add_argument("file", metavar="FILE.json")
+    graph.add_argument("--format", choices=("mermaid",), default="mermaid")
+    graph.add_argument("--blocks", action="append", default=[], metavar="FILE.json")
+
+    blocks = command("blocks", "the block registry")
+    bsub = blocks.add_subparsers(dest="blocks_command", required=True, metavar="ACTION")
+    b_list = bsub.add_parser("list", help="list blocks (latest versions)")
+    b_list.add_argument("--category")
+    b_list.add_argument("--tag", action="append", default=[])
+    b_show = bsub.add_parser("show", help="show one block as JSON")
+    b_show.add_argument("id")
+    b_show.add_argument("--version", type=int)
+    b_add = bsub.add_parser("add", help="add blocks from a JSON file (a block or a list)")
+    b_add.add_argument("file", metavar="FILE.json")
+    b_search = bsub.add_parser("search", help="full-text search over blocks")
+    b_search.add_argument("query")
+    b_search.add_argument("--limit", type=int, default=10)
+    b_export = bsub.add_parser("export", help="export every block version as JSON")
+    b_export.add_argument("--output", "-o", metavar="FILE.json")
+    b_import = bsub.add_parser("import", help="import an exported blocks document")
+    b_import.add_argument("file", metavar="FILE.json")
+    for p in (b_list, b_show, b_add, b_search, b_export, b_import):
+        _common(p)
+
+    runs = command("runs", "the run history")
+    rsub = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION")
+    r_list = rsub.add_parser("list", help="list runs, newest first")
+    r_list.add_argument("--pipeline")
+    r_list.add_argument("--user")
+    r_list.add_argument("--status", choices=("completed", "failed", "interrupted", "cancelled"))
+    r_list.add_argument("--thread")
+    r_list.add_argument("--limit", type=int, default=20)
+    r_show = rsub.add_parser("show", help="show one run with every node")
+    r_show.add_argument("run_id", metavar="RUN_ID")
+    for p in (r_list, r_show):
+        _common(p)
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run the ``flowcore`` command and return its exit code.
+
+    Exit codes: 0 the command worked (a run completed or paused for a human),
+    1 a run failed or a pipeline has problems, 2 the input was wrong (one
+    line on stderr says what and how to fix it).
+
+    Example:
+        >>> # main(["run", "examples/lunch_order/plan.json", "--user", "ada"])
+    """
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    args = build_parser().parse_args(argv)
+    args.db = getattr(args, "db", None) or default_db_path()
+    args.json = getattr(args, "json", False)
+    try:
+        return asyncio.run(COMMANDS[args.command](args, out))
+    except FlowcoreError as exc:
+        err.write(f"flowcore: error: {_one_line(str(exc))}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        err.write("flowcore: interrupted\n")
+        return 130
+
+
+def _one_line(text: str) -> str:
+    return "; ".join(part.strip(" -") for part in text.splitlines() if part.strip())

@@ -1,0 +1,390 @@
+"""The CLI's commands: run, resume, validate, graph, blocks ..., runs ...
+
+Each command is a coroutine taking the parsed arguments and the output
+stream and returning the exit code. Problems with what the user typed are
+raised as flowcore errors; :mod:`flowcore.cli.app` turns them into one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from flowcore.blocks.definition import BlockDefinition
+from flowcore.cli.render import ProgressPrinter, record_to_json, short, table
+from flowcore.cli.workspace import (
+    CliError,
+    OverlayBlockStore,
+    Workspace,
+    choose_provider,
+    load_tools,
+    open_workspace,
+)
+from flowcore.errors import BlockDefinitionError, InvalidInputError
+from flowcore.history import RunRecord
+from flowcore.pipeline.model import Pipeline
+from flowcore.pipeline.plan import TaskPlan, load_definition
+from flowcore.pipeline.runner import check_run_inputs
+from flowcore.result import RunResult
+
+__all__ = ["COMMANDS"]
+
+# Exit codes: 0 completed (or paused for a human), 1 the run failed, 2 bad input.
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+# ------------------------------------------------------------------ reading files
+def _read_json(path: str, what: str) -> Any:
+    text = _read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{what} file {path!r} is not valid JSON: {exc}") from None
+
+
+def read_definition(path: str) -> Pipeline | TaskPlan:
+    """A pipeline or task plan from a JSON file."""
+    return load_definition(_read_json(path, "pipeline"))
+
+
+def read_blocks(paths: Sequence[str]) -> list[BlockDefinition]:
+    """Block definitions from files: an export document, a list, or one block."""
+    blocks: list[BlockDefinition] = []
+    for path in paths:
+        data = _read_json(path, "blocks")
+        items = data.get("blocks") if isinstance(data, dict) and "blocks" in data else data
+        for item in items if isinstance(items, list) else [items]:
+            try:
+                blocks.append(BlockDefinition.from_data(item))
+            except BlockDefinitionError as exc:
+                raise CliError(f"blocks file {path!r}: {_one_line(str(exc))}") from None
+    return blocks
+
+
+def _read_text(path: str, what: str) -> str:
+    file = Path(path)
+    if not file.is_file():
+        raise CliError(f"{what} file {path!r} does not exist")
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CliError(f"{what} file {path!r} is not UTF-8 text") from None
+
+
+def _write_text(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {path!r}: {exc.strerror}") from None
+
+
+def _value(text: str) -> Any:
+    """``@file.json`` -> its JSON, JSON text -> its value, anything else -> the string."""
+    if text.startswith("@"):
+        return _read_json(text[1:], "value")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_inputs(items: Sequence[str]) -> dict[str, Any]:
+    """``--input k=v`` (v parsed as JSON when it is JSON) and ``--input @file.json``."""
+    inputs: dict[str, Any] = {}
+    for item in items:
+        if item.startswith("@"):
+            data = _read_json(item[1:], "input")
+            if not isinstance(data, dict):
+                raise CliError(f"input file {item[1:]!r} must hold a JSON object of inputs")
+            inputs.update(data)
+        elif "=" in item:
+            key, _, raw = item.partition("=")
+            if not key:
+                raise CliError(f"--input {item!r} has no key; write --input key=value")
+            inputs[key] = _value(raw)
+        else:
+            raise CliError(f"--input {item!r} must be key=value or @file.json")
+    return inputs
+
+
+def _one_line(text: str) -> str:
+    return "; ".join(part.strip(" -") for part in text.splitlines() if part.strip())
+
+
+def _as_pipeline(definition: Pipeline | TaskPlan) -> Pipeline:
+    return definition if isinstance(definition, Pipeline) else definition.to_pipeline()
+
+
+def _dump(out: TextIO, data: Any) -> None:
+    out.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+# ------------------------------------------------------------------- run / resume
+def _summary(out: TextIO, record: RunRecord, result: RunResult) -> None:
+    out.write("\n")
+    _summary_record(out, record)
+    if result.status == "interrupted" and result.thread_id:
+        for pending in result.interrupts:
+            question = pending.value.get("question") if isinstance(pending.value, dict) else None
+            out.write(
+                f"waiting for an answer from node {pending.node}: {question or pending.value}\n"
+            )
+        out.write(f"resume with: flowcore resume {result.thread_id} --value '<answer>'\n")
+
+
+async def _finish(args: argparse.Namespace, out: TextIO, ws: Workspace, result: RunResult) -> int:
+    record = await ws.history.get(result.run_id)
+    if args.json:
+        data = record_to_json(record)
+        data["interrupts"] = [
+            {"id": i.id, "node": i.node, "value": i.value} for i in result.interrupts
+        ]
+        data["final_state"] = result.state.get("shared_context", {})
+        _dump(out, data)
+    else:
+        _summary(out, record, result)
+    return EXIT_OK if result.status in ("completed", "interrupted") else EXIT_FAILED
+
+
+async def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    """Run a pipeline or task plan file."""
+    definition = read_definition(args.file)
+    inputs = parse_inputs(args.input)
+    extra = read_blocks(args.blocks)
+    tools = load_tools(args.tools)
+    provider, choice = choose_provider(args.provider, args.model)
+    async with open_workspace(args.db) as ws:
+        overlay = OverlayBlockStore(ws.blocks, extra)
+        runner = ws.runner(provider, choice.model, tools, overlay)
+        # Everything is checked before anything is written.
+        pipeline = _as_pipeline(definition)
+        await runner.compile(pipeline)
+        problems = check_run_inputs(pipeline, inputs)
+        if problems:
+            raise InvalidInputError(
+                f"run input of pipeline {pipeline.id!r}: " + "; ".join(problems)
+            )
+        if extra:
+            await ws.blocks.import_json(
+                json.dumps(
+                    {
+                        "format": "flowcore-blocks",
+                        "blocks": [b.model_dump(mode="json") for b in extra],
+                    }
+                )
+            )
+        if not args.json:
+            model = f" ({choice.model})" if choice.model else ""
+            out.write(
+                f"flowcore run {pipeline.id} v{pipeline.version} · user {args.user or '-'} · "
+                f"model {choice.name}{model}: {choice.reason} · db {ws.path}\n"
+            )
+        printer = None if args.json else ProgressPrinter(out)
+        result = await runner.run(
+            definition,
+            inputs,
+            user_id=args.user,
+            thread_id=args.thread,
+            on_event=printer,
+            recursion_limit=args.recursion_limit,
+        )
+        return await _finish(args, out, ws, result)
+
+
+async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
+    """Resume a paused (or failed) run by its thread id."""
+    tools = load_tools(args.tools)
+    provider, choice = choose_provider(args.provider, args.model)
+    value = _value(args.value) if args.value is not None else None
+    async with open_workspace(args.db) as ws:
+        runner = ws.runner(provider, choice.model, tools)
+        latest = await ws.history.list(thread_id=args.thread, limit=1)
+        if not latest:
+            raise CliError(
+                f"no run on thread {args.thread!r} in {ws.path}; "
+                "'flowcore runs list' shows the threads"
+            )
+        if not args.json:
+            out.write(
+                f"flowcore resume {args.thread} · pipeline {latest[0].pipeline_id} · "
+                f"model {choice.name}\n"
+            )
+        printer = None if args.json else ProgressPrinter(out)
+        if args.value is None:
+            result = await runner.resume(
+                args.thread, on_event=printer, recursion_limit=args.recursion_limit
+            )
+        else:
+            result = await runner.resume(
+                args.thread, value, on_event=printer, recursion_limit=args.recursion_limit
+            )
+        return await _finish(args, out, ws, result)
+
+
+async def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
+    """Check a pipeline or task plan against the registry; list every problem."""
+    from flowcore.pipeline.compiler import check_pipeline, load_pipeline_blocks
+
+    definition = read_definition(args.file)
+    extra = read_blocks(args.blocks)
+    pipeline = _as_pipeline(definition)
+    async with open_workspace(args.db) as ws:
+        store = OverlayBlockStore(ws.blocks, extra)
+        blocks, problems = await load_pipeline_blocks(pipeline, store)
+        problems += check_pipeline(pipeline, blocks)
+    kind = "task plan" if isinstance(definition, TaskPlan) else "pipeline"
+    if args.json:
+        _dump(out, {"id": pipeline.id, "kind": kind, "valid": not problems, "problems": problems})
+    elif problems:
+        out.write(f"{kind} {pipeline.id!r} has {len(problems)} problem(s):\n")
+        out.writelines(f"  - {p}\n" for p in problems)
+    else:
+        out.write(f"{kind} {pipeline.id!r} is valid ({len(pipeline.nodes)} steps)\n")
+    return EXIT_OK if not problems else EXIT_FAILED
+
+
+async def cmd_graph(args: argparse.Namespace, out: TextIO) -> int:
+    """Print the compiled graph of a pipeline or task plan."""
+    definition = read_definition(args.file)
+    extra = read_blocks(args.blocks)
+    provider, choice = choose_provider("offline", None)
+    async with open_workspace(args.db) as ws:
+        runner = ws.runner(provider, choice.model, [], OverlayBlockStore(ws.blocks, extra))
+        graph = await runner.compile(definition)
+    text = graph.to_mermaid()
+    if args.json:
+        _dump(out, {"format": "mermaid", "graph": text})
+    else:
+        out.write(text.rstrip("\n") + "\n")
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------ blocks
+def _block_rows(blocks: Sequence[BlockDefinition]) -> list[list[Any]]:
+    return [[b.id, b.version, b.kind, b.category or "-", short(b.name, 40)] for b in blocks]
+
+
+async def cmd_blocks(args: argparse.Namespace, out: TextIO) -> int:
+    """The block registry: list, show, add, search, export, import."""
+    async with open_workspace(args.db) as ws:
+        store = ws.blocks
+        action = args.blocks_command
+        if action in ("list", "search"):
+            if action == "list":
+                found = await store.list_blocks(category=args.category, tags=args.tag)
+            else:
+                found = await store.search(args.query, limit=args.limit)
+            if args.json:
+                _dump(out, [b.model_dump(mode="json") for b in found])
+            elif found:
+                out.write(table(["id", "version", "kind", "category", "name"], _block_rows(found)))
+                out.write("\n")
+            else:
+                out.write("no blocks found\n")
+        elif action == "show":
+            block = await store.get(args.id, args.version)
+            _dump(out, block.model_dump(mode="json", exclude_none=True))
+        elif action == "add":
+            new = read_blocks([args.file])
+            saved = [await store.save(b) for b in new]
+            if args.json:
+                _dump(out, [{"id": b.id, "version": b.version} for b in saved])
+            else:
+                out.writelines(f"saved {b.id} v{b.version}\n" for b in saved)
+        elif action == "export":
+            text = await store.export_json()
+            if args.output:
+                await asyncio.to_thread(_write_text, args.output, text + "\n")
+                out.write(f"exported to {args.output}\n")
+            else:
+                out.write(text + "\n")
+        else:  # import
+            text = await asyncio.to_thread(_read_text, args.file, "blocks")
+            added = await store.import_json(text)
+            if args.json:
+                _dump(out, {"added": added})
+            else:
+                out.write(f"imported {added} block version(s) from {args.file}\n")
+    return EXIT_OK
+
+
+# -------------------------------------------------------------------------- runs
+async def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
+    """The run history: list and show."""
+    async with open_workspace(args.db) as ws:
+        if args.runs_command == "list":
+            records = await ws.history.list(
+                pipeline_id=args.pipeline,
+                user_id=args.user,
+                status=args.status,
+                thread_id=args.thread,
+                limit=args.limit,
+            )
+            if args.json:
+                _dump(out, [record_to_json(r) for r in records])
+            elif not records:
+                out.write("no runs recorded\n")
+            else:
+                rows = [
+                    [
+                        r.run_id,
+                        r.pipeline_id,
+                        r.user_id or "-",
+                        r.thread_id or "-",
+                        r.status,
+                        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started_at)),
+                        f"{r.duration:.2f}",
+                        r.input_tokens + r.output_tokens,
+                    ]
+                    for r in records
+                ]
+                headers = ["run", "pipeline", "user", "thread", "status", "started", "s", "tokens"]
+                out.write(table(headers, rows) + "\n")
+        else:
+            record = await ws.history.get(args.run_id)
+            if args.json:
+                _dump(out, record_to_json(record))
+            else:
+                out.write(
+                    f"run {record.run_id} · pipeline {record.pipeline_id} "
+                    f"v{record.pipeline_version} · user {record.user_id or '-'} · "
+                    f"thread {record.thread_id or '-'} · inputs {short(record.inputs, 80)}\n"
+                )
+                _summary_record(out, record)
+    return EXIT_OK
+
+
+def _summary_record(out: TextIO, record: RunRecord) -> None:
+    rows = [
+        [
+            n.node,
+            n.status if n.pass_index <= 1 else f"{n.status} (pass {n.pass_index})",
+            f"{n.duration * 1000:.0f}" if n.status != "skipped" else "-",
+            n.input_tokens or "-",
+            n.output_tokens or "-",
+            short(n.error or n.skip_reason or n.outputs or "", 60),
+        ]
+        for n in record.nodes
+    ]
+    out.write(table(["node", "status", "ms", "tok in", "tok out", "detail"], rows) + "\n\n")
+    out.write(
+        f"{record.status}: run {record.run_id} · {len(record.nodes)} node runs · "
+        f"{record.duration:.2f} s · tokens {record.input_tokens} in / {record.output_tokens} out\n"
+    )
+    for error in record.errors:
+        out.write(f"error: {short(error, 200)}\n")
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "resume": cmd_resume,
+    "validate": cmd_validate,
+    "graph": cmd_graph,
+    "blocks": cmd_blocks,
+    "runs": cmd_runs,
+}
