@@ -27,6 +27,7 @@ DOC_PAGES_WITH_RUNNABLE_CODE = [
     "checkpoints.md",
     "blocks.md",
     "llm.md",
+    "pipelines.md",
 ]
 
 

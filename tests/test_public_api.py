@@ -34,6 +34,8 @@ PUBLIC_MODULES = [
     "flowcore.memory",
     "flowcore.sandbox",
     "flowcore.pipeline",
+    "flowcore.history",
+    "flowcore.cli",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

@@ -3,21 +3,31 @@
 from flowcore.pipeline.compiler import check_pipeline, compile_pipeline, load_pipeline_blocks
 from flowcore.pipeline.model import Pipeline, PipelineEdge, PipelineError, PipelineNode
 from flowcore.pipeline.plan import PlanStep, TaskPlan, compile_task_plan, load_definition
+from flowcore.pipeline.runner import (
+    EventCallback,
+    PipelineRunner,
+    check_run_inputs,
+    input_keys,
+)
 from flowcore.pipeline.schedule import CronSchedule, ScheduleError, ScheduleSpec, parse_cron
 
 __all__ = [
     "CronSchedule",
+    "EventCallback",
     "Pipeline",
     "PipelineEdge",
     "PipelineError",
     "PipelineNode",
+    "PipelineRunner",
     "PlanStep",
     "ScheduleError",
     "ScheduleSpec",
     "TaskPlan",
     "check_pipeline",
+    "check_run_inputs",
     "compile_pipeline",
     "compile_task_plan",
+    "input_keys",
     "load_definition",
     "load_pipeline_blocks",
     "parse_cron",

@@ -376,9 +376,13 @@ def _save_memory(pipeline: Pipeline, memory: MemoryManager | None) -> Any:
         if memory is None or not user:
             return None
         shared = state.get("shared_context") or {}
-        await memory.update_preferences(
-            str(user), {k: shared[k] for k in pipeline.memory_keys if k in shared}
-        )
+        # A memory key comes from what the blocks produced, else from the run input.
+        remembered = {
+            k: shared[k] if k in shared else state[k]
+            for k in pipeline.memory_keys
+            if k in shared or state.get(k) is not None
+        }
+        await memory.update_preferences(str(user), remembered)
         runs = state.get("block_runs") or []
         await memory.record_run(
             str(user),
@@ -387,7 +391,7 @@ def _save_memory(pipeline: Pipeline, memory: MemoryManager | None) -> Any:
             {
                 "pipeline_version": pipeline.version,
                 "nodes": [r["node"] for r in runs],
-                "remembered": {k: shared[k] for k in pipeline.memory_keys if k in shared},
+                "remembered": remembered,
             },
         )
         return None
