@@ -125,15 +125,18 @@ def _dump(out: TextIO, data: Any) -> None:
 
 
 # ------------------------------------------------------------------- run / resume
+def _question(value: Any) -> Any:
+    question = value.get("question") if isinstance(value, dict) else None
+    return question or value
+
+
 def _summary(out: TextIO, record: RunRecord, result: RunResult) -> None:
     out.write("\n")
-    _summary_record(out, record)
+    pending = [(i.node, _question(i.value)) for i in result.interrupts]
+    _summary_record(out, record, pending)
     if result.status == "interrupted" and result.thread_id:
-        for pending in result.interrupts:
-            question = pending.value.get("question") if isinstance(pending.value, dict) else None
-            out.write(
-                f"waiting for an answer from node {pending.node}: {question or pending.value}\n"
-            )
+        for node, question in pending:
+            out.write(f"waiting for an answer from node {node}: {question}\n")
         out.write(f"resume with: flowcore resume {result.thread_id} --value '<answer>'\n")
 
 
@@ -359,7 +362,9 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _summary_record(out: TextIO, record: RunRecord) -> None:
+def _summary_record(
+    out: TextIO, record: RunRecord, pending: Sequence[tuple[str, Any]] = ()
+) -> None:
     rows = [
         [
             n.node,
@@ -371,6 +376,7 @@ def _summary_record(out: TextIO, record: RunRecord) -> None:
         ]
         for n in record.nodes
     ]
+    rows.extend([node, "paused", "-", "-", "-", short(question, 60)] for node, question in pending)
     out.write(table(["node", "status", "ms", "tok in", "tok out", "detail"], rows) + "\n\n")
     out.write(
         f"{record.status}: run {record.run_id} · {len(record.nodes)} node runs · "

@@ -100,6 +100,7 @@ def test_a_task_plan_pauses_for_a_human_and_resume_finishes_it(
 
     assert paused.code == 0, paused.err
     assert "mood asks: How do you feel today?" in paused.out
+    assert any(line.split()[:2] == ["mood", "paused"] for line in paused.out.splitlines())
     assert "interrupted: run " in paused.out
     resume_line = paused.out.splitlines()[-1]
     assert resume_line.startswith("resume with: flowcore resume check_in-")
