@@ -73,6 +73,7 @@ class _Shape:
     deps: dict[str, set[str]]
     branches: dict[str, dict[str, str]]
     loops: frozenset[tuple[str, str]]
+    data_only: frozenset[tuple[str, str]]
 
 
 def _branches_of(
@@ -121,6 +122,7 @@ def _analyse(
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         problems.append(f"node id {dup!r} is used more than once; node ids must be unique")
     deps: dict[str, set[str]] = {i: set() for i in ids}
+    explicit = {(e.source, e.target) for e in pipeline.edges}
     for edge in pipeline.edges:
         bad = [n for n in (edge.source, edge.target) if n not in known]
         if bad:
@@ -184,7 +186,42 @@ def _analyse(
             problems.extend(
                 _input_problems(pipeline, node.id, node.inputs, block, blocks, ancestors[node.id])
             )
-    return problems, _Shape(deps, branches, frozenset(loops))
+    data_only = _data_only_references(deps, implied, explicit)
+    routed = {(s, t) for s, mapping in branches.items() for t in mapping.values()}
+    targets = {t: s for s, t in routed if (s, t) not in loops}
+    for source, target in sorted(set(implied) - data_only - explicit - routed):
+        if target in targets:
+            problems.append(
+                f"node {target!r} runs only when decision {targets[target]!r} picks it, but "
+                f"{implied[(source, target)]} reads node {source!r}, which is not upstream of "
+                f"{targets[target]!r}; add an edge {source} -> {targets[target]} so the value "
+                "is ready, or read it from the shared context"
+            )
+    return problems, _Shape(deps, branches, frozenset(loops), data_only)
+
+
+def _data_only_references(
+    deps: Mapping[str, set[str]],
+    implied: Mapping[tuple[str, str], str],
+    explicit: set[tuple[str, str]],
+) -> frozenset[tuple[str, str]]:
+    """References whose node runs before the reader anyway, so they need no edge of their own.
+
+    Such a reference adds no trigger: a node on a decision branch that reads a
+    value produced before the decision still runs only when its branch is taken.
+    """
+    found: set[tuple[str, str]] = set()
+    # Dropped one at a time from a working copy, so what is left always keeps the order.
+    remaining = {node: set(sources) for node, sources in deps.items()}
+    for source, target in sorted(implied):
+        if (source, target) in explicit:
+            continue
+        remaining[target].discard(source)
+        if _reaches(remaining, target, source):
+            found.add((source, target))
+        else:
+            remaining[target].add(source)
+    return frozenset(found)
 
 
 def _stable_order(ids: list[str], deps: Mapping[str, set[str]]) -> list[str]:
@@ -338,7 +375,7 @@ async def compile_pipeline(
     has_outgoing = set(shape.branches)
     for target in order:
         for source in sorted(shape.deps[target]):
-            if (source, target) in routed:
+            if (source, target) in routed or (source, target) in shape.data_only:
                 continue
             graph.add_edge(source, target)
             has_incoming.add(target)

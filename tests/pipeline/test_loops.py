@@ -140,3 +140,58 @@ async def test_a_branch_to_an_unknown_node_names_the_branch_and_the_nodes(
     (problem,) = refused.value.problems
     assert "decision branch 'retry' leads to unknown node 'planer'" in problem
     assert "nodes: planner, verifier, writer" in problem
+
+
+async def test_a_branch_target_reading_a_node_before_the_decision_runs_only_when_picked(
+    block_store: SqliteBlockStore,
+) -> None:
+    await save_blocks(block_store)
+    data = {
+        "id": "pick",
+        "name": "Pick",
+        "nodes": [
+            {"id": "planner", "block_id": "plan", "inputs": {"goal": "<<input.goal>>"}},
+            {
+                "id": "verifier",
+                "block_id": "check",
+                "inputs": {"plan": "<<planner.plan>>"},
+                "branches": {"retry": "again", "done": "writer"},
+            },
+            {"id": "again", "block_id": "plan", "inputs": {"goal": "<<planner.plan>>"}},
+            {"id": "writer", "block_id": "answer"},
+        ],
+    }
+    model = ScriptedProvider(['{"plan": "p1"}', '{"branch": "done"}', '{"answer": "42"}'])
+    executor = BlockExecutor(providers=ProviderRegistry.single(model))
+    graph = await compile_pipeline(Pipeline.from_data(data), block_store, executor)
+
+    result = await graph.run({"goal": "g"})
+
+    assert result.status == "completed"
+    assert [r.node for r in result.node_runs if r.status == "skipped"] == ["again"]
+
+
+async def test_a_branch_target_reading_a_node_off_the_decision_path_is_refused(
+    block_store: SqliteBlockStore,
+) -> None:
+    await save_blocks(block_store)
+    data = {
+        "id": "pick",
+        "name": "Pick",
+        "nodes": [
+            {"id": "side", "block_id": "plan", "inputs": {"goal": "x"}},
+            {
+                "id": "verifier",
+                "block_id": "check",
+                "inputs": {"plan": "p"},
+                "branches": {"retry": "again", "done": "writer"},
+            },
+            {"id": "again", "block_id": "plan", "inputs": {"goal": "<<side.plan>>"}},
+            {"id": "writer", "block_id": "answer"},
+        ],
+    }
+    with pytest.raises(PipelineError) as refused:
+        await compile_pipeline(Pipeline.from_data(data), block_store, BlockExecutor())
+    (problem,) = refused.value.problems
+    assert problem.startswith("node 'again' runs only when decision 'verifier' picks it")
+    assert "add an edge side -> verifier" in problem
