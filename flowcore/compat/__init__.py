@@ -1,0 +1,1 @@
+"""Adapters that let code written for other graph libraries run on flowcore."""
