@@ -650,18 +650,25 @@ def _openai_content(content: Content) -> Content:
             blocks.append({"type": "text", "text": item})
         elif item.get("type") == "text" and "text" in item:
             blocks.append({"type": "text", "text": item["text"]})
-        elif item.get("type") == "image" and isinstance(item.get("source"), dict):
-            source = item["source"]
-            if source.get("type") == "base64":
-                url = f"data:{source.get('media_type')};base64,{source.get('data')}"
-            else:
-                url = source.get("url")
+        elif item.get("type") == "image" and (url := _image_url(item)) is not None:
             blocks.append({"type": "image_url", "image_url": {"url": url}})
         else:
             blocks.append(item)
     if all(block.get("type") == "text" for block in blocks):
         return "\n".join(block["text"] for block in blocks)
     return list(blocks)
+
+
+def _image_url(block: dict[Any, Any]) -> str | None:
+    # Anthropic's {"source": {"type": "base64", ...}} and LangChain's standard image blocks.
+    source = block.get("source")
+    if isinstance(source, dict) and source.get("type") == "base64":
+        return f"data:{source.get('media_type')};base64,{source.get('data')}"
+    if isinstance(block.get("url"), str):
+        return str(block["url"])
+    if isinstance(block.get("base64"), str):
+        return f"data:{block.get('mime_type')};base64,{block['base64']}"
+    return None
 
 
 class MessagesState(TypedDict):
