@@ -36,6 +36,7 @@ PUBLIC_MODULES = [
     "flowcore.pipeline",
     "flowcore.history",
     "flowcore.cli",
+    "flowcore.compat.langgraph",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

@@ -1,5 +1,13 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
+from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
+from flowcore.compat.langgraph._errors import (
+    EmptyInputError,
+    GraphInterrupt,
+    GraphRecursionError,
+    InvalidUpdateError,
+)
+from flowcore.compat.langgraph._graph import StateGraph
 from flowcore.compat.langgraph._messages import (
     REMOVE_ALL_MESSAGES,
     AIMessage,
@@ -17,20 +25,49 @@ from flowcore.compat.langgraph._messages import (
     messages_from_dict,
     messages_to_dict,
 )
+from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph
+from flowcore.compat.langgraph._types import (
+    END,
+    START,
+    Command,
+    Interrupt,
+    PregelTask,
+    RetryPolicy,
+    Send,
+    StateSnapshot,
+)
 
 __all__ = [
+    "DEFAULT_RECURSION_LIMIT",
+    "END",
     "REMOVE_ALL_MESSAGES",
+    "START",
     "AIMessage",
     "AnyMessage",
     "BaseMessage",
+    "Command",
+    "CompiledStateGraph",
+    "EmptyInputError",
+    "GraphInterrupt",
+    "GraphRecursionError",
     "HumanMessage",
+    "Interrupt",
+    "InvalidUpdateError",
     "MessagesState",
+    "PregelTask",
     "RemoveMessage",
+    "RetryPolicy",
+    "Send",
+    "StateGraph",
+    "StateSnapshot",
     "SystemMessage",
     "ToolCall",
     "ToolMessage",
     "add_messages",
     "convert_to_messages",
+    "get_config",
+    "get_stream_writer",
+    "interrupt",
     "message_to_dict",
     "messages_from_dict",
     "messages_to_dict",

@@ -1,0 +1,238 @@
+"""Channels: where a LangGraph-style run keeps each state key and each trigger.
+
+Every state key is a channel that takes the values written to it in one
+superstep at once: a plain key keeps the one value it was given (two values
+in one superstep are an error), a key with a reducer folds them in. The
+other channels say which nodes run next: a node's ``branch:to:`` channel is
+written by the edges that lead to it, and a join's barrier opens only once
+every source of the join has written to it. Deferred nodes' channels open
+only when the run would otherwise end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from flowcore.compat.langgraph._errors import InvalidUpdateError
+
+__all__ = [
+    "MISSING",
+    "BinaryOperatorAggregate",
+    "Channel",
+    "EphemeralValue",
+    "LastValue",
+    "LastValueAfterFinish",
+    "NamedBarrierValue",
+]
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+"""A channel that holds no value."""
+
+
+class Channel:
+    """A channel's contract; each subclass keeps ``value`` and answers these calls."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.value: Any = MISSING
+
+    def update(self, values: Sequence[Any]) -> bool:
+        """Take this superstep's writes (maybe none); return whether the channel changed."""
+        raise NotImplementedError
+
+    def is_available(self) -> bool:
+        """Whether the channel holds a value a node may read or be triggered by."""
+        return self.value is not MISSING
+
+    def get(self) -> Any:
+        """The value (``MISSING`` when empty)."""
+        return self.value
+
+    def consume(self) -> bool:
+        """A node triggered by this channel has run; return whether that changed it."""
+        return False
+
+    def finish(self) -> bool:
+        """The run is about to end; return whether that changed the channel."""
+        return False
+
+    def snapshot(self) -> Any:
+        """What a checkpoint stores for this channel."""
+        return self.value
+
+    def restore(self, stored: Any) -> None:
+        """Load what :meth:`snapshot` stored."""
+        self.value = stored
+
+    def copy(self) -> Channel:
+        """An independent channel with the same value."""
+        clone = self.__class__.__new__(self.__class__)
+        for cls in type(self).__mro__:
+            for slot in getattr(cls, "__slots__", ()):
+                if hasattr(self, slot):
+                    setattr(clone, slot, getattr(self, slot))
+        return clone
+
+
+class LastValue(Channel):
+    """A plain state key: at most one value per superstep."""
+
+    __slots__ = ()
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            return False
+        if len(values) != 1:
+            raise InvalidUpdateError(
+                f"At key '{self.key}': Can receive only one value per step. "
+                "Use an Annotated key to handle multiple values."
+            )
+        self.value = values[-1]
+        return True
+
+
+class BinaryOperatorAggregate(Channel):
+    """A state key with a reducer: every value of a superstep is folded in, in order."""
+
+    __slots__ = ("operator",)
+
+    def __init__(self, key: str, operator: Callable[[Any, Any], Any], initial: Any) -> None:
+        super().__init__(key)
+        self.operator = operator
+        self.value = initial
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            return False
+        rest = list(values)
+        if self.value is MISSING:
+            self.value = rest.pop(0)
+        for value in rest:
+            self.value = self.operator(self.value, value)
+        return True
+
+
+class EphemeralValue(Channel):
+    """A trigger that holds a value for one superstep only (``branch:to:<node>``)."""
+
+    __slots__ = ()
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            if self.value is MISSING:
+                return False
+            self.value = MISSING
+            return True
+        self.value = values[-1]
+        return True
+
+
+class LastValueAfterFinish(Channel):
+    """The trigger of a deferred node: it opens only when the run would otherwise end."""
+
+    __slots__ = ("finished",)
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.finished = False
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            return False
+        self.value = values[-1]
+        self.finished = False
+        return True
+
+    def is_available(self) -> bool:
+        return self.value is not MISSING and self.finished
+
+    def consume(self) -> bool:
+        if self.finished:
+            self.finished = False
+            self.value = MISSING
+            return True
+        return False
+
+    def finish(self) -> bool:
+        if not self.finished and self.value is not MISSING:
+            self.finished = True
+            return True
+        return False
+
+    def snapshot(self) -> Any:
+        return None if self.value is MISSING else [self.value, self.finished]
+
+    def restore(self, stored: Any) -> None:
+        if stored is None:
+            self.value, self.finished = MISSING, False
+        else:
+            self.value, self.finished = stored[0], bool(stored[1])
+
+
+class NamedBarrierValue(Channel):
+    """A join's barrier: available once every named source has written to it."""
+
+    __slots__ = ("deferred", "finished", "names", "seen")
+
+    def __init__(self, key: str, names: set[str], *, deferred: bool = False) -> None:
+        super().__init__(key)
+        self.names = frozenset(names)
+        self.seen: set[str] = set()
+        self.deferred = deferred
+        self.finished = False
+
+    def update(self, values: Sequence[Any]) -> bool:
+        changed = False
+        for value in values:
+            if value not in self.names:
+                raise InvalidUpdateError(
+                    f"At key '{self.key}': Value {value!r} not in {sorted(self.names)}"
+                )
+            if value not in self.seen:
+                self.seen.add(value)
+                changed = True
+        return changed
+
+    def is_available(self) -> bool:
+        full = self.seen == self.names
+        return full and (self.finished or not self.deferred)
+
+    def get(self) -> Any:
+        return None if self.is_available() else MISSING
+
+    def consume(self) -> bool:
+        if self.seen == self.names and (self.finished or not self.deferred):
+            self.seen = set()
+            self.finished = False
+            return True
+        return False
+
+    def finish(self) -> bool:
+        if self.deferred and not self.finished and self.seen == self.names:
+            self.finished = True
+            return True
+        return False
+
+    def snapshot(self) -> Any:
+        return sorted(self.seen) if self.seen else None
+
+    def restore(self, stored: Any) -> None:
+        self.seen = set(stored or ())
+        self.finished = False
+
+    def copy(self) -> Channel:
+        clone = NamedBarrierValue(self.key, set(self.names), deferred=self.deferred)
+        clone.seen = set(self.seen)
+        clone.finished = self.finished
+        return clone

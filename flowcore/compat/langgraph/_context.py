@@ -1,0 +1,102 @@
+"""What a running node can reach without arguments: ``interrupt()``, the stream writer, config."""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowcore.compat.langgraph._errors import GraphInterrupt
+from flowcore.compat.langgraph._types import Interrupt
+
+__all__ = ["TaskScope", "current_scope", "get_config", "get_stream_writer", "interrupt"]
+
+
+@dataclass(slots=True)
+class TaskScope:
+    """The running task: its answers to earlier pauses and where custom chunks go.
+
+    ``resume`` holds the answers given so far, in order; the n-th
+    ``interrupt()`` call of the task returns the n-th answer. ``null_resume``
+    is a run-level answer (``Command(resume=value)``) taken by the first call
+    that has no answer of its own.
+    """
+
+    task_id: str
+    node: str
+    config: dict[str, Any]
+    writer: Callable[[Any], None]
+    resume: list[Any] = field(default_factory=list)
+    null_resume: list[Any] = field(default_factory=list)
+    calls: int = 0
+    new_answers: list[Any] = field(default_factory=list)
+
+    def interrupt_id(self, index: int) -> str:
+        """A stable id for the ``index``-th pause of this task."""
+        return hashlib.sha256(f"{self.task_id}|{index}".encode()).hexdigest()[:32]
+
+
+_SCOPE: contextvars.ContextVar[TaskScope | None] = contextvars.ContextVar(
+    "flowcore_compat_langgraph_task", default=None
+)
+
+
+def current_scope() -> TaskScope:
+    """The task running in this context, or a RuntimeError outside any node."""
+    scope = _SCOPE.get()
+    if scope is None:
+        raise RuntimeError("Called get_config outside of a runnable context")
+    return scope
+
+
+def set_scope(scope: TaskScope | None) -> contextvars.Token[TaskScope | None]:
+    """Make ``scope`` the running task of this context (the loop does this)."""
+    return _SCOPE.set(scope)
+
+
+def interrupt(value: Any) -> Any:
+    """Pause the run and surface ``value``; when resumed, return the answer.
+
+    The node re-runs from its start on resume, so code before the call runs
+    again; the n-th call in a node returns the n-th answer.
+
+    Example:
+        >>> # def approve(state):
+        >>> #     answer = interrupt({"draft": state["draft"]})
+        >>> #     return {"approved": answer == "yes"}
+    """
+    scope = current_scope()
+    index = scope.calls
+    scope.calls += 1
+    if index < len(scope.resume):
+        return scope.resume[index]
+    if scope.null_resume:
+        answer = scope.null_resume.pop(0)
+        scope.resume.append(answer)
+        scope.new_answers.append(answer)
+        return answer
+    raise GraphInterrupt((Interrupt(value, scope.interrupt_id(index)),))
+
+
+def get_stream_writer() -> Callable[[Any], None]:
+    """The function that sends a chunk to ``stream_mode="custom"`` consumers.
+
+    Example:
+        >>> # def node(state):
+        >>> #     get_stream_writer()({"progress": 0.5})
+    """
+    scope = _SCOPE.get()
+    if scope is None:
+        return lambda chunk: None
+    return scope.writer
+
+
+def get_config() -> dict[str, Any]:
+    """The config of the running node.
+
+    Example:
+        >>> # thread = get_config()["configurable"]["thread_id"]
+    """
+    return current_scope().config

@@ -1,0 +1,88 @@
+"""LangGraph's exception types, as flowcore errors that keep LangGraph's base classes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from flowcore.errors import FlowcoreError
+
+if TYPE_CHECKING:
+    from flowcore.compat.langgraph._types import Command, Interrupt
+
+__all__ = [
+    "EmptyInputError",
+    "GraphBubbleUp",
+    "GraphInterrupt",
+    "GraphRecursionError",
+    "InvalidUpdateError",
+    "ParentCommand",
+]
+
+
+class GraphRecursionError(FlowcoreError, RecursionError):
+    """The run used up its ``recursion_limit`` of supersteps.
+
+    Example:
+        >>> isinstance(GraphRecursionError("limit"), RecursionError)
+        True
+    """
+
+    code = "compat-recursion-limit"
+
+
+class InvalidUpdateError(FlowcoreError):
+    """A node's update cannot be applied (two values for a plain key, a non-dict return).
+
+    Example:
+        >>> InvalidUpdateError("At key 'x': Can receive only one value per step.").code
+        'compat-invalid-update'
+    """
+
+    code = "compat-invalid-update"
+
+
+class EmptyInputError(FlowcoreError):
+    """The graph was invoked with no input and has nothing to resume.
+
+    Example:
+        >>> str(EmptyInputError("Received no input for __start__"))
+        'Received no input for __start__'
+    """
+
+    code = "compat-empty-input"
+
+
+class GraphBubbleUp(Exception):
+    """Control flow that travels up through nodes and subgraphs (never a failure)."""
+
+
+class GraphInterrupt(GraphBubbleUp):
+    """A node paused with ``interrupt()``; ``invoke`` reports it as ``__interrupt__``.
+
+    Example:
+        >>> GraphInterrupt(()).interrupts
+        ()
+    """
+
+    def __init__(self, interrupts: Sequence[Interrupt] = ()) -> None:
+        super().__init__(tuple(interrupts))
+
+    @property
+    def interrupts(self) -> tuple[Interrupt, ...]:
+        """The pauses this interrupt carries."""
+        found: tuple[Interrupt, ...] = self.args[0]
+        return found
+
+
+class ParentCommand(GraphBubbleUp):
+    """A ``Command(graph=Command.PARENT)`` on its way to the parent graph."""
+
+    def __init__(self, command: Command[Any]) -> None:
+        super().__init__(command)
+
+    @property
+    def command(self) -> Command[Any]:
+        """The command for the parent."""
+        found: Command[Any] = self.args[0]
+        return found

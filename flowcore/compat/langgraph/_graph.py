@@ -1,0 +1,355 @@
+"""``StateGraph``: LangGraph's graph builder, checked and compiled for flowcore's compat runtime."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._types import END, START, RetryPolicy
+
+__all__ = ["BranchSpec", "NodeSpec", "StateGraph"]
+
+_RESERVED_CHARS = (":", "|")
+
+
+@dataclass(slots=True)
+class NodeSpec:
+    """One node as declared: its function (or compiled subgraph) and options."""
+
+    name: str
+    action: Any
+    input_schema: Any
+    defer: bool = False
+    retry: RetryPolicy | Sequence[RetryPolicy] | None = None
+    metadata: dict[str, Any] | None = None
+    destinations: tuple[str, ...] | None = None
+
+
+@dataclass(slots=True)
+class BranchSpec:
+    """A conditional edge: ``path`` picks the next node(s), through ``path_map`` if given."""
+
+    source: str
+    path: Callable[..., Any]
+    path_map: dict[Hashable, str] | None
+    name: str
+    ends: tuple[str, ...] | None = field(default=None)
+
+
+def _literal_targets(func: Callable[..., Any]) -> tuple[str, ...] | None:
+    try:
+        hints = get_type_hints(func)
+    except Exception:
+        return None
+    ret = hints.get("return")
+    if ret is None:
+        return None
+    if get_origin(ret) is Literal:
+        return tuple(str(a) for a in get_args(ret))
+    return None
+
+
+def _node_name(action: Any) -> str:
+    name = getattr(action, "name", None) or getattr(action, "__name__", None)
+    if not isinstance(name, str) or not name or name == "<lambda>":
+        raise ValueError(
+            "add_node(callable) needs a named function; pass the name: add_node('name', fn)"
+        )
+    return name
+
+
+def _first_param_schema(action: Any, default: Any) -> Any:
+    """A node's own input schema: the type hint of its first parameter, if it is a schema."""
+    func = action
+    if not (inspect.isfunction(func) or inspect.ismethod(func)):
+        func = getattr(action, "__call__", None)  # noqa: B004 - callables objects
+        if func is None:
+            return default
+    try:
+        params = list(inspect.signature(func).parameters.values())
+        hints = get_type_hints(func)
+    except (TypeError, ValueError, NameError):
+        return default
+    if not params:
+        return default
+    hint = hints.get(params[0].name)
+    if hint is None:
+        return default
+    if (
+        isinstance(hint, type)
+        and (hasattr(hint, "__annotations__") or hasattr(hint, "model_fields"))
+        and hint not in (dict, str, int, list)
+    ):
+        return hint
+    return default
+
+
+class StateGraph:
+    """A graph whose nodes read and update one shared state; mirrors LangGraph's ``StateGraph``.
+
+    Example:
+        >>> from typing import TypedDict
+        >>> class S(TypedDict):
+        ...     n: int
+        >>> g = StateGraph(S)
+        >>> _ = g.add_node("inc", lambda s: {"n": s["n"] + 1})
+        >>> _ = g.add_edge(START, "inc").add_edge("inc", END)
+        >>> g.compile().invoke({"n": 1})
+        {'n': 2}
+    """
+
+    def __init__(
+        self,
+        state_schema: Any = None,
+        context_schema: Any = None,
+        *,
+        input_schema: Any = None,
+        output_schema: Any = None,
+        **legacy: Any,
+    ) -> None:
+        if state_schema is None:
+            raise ValueError("StateGraph needs a state_schema (a TypedDict, dataclass or model)")
+        input_schema = input_schema if input_schema is not None else legacy.pop("input", None)
+        output_schema = output_schema if output_schema is not None else legacy.pop("output", None)
+        if legacy:
+            raise TypeError(f"StateGraph() got unexpected arguments: {sorted(legacy)}")
+        self.state_schema = state_schema
+        self.context_schema = context_schema
+        self.input_schema = input_schema if input_schema is not None else state_schema
+        self.output_schema = output_schema if output_schema is not None else state_schema
+        self.schemas: dict[Any, SchemaInfo] = {}
+        for schema in (state_schema, self.input_schema, self.output_schema):
+            self._add_schema(schema)
+        self.nodes: dict[str, NodeSpec] = {}
+        self.edges: set[tuple[str, str]] = set()
+        self.edge_order: list[tuple[str, str]] = []
+        self.waiting_edges: list[tuple[tuple[str, ...], str]] = []
+        self.branches: dict[str, dict[str, BranchSpec]] = {}
+        self.compiled = False
+
+    def _add_schema(self, schema: Any) -> None:
+        if schema not in self.schemas:
+            self.schemas[schema] = SchemaInfo(schema)
+
+    # --------------------------------------------------------------- nodes
+    def add_node(
+        self,
+        node: Any,
+        action: Any = None,
+        *,
+        defer: bool = False,
+        metadata: dict[str, Any] | None = None,
+        input_schema: Any = None,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        cache_policy: Any = None,
+        destinations: dict[str, str] | tuple[str, ...] | None = None,
+        **legacy: Any,
+    ) -> StateGraph:
+        """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
+
+        Example:
+            >>> # graph.add_node("summarize", summarize, retry_policy=RetryPolicy())
+        """
+        if "retry" in legacy:
+            retry_policy = legacy.pop("retry")
+        if "input" in legacy:
+            input_schema = legacy.pop("input")
+        if legacy:
+            raise TypeError(f"add_node() got unexpected arguments: {sorted(legacy)}")
+        if not isinstance(node, str):
+            action, node = node, _node_name(node)
+        if action is None:
+            raise RuntimeError(f"add_node({node!r}) needs an action: a function or a graph")
+        if self.compiled:
+            raise RuntimeError("Adding a node to a graph that has already been compiled.")
+        if node in self.nodes:
+            raise ValueError(f"Node `{node}` already present.")
+        if node in (START, END):
+            raise ValueError(f"Node `{node}` is reserved.")
+        for char in _RESERVED_CHARS:
+            if char in node:
+                raise ValueError(
+                    f"'{char}' is a reserved character and is not allowed in node names."
+                )
+        schema = input_schema
+        if schema is None:
+            schema = _first_param_schema(action, self.state_schema)
+        self._add_schema(schema)
+        # A dict of destinations maps node names to edge labels: only the names matter here.
+        dests = tuple(destinations) if destinations is not None else None
+        self.nodes[node] = NodeSpec(node, action, schema, defer, retry_policy, metadata, dests)
+        return self
+
+    def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
+        """``start -> end``; a list of starts is a join that waits for all of them.
+
+        Example:
+            >>> # graph.add_edge(["search", "lookup"], "answer")
+        """
+        if self.compiled:
+            raise RuntimeError("Adding an edge to a graph that has already been compiled.")
+        if isinstance(start_key, str):
+            if start_key == END:
+                raise ValueError("END cannot be a start node")
+            if end_key == START:
+                raise ValueError("START cannot be an end node")
+            if (start_key, end_key) not in self.edges:
+                self.edges.add((start_key, end_key))
+                self.edge_order.append((start_key, end_key))
+            return self
+        starts = tuple(start_key)
+        for start in starts:
+            if start == END:
+                raise ValueError("END cannot be a start node")
+            if start not in self.nodes and start != START:
+                raise ValueError(f"Need to add_node `{start}` first")
+        if end_key == START:
+            raise ValueError("START cannot be an end node")
+        if end_key != END and end_key not in self.nodes:
+            raise ValueError(f"Need to add_node `{end_key}` first")
+        if len(starts) == 1:
+            return self.add_edge(starts[0], end_key)
+        self.waiting_edges.append((starts, end_key))
+        return self
+
+    def add_conditional_edges(
+        self,
+        source: str,
+        path: Callable[..., Any],
+        path_map: dict[Hashable, str] | list[str] | None = None,
+    ) -> StateGraph:
+        """After ``source`` runs, ``path(state)`` picks the next node(s) (names, Sends or END).
+
+        Example:
+            >>> # graph.add_conditional_edges("check", route, {"ok": "write", "bad": END})
+        """
+        if self.compiled:
+            raise RuntimeError("Adding an edge to a graph that has already been compiled.")
+        mapping: dict[Hashable, str] | None
+        if isinstance(path_map, dict):
+            mapping = dict(path_map)
+        elif isinstance(path_map, list):
+            mapping = {name: name for name in path_map}
+        else:
+            mapping = None
+        name = getattr(path, "__name__", None) or "condition"
+        if name == "<lambda>":
+            name = "condition"
+        branches = self.branches.setdefault(source, {})
+        if name in branches:
+            raise ValueError(f"Branch with name `{name}` already exists for node `{source}`")
+        ends = tuple(mapping.values()) if mapping is not None else _literal_targets(path)
+        branches[name] = BranchSpec(source, path, mapping, name, ends)
+        return self
+
+    def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
+        """Add nodes and chain them with edges, in order.
+
+        Example:
+            >>> # graph.add_sequence([fetch, parse, ("store", save)])
+        """
+        if not nodes:
+            raise ValueError("Sequence requires at least one node.")
+        previous: str | None = None
+        for item in nodes:
+            if isinstance(item, tuple) and len(item) == 2:
+                name, action = item
+                self.add_node(name, action)
+            else:
+                name = _node_name(item)
+                self.add_node(item)
+            if previous is not None:
+                self.add_edge(previous, name)
+            previous = name
+        return self
+
+    def set_entry_point(self, key: str) -> StateGraph:
+        """Same as ``add_edge(START, key)``."""
+        return self.add_edge(START, key)
+
+    def set_conditional_entry_point(
+        self, path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None = None
+    ) -> StateGraph:
+        """Same as ``add_conditional_edges(START, path, path_map)``."""
+        return self.add_conditional_edges(START, path, path_map)
+
+    def set_finish_point(self, key: str) -> StateGraph:
+        """Same as ``add_edge(key, END)``."""
+        return self.add_edge(key, END)
+
+    # -------------------------------------------------------------- compile
+    def validate(self, interrupt: Sequence[str] | None = None) -> None:
+        """Raise ``ValueError`` naming the first thing that makes the graph unrunnable."""
+        sources = {s for s, _ in self.edges} | {
+            s for starts, _ in self.waiting_edges for s in starts
+        }
+        sources |= set(self.branches)
+        for source in sources:
+            if source not in self.nodes and source != START:
+                raise ValueError(f"Found edge starting at unknown node '{source}'")
+        if START not in sources:
+            raise ValueError(
+                "Graph must have an entrypoint: add at least one edge from START to another node"
+            )
+        targets = {t for _, t in self.edges} | {t for _, t in self.waiting_edges}
+        for source, branches in self.branches.items():
+            for branch in branches.values():
+                if branch.ends is not None:
+                    for end in branch.ends:
+                        if end != END and end not in self.nodes:
+                            raise ValueError(
+                                f"At '{source}' node, '{branch.name}' branch found unknown "
+                                f"target '{end}'"
+                            )
+                        targets.add(end)
+                else:
+                    targets.add(END)
+                    targets.update(self.nodes)
+        for node in self.nodes.values():
+            if node.destinations:
+                targets.update(node.destinations)
+        for target in targets:
+            if target not in self.nodes and target != END:
+                raise ValueError(f"Found edge ending at unknown node `{target}`")
+        for name in interrupt or ():
+            if name not in self.nodes and name != "*":
+                raise ValueError(f"Interrupt node `{name}` not found")
+
+    def compile(
+        self,
+        checkpointer: Any = None,
+        *,
+        cache: Any = None,
+        store: Any = None,
+        interrupt_before: Sequence[str] | Literal["*"] | None = None,
+        interrupt_after: Sequence[str] | Literal["*"] | None = None,
+        debug: bool = False,
+        name: str | None = None,
+    ) -> Any:
+        """Check the graph and return a runnable ``CompiledStateGraph``.
+
+        ``checkpointer`` saves every superstep of runs that name a thread in
+        ``config["configurable"]["thread_id"]``; ``interrupt_before`` /
+        ``interrupt_after`` pause around the named nodes (``"*"``: all).
+
+        Example:
+            >>> # app = graph.compile(checkpointer=InMemorySaver())
+        """
+        from flowcore.compat.langgraph._pregel import CompiledStateGraph
+
+        before = list(self.nodes) if interrupt_before == "*" else list(interrupt_before or ())
+        after = list(self.nodes) if interrupt_after == "*" else list(interrupt_after or ())
+        self.validate([*before, *after])
+        self.compiled = True
+        return CompiledStateGraph(
+            self,
+            checkpointer=checkpointer,
+            store=store,
+            interrupt_before=tuple(before),
+            interrupt_after=tuple(after),
+            name=name or "LangGraph",
+            debug=debug,
+        )

@@ -1,0 +1,655 @@
+"""One run of a compiled graph: LangGraph's superstep algorithm on flowcore's compat runtime.
+
+A run is a series of supersteps. Before each, the nodes whose trigger
+channels changed since they last ran are picked (plus one task per
+``Send`` of the previous superstep); they run concurrently; their writes are
+applied together, sorted by task path (node name, then ``Send`` order), never
+by finish time; then the checkpoint is saved. Each node's writes are saved as
+it finishes, so a failure or a pause elsewhere in the superstep never makes
+it run again. The step counter, the recursion limit, interrupts and resume
+follow LangGraph 1.2's rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from flowcore.compat.langgraph._channels import MISSING, Channel
+from flowcore.compat.langgraph._context import TaskScope, set_scope
+from flowcore.compat.langgraph._errors import (
+    EmptyInputError,
+    GraphInterrupt,
+    GraphRecursionError,
+    InvalidUpdateError,
+    ParentCommand,
+)
+from flowcore.compat.langgraph._node import (
+    TASKS,
+    call_with_config,
+    control_writes,
+    retry_call,
+    target_writes,
+    update_writes,
+)
+from flowcore.compat.langgraph._types import START, Command, Interrupt
+
+if TYPE_CHECKING:
+    from flowcore.compat.langgraph._pregel import CompiledStateGraph
+
+__all__ = ["INTERRUPT", "RESUME", "Run", "Task", "empty_checkpoint", "new_checkpoint_id"]
+
+INTERRUPT = "__interrupt__"
+RESUME = "__resume__"
+ERROR = "__error__"
+NO_WRITES = "__no_writes__"
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+PULL = "__pregel_pull"
+PUSH = "__pregel_push"
+_SPECIAL = frozenset({INTERRUPT, RESUME, ERROR, NO_WRITES})
+
+Sink = Callable[[tuple[str, ...], str, Any], None]
+
+
+def new_checkpoint_id(after: str | None = None) -> str:
+    """A time-ordered id that sorts after ``after`` (so newest-first listing works)."""
+    now = time.time_ns()
+    if after:
+        try:
+            previous = int(after.replace("-", "")[:16], 16)
+        except ValueError:
+            previous = 0
+        now = max(now, previous + 1)
+    tail = uuid.uuid4().hex[16:]
+    text = f"{now:016x}{tail}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
+
+
+def empty_checkpoint() -> dict[str, Any]:
+    """A checkpoint of a thread that never ran."""
+    return {
+        "v": 4,
+        "id": new_checkpoint_id(),
+        "ts": datetime.now(UTC).isoformat(),
+        "channel_values": {},
+        "channel_versions": {},
+        "versions_seen": {},
+        "updated_channels": None,
+    }
+
+
+def _task_id(checkpoint_id: str, ns: str, step: int, name: str, path: Sequence[Any]) -> str:
+    text = "|".join([checkpoint_id, ns, str(step), name, *map(str, path)])
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return str(uuid.UUID(digest[:32]))
+
+
+def _path_key(path: Sequence[Any]) -> str:
+    parts = [f"{p:010d}" if isinstance(p, int) else str(p) for p in path]
+    return "~" + ", ".join(parts)
+
+
+@dataclass(slots=True)
+class Task:
+    """One node execution in a superstep."""
+
+    id: str
+    name: str
+    path: tuple[Any, ...]
+    input: Any
+    triggers: tuple[str, ...]
+    writes: list[tuple[str, Any]] = field(default_factory=list)
+    interrupts: tuple[Interrupt, ...] = ()
+    error: BaseException | None = None
+    done: bool = False
+    resume: list[Any] = field(default_factory=list)
+
+    @property
+    def sort_key(self) -> str:
+        """Writes are applied in this order: pull tasks by name, then sends by index."""
+        return _path_key(self.path)
+
+
+def _newer(version: Any, seen: Any) -> bool:
+    if version is None:
+        return False
+    if seen is None:
+        return True
+    try:
+        return bool(version > seen)
+    except TypeError:
+        return str(version) > str(seen)
+
+
+def _next_version(current: Any) -> Any:
+    if current is None:
+        return 1
+    if isinstance(current, int):
+        return current + 1
+    try:
+        return int(str(current).split(".")[0]) + 1
+    except ValueError:
+        return 1
+
+
+class Run:
+    """Everything one invocation needs, and the loop that drives it."""
+
+    def __init__(
+        self,
+        graph: CompiledStateGraph,
+        run_input: Any,
+        config: Mapping[str, Any],
+        *,
+        sink: Sink,
+        durability: str,
+        interrupt_before: Sequence[str],
+        interrupt_after: Sequence[str],
+        parent_scope: TaskScope | None = None,
+        checkpoint_ns: str = "",
+    ) -> None:
+        self.graph = graph
+        self.input = run_input
+        self.config = dict(config)
+        self.configurable = dict(config.get("configurable") or {})
+        self.sink = sink
+        self.ns_path: tuple[str, ...] = tuple(p for p in checkpoint_ns.split("|") if p)
+        self.resuming = False
+        self.force_resume = False
+        self.durability = durability
+        self.interrupt_before = tuple(interrupt_before)
+        self.interrupt_after = tuple(interrupt_after)
+        self.parent_scope = parent_scope
+        self.ns = checkpoint_ns
+        self.thread_id = self.configurable.get("thread_id")
+        self.saver = graph.checkpointer if self.thread_id is not None else None
+        self.limit = int(config.get("recursion_limit", graph.default_recursion_limit))
+        if self.limit < 1:
+            raise ValueError("recursion_limit must be at least 1")
+        self.max_concurrency = config.get("max_concurrency")
+        self.channels: dict[str, Channel] = {}
+        self.checkpoint: dict[str, Any] = empty_checkpoint()
+        self.metadata: dict[str, Any] = {"step": -2}
+        self.saved_config: dict[str, Any] | None = None
+        self.parent_config: dict[str, Any] | None = None
+        self.pending: list[tuple[str, str, Any]] = []
+        self.tasks: list[Task] = []
+        self.step = 0
+        self.stop = 0
+        self.status = "input"
+        self.null_resume: list[Any] = []
+        self.resume_by_id: dict[str, Any] = {}
+        self.interrupts: list[Interrupt] = []
+        self.last_values: Any = MISSING
+        self.dirty = False
+        self.updated: set[str] = set()
+        self.saved_versions: dict[str, Any] = {}
+
+    def emit(self, mode: str, chunk: Any) -> None:
+        """Hand one stream chunk (or internal event) to whoever runs this graph."""
+        self.sink(self.ns_path, mode, chunk)
+
+    def _custom(self, node: str, chunk: Any) -> None:
+        self.emit("custom", (node, chunk))
+
+    # ------------------------------------------------------------ persistence
+    def _ckpt_config(self) -> dict[str, Any]:
+        conf = {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
+        if "checkpoint_id" in self.configurable and not self.ns:
+            conf["checkpoint_id"] = self.configurable["checkpoint_id"]
+        return {"configurable": conf}
+
+    async def load(self) -> None:
+        """Load the thread's checkpoint (or the one ``checkpoint_id`` names)."""
+        self.channels = self.graph.new_channels()
+        saved = None
+        if self.saver is not None:
+            saved = await self.saver.aget_tuple(self._ckpt_config())
+        if saved is not None:
+            self.checkpoint = _copy_checkpoint(saved.checkpoint)
+            self.metadata = dict(saved.metadata or {})
+            self.saved_config = saved.config
+            self.parent_config = saved.parent_config
+            self.pending = [
+                (str(t), c, self.graph.decode_write(c, v)) for t, c, v in saved.pending_writes or ()
+            ]
+            self.graph.restore_channels(self.channels, self.checkpoint)
+            self.saved_versions = dict(self.checkpoint["channel_versions"])
+        self.step = int(self.metadata.get("step", -2)) + 1
+        self.stop = self.step + self.limit + 1
+
+    async def _put_checkpoint(self, source: str) -> None:
+        self.checkpoint = {
+            **self.checkpoint,
+            "id": new_checkpoint_id(self.checkpoint.get("id")),
+            "ts": datetime.now(UTC).isoformat(),
+            "channel_values": self.graph.snapshot_channels(self.channels),
+        }
+        self.metadata = {"source": source, "step": self.step, "parents": {}}
+        if self.saver is not None and self.durability != "exit":
+            await self._save()
+        else:
+            self.dirty = True
+        self.step += 1
+
+    async def _save(self) -> None:
+        assert self.saver is not None
+        base = self.saved_config or {
+            "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
+        }
+        versions = self.checkpoint["channel_versions"]
+        changed = {k: v for k, v in versions.items() if self.saved_versions.get(k) != v}
+        new_config = await self.saver.aput(
+            base, _copy_checkpoint(self.checkpoint), dict(self.metadata), changed
+        )
+        self.parent_config = self.saved_config
+        self.saved_config = new_config
+        self.saved_versions = dict(versions)
+        self.dirty = False
+
+    async def _put_writes(self, task: Task, writes: Sequence[tuple[str, Any]]) -> None:
+        if self.saver is None or self.saved_config is None or self.durability == "exit":
+            return
+        encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
+        await self.saver.aput_writes(self.saved_config, encoded, task.id, _path_key(task.path))
+
+    # ------------------------------------------------------------------ input
+    async def first(self) -> None:
+        """Apply the run input: new input, a resume, or a ``Command``."""
+        has_state = bool(self.checkpoint["channel_versions"])
+        command = self.input if isinstance(self.input, Command) else None
+        resuming = has_state and (self.input is None or command is not None or self.force_resume)
+        if command is not None:
+            await self._apply_command(command)
+        if resuming:
+            self.resuming = True
+            seen = self.checkpoint["versions_seen"].setdefault(INTERRUPT, {})
+            seen.update(self.checkpoint["channel_versions"])
+            self.emit_values(force=True)
+            return
+        if self.input is None or command is not None:
+            raise EmptyInputError(f"Received no input for {START}")
+        writes = [(START, self.input)]
+        if self.checkpoint["channel_versions"]:
+            # A new input on a thread drops whatever the last run left unfinished.
+            self.apply_writes(self.prepare(for_execution=False), extra=writes)
+        else:
+            self.apply_writes([], extra=writes)
+        self.pending = []
+        await self._put_checkpoint("input")
+
+    async def _apply_command(self, command: Command[Any]) -> None:
+        if command.resume is not None:
+            pending_ids = {
+                i.id for _, c, v in self.pending if c == INTERRUPT for i in _as_interrupts(v)
+            }
+            if (
+                isinstance(command.resume, dict)
+                and command.resume
+                and all(k in pending_ids for k in command.resume)
+            ):
+                self.resume_by_id.update(command.resume)
+            else:
+                self.null_resume.append(command.resume)
+        writes: list[tuple[str, Any]] = []
+        if command.update is not None:
+            writes.extend(update_writes(command, self.graph.state_keys))
+        writes.extend(control_writes(Command(goto=command.goto)))
+        if writes:
+            self.apply_writes([], extra=writes)
+            self.pending.extend((NULL_TASK_ID, c, v) for c, v in writes)
+            if self.saver is not None and self.saved_config is not None:
+                encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
+                await self.saver.aput_writes(self.saved_config, encoded, NULL_TASK_ID, "")
+
+    # ----------------------------------------------------------------- tasks
+    def prepare(self, *, for_execution: bool = True) -> list[Task]:
+        """The tasks of the next superstep."""
+        tasks: list[Task] = []
+        ckpt_id = str(self.checkpoint["id"])
+        sends = self.channels[TASKS].get() if TASKS in self.channels else MISSING
+        if sends is not MISSING:
+            for index, send in enumerate(sends):
+                if send.node not in self.graph.nodes:
+                    raise InvalidUpdateError(f"Invalid node name {send.node} in Send")
+                push_path: tuple[Any, ...] = (PUSH, index)
+                tasks.append(
+                    Task(
+                        _task_id(ckpt_id, self.ns, self.step, send.node, push_path),
+                        send.node,
+                        push_path,
+                        send.arg,
+                        (PUSH,),
+                    )
+                )
+        versions = self.checkpoint["channel_versions"]
+        for name in self.graph.node_order:
+            seen = self.checkpoint["versions_seen"].get(name, {})
+            triggered = [
+                chan
+                for chan in self.graph.triggers[name]
+                if self.channels[chan].is_available() and _newer(versions.get(chan), seen.get(chan))
+            ]
+            if not triggered:
+                continue
+            path = (PULL, name)
+            tasks.append(
+                Task(
+                    _task_id(ckpt_id, self.ns, self.step, name, path),
+                    name,
+                    path,
+                    self.graph.read_input(name, self.channels) if for_execution else None,
+                    tuple(self.graph.triggers[name]),
+                )
+            )
+        return tasks
+
+    def apply_writes(
+        self, tasks: Sequence[Task], *, extra: Sequence[tuple[str, Any]] = ()
+    ) -> set[str]:
+        """Fold the writes of a superstep into the channels, in task-path order."""
+        ckpt = self.checkpoint
+        ordered = sorted(tasks, key=lambda t: t.sort_key)
+        bump = bool(ordered)
+        for task in ordered:
+            seen = ckpt["versions_seen"].setdefault(task.name, {})
+            for chan in task.triggers:
+                if chan in ckpt["channel_versions"]:
+                    seen[chan] = ckpt["channel_versions"][chan]
+        versions = ckpt["channel_versions"]
+        top = max(versions.values(), default=None, key=_version_key) if versions else None
+        nxt = _next_version(top)
+        for chan in {c for t in ordered for c in t.triggers if c in self.channels}:
+            if self.channels[chan].consume():
+                versions[chan] = nxt
+        grouped: dict[str, list[Any]] = {}
+        for task in ordered:
+            for chan, value in task.writes:
+                if chan in _SPECIAL:
+                    continue
+                if chan in self.channels:
+                    grouped.setdefault(chan, []).append(value)
+        for chan, value in extra:
+            if chan in self.channels:
+                grouped.setdefault(chan, []).append(value)
+        updated: set[str] = set()
+        for chan, values in grouped.items():
+            if self.channels[chan].update(values):
+                versions[chan] = nxt
+                if self.channels[chan].is_available():
+                    updated.add(chan)
+        if bump:
+            for chan, channel in self.channels.items():
+                if chan not in updated and channel.is_available() and channel.update([]):
+                    versions[chan] = nxt
+                    if channel.is_available():
+                        updated.add(chan)
+            if not updated & self.graph.trigger_channels:
+                for chan, channel in self.channels.items():
+                    if channel.finish():
+                        versions[chan] = nxt
+                        if channel.is_available():
+                            updated.add(chan)
+        ckpt["updated_channels"] = sorted(updated)
+        self.updated = updated
+        return updated
+
+    # ------------------------------------------------------------------- tick
+    async def tick(self) -> bool:
+        """Prepare the next superstep; False when the run is over."""
+        if self.step > self.stop:
+            self.status = "out_of_steps"
+            return False
+        self.tasks = self.prepare()
+        if not self.tasks:
+            self.status = "done"
+            return False
+        by_task: dict[str, list[tuple[str, Any]]] = {}
+        for task_id, chan, value in self.pending:
+            by_task.setdefault(task_id, []).append((chan, value))
+        for task in self.tasks:
+            saved = by_task.get(task.id, [])
+            for chan, value in saved:
+                if chan == RESUME:
+                    task.resume = list(value) if isinstance(value, list) else [value]
+            done = [(c, v) for c, v in saved if c not in (INTERRUPT, RESUME, ERROR)]
+            if done:
+                task.writes = [(c, v) for c, v in done if c != NO_WRITES]
+                task.done = True
+            for interrupt in (i for c, v in saved if c == INTERRUPT for i in _as_interrupts(v)):
+                if interrupt.id in self.resume_by_id:
+                    task.resume.append(self.resume_by_id.pop(interrupt.id))
+        if self.interrupt_before and self._should_interrupt(self.interrupt_before):
+            self.status = "interrupt_before"
+            raise GraphInterrupt(())
+        self.emit("debug_tasks", self.tasks)
+        for task in self.tasks:
+            if task.done:
+                self.emit_task_updates(task, task.writes)
+        return True
+
+    def _should_interrupt(self, names: Sequence[str]) -> bool:
+        seen = self.checkpoint["versions_seen"].get(INTERRUPT, {})
+        changed = any(
+            _newer(v, seen.get(c)) for c, v in self.checkpoint["channel_versions"].items()
+        )
+        return changed and any(t.name in names for t in self.tasks if t.name != START)
+
+    async def run_tasks(self) -> None:
+        """Run the superstep's tasks concurrently; save each one's writes as it finishes."""
+        todo = [t for t in self.tasks if not t.done]
+        if not todo:
+            return
+        limit = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
+        failure: list[BaseException] = []
+
+        async def one(task: Task) -> None:
+            if limit is not None:
+                async with limit:
+                    await self._run_task(task)
+            else:
+                await self._run_task(task)
+            if task.error is not None and not failure:
+                failure.append(task.error)
+                for other in running:
+                    if other is not asyncio.current_task():
+                        other.cancel()
+
+        running = [asyncio.ensure_future(one(t)) for t in todo]
+        await asyncio.gather(*running, return_exceptions=True)
+        if failure:
+            raise failure[0]
+        interrupted = [i for t in todo for i in t.interrupts]
+        if interrupted:
+            self.interrupts.extend(interrupted)
+            raise GraphInterrupt(tuple(interrupted))
+
+    async def _run_task(self, task: Task) -> None:
+        node = self.graph.nodes.get(task.name)
+        scope = TaskScope(
+            task_id=task.id,
+            node=task.name,
+            config=self.graph.task_config(self.config, task, self.step, self.ns),
+            writer=functools.partial(self._custom, task.name),
+            resume=list(task.resume),
+            null_resume=self.null_resume
+            if self.parent_scope is None
+            else self.parent_scope.null_resume,
+        )
+        token = set_scope(scope)
+        try:
+            if task.name != START and node is None:
+                raise InvalidUpdateError(f"Invalid node name {task.name}")
+            task.writes = await self._call_node(task, scope)
+        except GraphInterrupt as exc:
+            task.interrupts = exc.interrupts
+            writes: list[tuple[str, Any]] = [(INTERRUPT, list(exc.interrupts))]
+            if scope.resume:
+                writes.append((RESUME, list(scope.resume)))
+            await self._put_writes(task, writes)
+            self.pending.extend((task.id, c, v) for c, v in writes)
+            self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
+            return
+        except ParentCommand as exc:
+            if self.parent_scope is None:
+                task.error = InvalidUpdateError("There is no parent graph")
+            else:
+                task.error = exc
+            return
+        except asyncio.CancelledError:
+            task.error = task.error or asyncio.CancelledError()
+            raise
+        except Exception as exc:
+            task.error = exc
+            await self._put_writes(task, [(ERROR, repr(exc))])
+            return
+        finally:
+            set_scope(None)
+            del token
+        task.done = True
+        stored = task.writes or [(NO_WRITES, None)]
+        if scope.resume:
+            stored = [*stored, (RESUME, list(scope.resume))]
+        await self._put_writes(task, stored)
+        self.pending.extend((task.id, c, v) for c, v in stored)
+        if task.name != START:
+            self.emit_task_updates(task, task.writes)
+
+    async def _call_node(self, task: Task, scope: TaskScope) -> list[tuple[str, Any]]:
+        graph = self.graph
+        if task.name == START:
+            result = task.input
+            writes = update_writes(result, graph.input_keys)
+        else:
+            spec = graph.nodes[task.name]
+            action = spec.action
+
+            async def attempt() -> Any:
+                scope.calls = 0
+                if hasattr(action, "_arun_subgraph"):
+                    return await action._arun_subgraph(task.input, scope, self)
+                return await call_with_config(
+                    action, task.input, scope.config, {"writer": scope.writer}
+                )
+
+            result = await retry_call(attempt, spec.retry)
+            writes = update_writes(result, graph.state_keys)
+        writes.extend(control_writes(result))
+        writes.extend(graph.static_writes[task.name])
+        for branch in graph.branches.get(task.name, ()):
+            fresh = graph.local_read(task.name, self.channels, writes)
+            picked = await call_with_config(branch.path, fresh, scope.config, {})
+            writes.extend(target_writes(graph.branch_targets(branch, picked)))
+        if task.name != START:
+            self.emit("messages_from", (task, result))
+        return writes
+
+    # --------------------------------------------------------------- outputs
+    def emit_values(self, *, force: bool = False) -> None:
+        """Stream the output keys' values after a superstep that changed them."""
+        if not force and not (self.updated & set(self.graph.output_keys)):
+            return
+        values = self.graph.read_output(self.channels)
+        self.last_values = values
+        self.emit("values", values)
+
+    def emit_task_updates(self, task: Task, writes: Sequence[tuple[str, Any]]) -> None:
+        """Stream one task's state update as ``{node: update}``."""
+        if task.name == START:
+            return
+        keys = set(self.graph.output_keys)
+        mine = [(c, v) for c, v in writes if c in keys]
+        update: Any
+        if not mine:
+            update = None
+        else:
+            update = {}
+            for chan, value in mine:
+                if chan in update:
+                    previous = update[chan]
+                    update[chan] = (
+                        [*previous, value]
+                        if isinstance(previous, _Multi)
+                        else _Multi([previous, value])
+                    )
+                else:
+                    update[chan] = value
+            update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
+        self.emit("updates", {task.name: update})
+
+    # ------------------------------------------------------------------- loop
+    async def execute(self) -> None:
+        """Run to the end, a pause, or an error (which propagates)."""
+        await self.load()
+        await self.first()
+        try:
+            while await self.tick():
+                await self.run_tasks()
+                self.apply_writes(self.tasks)
+                self.pending = []
+                self.emit_values()
+                await self._put_checkpoint("loop")
+                self.emit("debug_checkpoint", None)
+                if self.interrupt_after and self._should_interrupt(self.interrupt_after):
+                    self.status = "interrupt_after"
+                    self.tasks = self.prepare(for_execution=False)
+                    raise GraphInterrupt(())
+        except GraphInterrupt:
+            if self.status not in ("interrupt_before", "interrupt_after"):
+                self.status = "interrupted"
+            await self._exit()
+            raise
+        except BaseException:
+            await self._exit()
+            raise
+        await self._exit()
+        if self.status == "out_of_steps":
+            raise GraphRecursionError(
+                f"Recursion limit of {self.limit} reached without hitting a stop condition. "
+                "You can increase the limit by setting the `recursion_limit` config key."
+            )
+
+    async def _exit(self) -> None:
+        if self.saver is not None and self.durability == "exit" and self.dirty:
+            await self._save()
+            if self.pending:
+                by_task: dict[str, list[tuple[str, Any]]] = {}
+                for task_id, chan, value in self.pending:
+                    by_task.setdefault(task_id, []).append((chan, value))
+                for task in self.tasks:
+                    if task.id in by_task:
+                        encoded = [(c, self.graph.encode_write(c, v)) for c, v in by_task[task.id]]
+                        await self.saver.aput_writes(
+                            self.saved_config, encoded, task.id, _path_key(task.path)
+                        )
+
+
+class _Multi(list[Any]):
+    """Several writes of one task to one key (shown as a list in ``updates``)."""
+
+
+def _version_key(version: Any) -> Any:
+    if isinstance(version, int | float):
+        return (0, version, "")
+    return (1, 0, str(version))
+
+
+def _as_interrupts(value: Any) -> list[Interrupt]:
+    items = value if isinstance(value, list | tuple) else [value]
+    return [i for i in items if isinstance(i, Interrupt)]
+
+
+def _copy_checkpoint(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        **checkpoint,
+        "channel_values": dict(checkpoint.get("channel_values") or {}),
+        "channel_versions": dict(checkpoint.get("channel_versions") or {}),
+        "versions_seen": {k: dict(v) for k, v in (checkpoint.get("versions_seen") or {}).items()},
+    }

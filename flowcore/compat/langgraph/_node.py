@@ -1,0 +1,166 @@
+"""Calling one node the way LangGraph does, and turning what it returns into channel writes."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from flowcore.compat.langgraph._errors import GraphBubbleUp, InvalidUpdateError, ParentCommand
+from flowcore.compat.langgraph._types import END, Command, RetryPolicy, Send
+
+__all__ = [
+    "TASKS",
+    "branch_channel",
+    "call_with_config",
+    "control_writes",
+    "retry_call",
+    "update_writes",
+]
+
+TASKS = "__pregel_tasks"
+"""The channel that carries ``Send``s to the next superstep."""
+
+
+def branch_channel(node: str) -> str:
+    """The trigger channel of ``node``."""
+    return f"branch:to:{node}"
+
+
+def _object_items(value: Any, keys: Sequence[str]) -> list[tuple[str, Any]] | None:
+    fields = getattr(type(value), "model_fields", None)
+    if isinstance(fields, dict):
+        return [(k, getattr(value, k)) for k in fields if k in keys]
+    if hasattr(value, "__dataclass_fields__"):
+        return [(k, getattr(value, k)) for k in value.__dataclass_fields__ if k in keys]
+    return None
+
+
+def update_writes(value: Any, keys: Sequence[str]) -> list[tuple[str, Any]]:
+    """The state writes a node's return value makes (keys outside the state are dropped).
+
+    Example:
+        >>> update_writes({"a": 1, "zz": 2}, ["a"])
+        [('a', 1)]
+    """
+    known = set(keys)
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [(k, v) for k, v in value.items() if k in known]
+    if isinstance(value, Command):
+        if value.graph == Command.PARENT:
+            return []
+        return [(k, v) for k, v in value.update_pairs() if k in known]
+    if isinstance(value, list | tuple) and value and any(isinstance(i, Command) for i in value):
+        writes: list[tuple[str, Any]] = []
+        for item in value:
+            writes.extend(update_writes(item, keys))
+        return writes
+    items = _object_items(value, keys)
+    if items is not None:
+        return items
+    raise InvalidUpdateError(f"Expected dict, got {value}")
+
+
+def control_writes(value: Any) -> list[tuple[str, Any]]:
+    """The ``goto`` writes of a returned ``Command`` (or list of them).
+
+    Example:
+        >>> control_writes(Command(goto="b"))
+        [('branch:to:b', None)]
+    """
+    commands: list[Command[Any]] = []
+    if isinstance(value, Command):
+        commands = [value]
+    elif isinstance(value, list | tuple):
+        commands = [c for c in value if isinstance(c, Command)]
+    writes: list[tuple[str, Any]] = []
+    for command in commands:
+        if command.graph == Command.PARENT:
+            continue
+        for target in command.goto_targets():
+            writes.extend(target_writes([target]))
+    return writes
+
+
+def target_writes(targets: Sequence[Any]) -> list[tuple[str, Any]]:
+    """Writes that trigger each target: a node name, ``END`` (nothing) or a ``Send``."""
+    writes: list[tuple[str, Any]] = []
+    for target in targets:
+        if isinstance(target, Send):
+            writes.append((TASKS, target))
+        elif target != END:
+            writes.append((branch_channel(str(target)), None))
+    return writes
+
+
+def _parameter_names(func: Callable[..., Any]) -> set[str]:
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in params if p.kind != inspect.Parameter.VAR_POSITIONAL}
+
+
+async def call_with_config(
+    func: Callable[..., Any],
+    arg: Any,
+    config: Mapping[str, Any],
+    extras: Mapping[str, Any],
+) -> Any:
+    """Call a node or router: ``func(arg)``, passing ``config`` and extras it asks for by name.
+
+    Sync functions run in a worker thread (the context, and so ``interrupt()``,
+    goes with them); coroutines are awaited.
+    """
+    names = _parameter_names(func)
+    kwargs = {k: v for k, v in {**extras, "config": config}.items() if k in names}
+    is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+        getattr(func, "__call__", None)  # noqa: B004 - callable objects
+    )
+    if is_async:
+        return await func(arg, **kwargs)
+    result = await asyncio.to_thread(func, arg, **kwargs)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+def _retryable(policy: RetryPolicy, exc: Exception) -> bool:
+    retry_on = policy.retry_on
+    if isinstance(retry_on, type):
+        return isinstance(exc, retry_on)
+    if isinstance(retry_on, Sequence):
+        return isinstance(exc, tuple(retry_on))
+    return bool(retry_on(exc))
+
+
+async def retry_call(
+    attempt: Callable[[], Any],
+    policy: RetryPolicy | Sequence[RetryPolicy] | None,
+) -> Any:
+    """Run ``attempt()`` until it succeeds or the policy gives up (control flow is not retried)."""
+    policies = [policy] if isinstance(policy, RetryPolicy) else list(policy or ())
+    tries = 0
+    interval = None
+    while True:
+        try:
+            return await attempt()
+        except (GraphBubbleUp, ParentCommand):
+            raise
+        except Exception as exc:
+            chosen = next((p for p in policies if _retryable(p, exc)), None)
+            tries += 1
+            if chosen is None or tries >= chosen.max_attempts:
+                raise
+            interval = (
+                chosen.initial_interval
+                if interval is None
+                else min(chosen.max_interval, interval * chosen.backoff_factor)
+            )
+            # Jitter only spreads retries of concurrent callers apart; it is not secret.
+            pause = interval + (random.uniform(0, 1) if chosen.jitter else 0)
+            await asyncio.sleep(pause)

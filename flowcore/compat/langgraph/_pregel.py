@@ -1,0 +1,879 @@
+"""``CompiledStateGraph``: invoke, stream, inspect and edit runs of a LangGraph-style graph."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from flowcore.compat.langgraph._channels import (
+    MISSING,
+    BinaryOperatorAggregate,
+    Channel,
+    EphemeralValue,
+    LastValue,
+    LastValueAfterFinish,
+    NamedBarrierValue,
+)
+from flowcore.compat.langgraph._context import TaskScope
+from flowcore.compat.langgraph._draw import DrawableGraph
+from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
+from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
+from flowcore.compat.langgraph._loop import (
+    ERROR,
+    INTERRUPT,
+    NO_WRITES,
+    NULL_TASK_ID,
+    RESUME,
+    Run,
+    Task,
+    empty_checkpoint,
+)
+from flowcore.compat.langgraph._node import (
+    TASKS,
+    branch_channel,
+    control_writes,
+    target_writes,
+    update_writes,
+)
+from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._types import (
+    END,
+    START,
+    Interrupt,
+    PregelTask,
+    Send,
+    StateSnapshot,
+)
+
+__all__ = ["DEFAULT_RECURSION_LIMIT", "CompiledStateGraph"]
+
+DEFAULT_RECURSION_LIMIT = 10007
+"""LangGraph 1.2's default number of supersteps (it counts the start step)."""
+
+
+class _Topic(Channel):
+    """The ``Send``s written in one superstep, run as tasks in the next."""
+
+    __slots__ = ()
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            if self.value is MISSING:
+                return False
+            self.value = MISSING
+            return True
+        self.value = list(values)
+        return True
+
+    def snapshot(self) -> Any:
+        if self.value is MISSING:
+            return MISSING
+        return [{"node": s.node, "arg": s.arg} for s in self.value]
+
+    def restore(self, stored: Any) -> None:
+        self.value = [Send(s["node"], s["arg"]) for s in stored] if stored else MISSING
+
+
+class CompiledStateGraph:
+    """A compiled ``StateGraph``: LangGraph's run API on flowcore's compat runtime.
+
+    Example:
+        >>> # app = graph.compile(checkpointer=InMemorySaver())
+        >>> # app.invoke({"n": 1}, {"configurable": {"thread_id": "t1"}})
+    """
+
+    def __init__(
+        self,
+        builder: StateGraph,
+        *,
+        checkpointer: Any,
+        store: Any,
+        interrupt_before: tuple[str, ...],
+        interrupt_after: tuple[str, ...],
+        name: str,
+        debug: bool,
+    ) -> None:
+        self.builder = builder
+        self.checkpointer = checkpointer if checkpointer not in (False, True) else None
+        self.store = store
+        self.interrupt_before_nodes = interrupt_before
+        self.interrupt_after_nodes = interrupt_after
+        self.name = name
+        self.debug = debug
+        self.default_recursion_limit = DEFAULT_RECURSION_LIMIT
+        self.nodes: dict[str, NodeSpec] = dict(builder.nodes)
+        self.node_order: list[str] = [START, *builder.nodes]
+        self.infos: dict[Any, SchemaInfo] = dict(builder.schemas)
+        self.state_info = self.infos[builder.state_schema]
+        self.input_keys = self.infos[builder.input_schema].keys
+        self.output_keys = self.infos[builder.output_schema].keys
+        self._channel_makers: dict[str, Callable[[], Channel]] = {}
+        self.state_keys: list[str] = []
+        for info in self.infos.values():
+            for key in info.keys:
+                self._add_state_key(info, key)
+        self._channel_makers[START] = functools.partial(EphemeralValue, START)
+        self._channel_makers[TASKS] = functools.partial(_Topic, TASKS)
+        self.triggers: dict[str, list[str]] = {START: [START]}
+        self.static_writes: dict[str, list[tuple[str, Any]]] = {START: []}
+        for name_, spec in self.nodes.items():
+            chan = branch_channel(name_)
+            kind: type[Channel] = LastValueAfterFinish if spec.defer else EphemeralValue
+            self._channel_makers[chan] = functools.partial(kind, chan)
+            self.triggers[name_] = [chan]
+            self.static_writes[name_] = []
+        for source, target in builder.edge_order:
+            if target != END:
+                self.static_writes[source].append((branch_channel(target), None))
+        for starts, end in builder.waiting_edges:
+            if end == END:
+                continue
+            chan = f"join:{'+'.join(starts)}:{end}"
+            deferred = self.nodes[end].defer
+            self._channel_makers[chan] = functools.partial(
+                NamedBarrierValue, chan, set(starts), deferred=deferred
+            )
+            self.triggers[end].append(chan)
+            for start in starts:
+                self.static_writes[start].append((chan, start))
+        self.branches: dict[str, list[BranchSpec]] = {
+            source: list(specs.values()) for source, specs in builder.branches.items()
+        }
+        self.trigger_channels = frozenset(c for chans in self.triggers.values() for c in chans)
+
+    def _add_state_key(self, info: SchemaInfo, key: str) -> None:
+        made = info.channel(key)
+        if key not in self._channel_makers:
+            self.state_keys.append(key)
+            self._channel_makers[key] = functools.partial(info.channel, key)
+        elif isinstance(made, BinaryOperatorAggregate):
+            existing = self._channel_makers[key]()
+            if isinstance(existing, LastValue):
+                self._channel_makers[key] = functools.partial(info.channel, key)
+
+    # ------------------------------------------------------------- channels
+    def new_channels(self) -> dict[str, Channel]:
+        """A fresh set of channels for one run."""
+        return {name: make() for name, make in self._channel_makers.items()}
+
+    def snapshot_channels(self, channels: Mapping[str, Channel]) -> dict[str, Any]:
+        """What a checkpoint stores: the value of every channel that holds one."""
+        stored: dict[str, Any] = {}
+        for name, channel in channels.items():
+            value = channel.snapshot()
+            if (value is not MISSING and value is not None) or (
+                isinstance(channel, LastValue | BinaryOperatorAggregate | EphemeralValue)
+                and channel.value is not MISSING
+            ):
+                stored[name] = value
+        return stored
+
+    def restore_channels(
+        self, channels: Mapping[str, Channel], checkpoint: Mapping[str, Any]
+    ) -> None:
+        """Load a checkpoint's values into fresh channels."""
+        for name, value in (checkpoint.get("channel_values") or {}).items():
+            if name in channels:
+                channels[name].restore(value)
+
+    def encode_write(self, channel: str, value: Any) -> Any:
+        """A pending write as a saver stores it (interrupts and sends as plain data)."""
+        if channel == INTERRUPT:
+            return [{"value": i.value, "id": i.id} for i in value]
+        if channel == TASKS and isinstance(value, Send):
+            return {"__send__": {"node": value.node, "arg": value.arg}}
+        return value
+
+    def decode_write(self, channel: str, value: Any) -> Any:
+        """The inverse of :meth:`encode_write`."""
+        if channel == INTERRUPT and isinstance(value, list):
+            return [
+                Interrupt(v["value"], v["id"]) if isinstance(v, dict) and "id" in v else v
+                for v in value
+            ]
+        if channel == TASKS and isinstance(value, dict) and "__send__" in value:
+            return Send(value["__send__"]["node"], value["__send__"]["arg"])
+        return value
+
+    # ----------------------------------------------------------- reading state
+    def _schema_of(self, node: str) -> SchemaInfo:
+        spec = self.nodes.get(node)
+        schema = spec.input_schema if spec is not None else self.builder.state_schema
+        return self.infos.get(schema) or SchemaInfo(schema)
+
+    def _read(self, info: SchemaInfo, channels: Mapping[str, Channel]) -> Any:
+        values = {
+            k: channels[k].get() for k in info.keys if k in channels and channels[k].is_available()
+        }
+        return info.coerce(values)
+
+    def read_input(self, node: str, channels: Mapping[str, Channel]) -> Any:
+        """What node ``node`` receives: the state, as its input schema."""
+        if node == START:
+            return channels[START].get()
+        return self._read(self._schema_of(node), channels)
+
+    def read_output(self, channels: Mapping[str, Channel]) -> dict[str, Any]:
+        """The output keys that hold a value."""
+        return {
+            k: channels[k].get()
+            for k in self.output_keys
+            if k in channels and channels[k].is_available()
+        }
+
+    def local_read(
+        self, node: str, channels: Mapping[str, Channel], writes: Sequence[tuple[str, Any]]
+    ) -> Any:
+        """The state a router sees: this superstep's start plus the node's own writes."""
+        info = self._schema_of(node) if node != START else self.state_info
+        copies = {k: channels[k].copy() for k in info.keys if k in channels}
+        grouped: dict[str, list[Any]] = {}
+        for chan, value in writes:
+            if chan in copies:
+                grouped.setdefault(chan, []).append(value)
+        for chan, values in grouped.items():
+            copies[chan].update(values)
+        return self._read(info, copies)
+
+    def branch_targets(self, branch: BranchSpec, picked: Any) -> list[Any]:
+        """Where a router's answer leads: node names, ``Send``s or ``END``."""
+        results = list(picked) if isinstance(picked, list | tuple) else [picked]
+        targets: list[Any] = []
+        for result in results:
+            if isinstance(result, Send):
+                targets.append(result)
+                continue
+            if branch.path_map is not None:
+                try:
+                    target = branch.path_map[result]
+                except (KeyError, TypeError):
+                    raise InvalidUpdateError(
+                        f"Branch '{branch.name}' of node '{branch.source}' returned {result!r}, "
+                        f"which is not in its path map ({list(branch.path_map)})"
+                    ) from None
+            else:
+                target = result
+            if target is None or target == START:
+                raise ValueError("Branch did not return a valid destination")
+            if target != END and target not in self.nodes:
+                raise InvalidUpdateError(
+                    f"Branch '{branch.name}' of node '{branch.source}' leads to unknown node "
+                    f"{target!r}"
+                )
+            targets.append(target)
+        return targets
+
+    def task_config(
+        self, config: Mapping[str, Any], task: Task, step: int, ns: str
+    ) -> dict[str, Any]:
+        """The config a node receives (LangGraph's metadata keys included)."""
+        configurable = dict(config.get("configurable") or {})
+        metadata = {
+            **dict(config.get("metadata") or {}),
+            "langgraph_step": step,
+            "langgraph_node": task.name,
+            "langgraph_triggers": task.triggers,
+            "langgraph_path": task.path,
+            "langgraph_checkpoint_ns": f"{ns}|{task.name}:{task.id}".lstrip("|"),
+        }
+        return {**dict(config), "configurable": configurable, "metadata": metadata}
+
+    # ------------------------------------------------------------------ running
+    def _run(
+        self,
+        run_input: Any,
+        config: Mapping[str, Any] | None,
+        sink: Callable[[tuple[str, ...], str, Any], None],
+        *,
+        durability: str | None,
+        interrupt_before: Sequence[str] | str | None,
+        interrupt_after: Sequence[str] | str | None,
+    ) -> Run:
+        config = dict(config or {})
+        before = self.interrupt_before_nodes if interrupt_before is None else interrupt_before
+        after = self.interrupt_after_nodes if interrupt_after is None else interrupt_after
+        if before == "*":
+            before = list(self.nodes)
+        if after == "*":
+            after = list(self.nodes)
+        return Run(
+            self,
+            run_input,
+            config,
+            sink=sink,
+            durability=durability or "async",
+            interrupt_before=list(before),
+            interrupt_after=list(after),
+        )
+
+    async def astream(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        stream_mode: str | Sequence[str] | None = None,
+        subgraphs: bool = False,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        durability: str | None = None,
+        debug: bool | None = None,
+        **_: Any,
+    ) -> AsyncIterator[Any]:
+        """Run and yield stream chunks as they happen (``stream_mode`` as in LangGraph).
+
+        Example:
+            >>> # async for chunk in app.astream({"n": 1}, stream_mode="updates"): ...
+        """
+        modes = (
+            ["updates"]
+            if stream_mode is None
+            else ([stream_mode] if isinstance(stream_mode, str) else list(stream_mode))
+        )
+        single = isinstance(stream_mode, str) or stream_mode is None
+        out: asyncio.Queue[Any] = asyncio.Queue()
+        done = object()
+        formatter = _ChunkFormatter(self, modes, single=single, subgraphs=subgraphs)
+
+        def sink(ns: tuple[str, ...], mode: str, chunk: Any) -> None:
+            for item in formatter.format(ns, mode, chunk):
+                out.put_nowait(item)
+
+        run = self._run(
+            input,
+            config,
+            sink,
+            durability=durability,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+        )
+        formatter.run = run
+
+        async def drive() -> None:
+            try:
+                await run.execute()
+            except GraphInterrupt:
+                if run.status in ("interrupt_before", "interrupt_after"):
+                    sink((), "updates", {INTERRUPT: ()})
+            finally:
+                out.put_nowait(done)
+
+        worker = asyncio.ensure_future(drive())
+        try:
+            while True:
+                item = await out.get()
+                if item is done:
+                    break
+                yield item
+            await worker
+        finally:
+            if not worker.done():
+                worker.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await worker
+
+    def stream(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """The sync form of :meth:`astream`.
+
+        Example:
+            >>> # for chunk in app.stream({"n": 1}, stream_mode="values"): print(chunk)
+        """
+        return _sync_iter(lambda: self.astream(input, config, **kwargs))
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        stream_mode: str = "values",
+        **kwargs: Any,
+    ) -> Any:
+        """Run to the end (or a pause) and return the output state.
+
+        A paused run's output carries ``__interrupt__``: the pending questions.
+
+        Example:
+            >>> # result = await app.ainvoke({"messages": [("user", "hi")]})
+        """
+        if stream_mode != "values":
+            return [c async for c in self.astream(input, config, stream_mode=stream_mode, **kwargs)]
+        latest: Any = None
+        interrupts: list[Interrupt] = []
+        async for mode, chunk in self.astream(
+            input, config, stream_mode=["updates", "values"], **kwargs
+        ):
+            if mode == "values":
+                latest = chunk
+            elif isinstance(chunk, dict) and chunk.get(INTERRUPT) is not None:
+                interrupts.extend(chunk[INTERRUPT])
+        if interrupts:
+            return (
+                {**latest, INTERRUPT: interrupts}
+                if isinstance(latest, dict)
+                else {INTERRUPT: interrupts}
+            )
+        return latest
+
+    def invoke(self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+        """The sync form of :meth:`ainvoke`.
+
+        Example:
+            >>> # result = app.invoke({"n": 1}, {"recursion_limit": 50})
+        """
+        return _sync_call(lambda: self.ainvoke(input, config, **kwargs))
+
+    async def _arun_subgraph(self, value: Any, scope: TaskScope, parent: Run) -> Any:
+        ns = f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|")
+        config = {
+            **parent.config,
+            "configurable": {**parent.configurable, "checkpoint_ns": ns},
+        }
+        config["configurable"].pop("checkpoint_id", None)
+        run = Run(
+            self,
+            value,
+            config,
+            sink=parent.sink,
+            durability=parent.durability,
+            interrupt_before=self.interrupt_before_nodes,
+            interrupt_after=self.interrupt_after_nodes,
+            parent_scope=scope,
+            checkpoint_ns=ns,
+        )
+        if self.checkpointer is None and parent.saver is not None:
+            run.saver = parent.saver
+            run.thread_id = parent.thread_id
+        run.force_resume = parent.resuming or bool(scope.resume)
+        run.limit = parent.limit
+        await run.execute()
+        return run.graph.read_output(run.channels)
+
+    # ------------------------------------------------------------ inspection
+    def _saver(self) -> Any:
+        if self.checkpointer is None:
+            raise ValueError("No checkpointer set")
+        return self.checkpointer
+
+    async def aget_state(
+        self, config: Mapping[str, Any], *, subgraphs: bool = False
+    ) -> StateSnapshot:
+        """The thread's state at its latest checkpoint (or the one ``checkpoint_id`` names).
+
+        Example:
+            >>> # snapshot = await app.aget_state({"configurable": {"thread_id": "t1"}})
+        """
+        saver = self._saver()
+        conf = dict(config.get("configurable") or {})
+        conf.setdefault("checkpoint_ns", "")
+        saved = await saver.aget_tuple({"configurable": conf})
+        return self._snapshot(config, saved, live="checkpoint_id" not in conf)
+
+    def get_state(self, config: Mapping[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+        """The sync form of :meth:`aget_state`."""
+        return _sync_call(lambda: self.aget_state(config, subgraphs=subgraphs))
+
+    def _snapshot(self, config: Mapping[str, Any], saved: Any, *, live: bool) -> StateSnapshot:
+        if saved is None:
+            return StateSnapshot({}, (), dict(config), None, None, None, (), ())
+        run = Run(
+            self,
+            None,
+            {**dict(config), "configurable": dict(saved.config["configurable"])},
+            sink=lambda *a: None,
+            durability="sync",
+            interrupt_before=(),
+            interrupt_after=(),
+        )
+        run.channels = self.new_channels()
+        run.checkpoint = dict(saved.checkpoint)
+        run.checkpoint = {
+            **run.checkpoint,
+            "versions_seen": {k: dict(v) for k, v in saved.checkpoint["versions_seen"].items()},
+            "channel_versions": dict(saved.checkpoint["channel_versions"]),
+        }
+        self.restore_channels(run.channels, run.checkpoint)
+        run.step = int((saved.metadata or {}).get("step", -1)) + 1
+        pending = [(str(t), c, self.decode_write(c, v)) for t, c, v in saved.pending_writes or ()]
+        null = [(c, v) for t, c, v in pending if t == NULL_TASK_ID]
+        if null:
+            run.apply_writes([], extra=null)
+        tasks = run.prepare(for_execution=False)
+        status: dict[str, dict[str, Any]] = {}
+        for task_id, chan, value in pending:
+            entry = status.setdefault(task_id, {"writes": [], "error": None, "interrupts": []})
+            if chan == ERROR:
+                entry["error"] = value
+            elif chan == INTERRUPT:
+                entry["interrupts"] = [i for i in value if isinstance(i, Interrupt)]
+            elif chan != RESUME:
+                entry["writes"].append((chan, value))
+        finished = []
+        out_tasks: list[PregelTask] = []
+        for task in tasks:
+            entry = status.get(task.id, {"writes": [], "error": None, "interrupts": []})
+            writes = [(c, v) for c, v in entry["writes"] if c != NO_WRITES]
+            is_done = bool(entry["writes"])
+            if is_done:
+                task.writes = writes
+                finished.append(task)
+            result = None
+            if is_done:
+                result = {c: v for c, v in writes if c in self.output_keys}
+            error = entry["error"]
+            out_tasks.append(
+                PregelTask(
+                    task.id,
+                    task.name,
+                    task.path,
+                    Exception(error) if isinstance(error, str) else error,
+                    () if (live and is_done) else tuple(entry["interrupts"]),
+                    None,
+                    result,
+                )
+            )
+        if live and finished:
+            run.apply_writes(finished)
+        values = self.read_output(run.channels)
+        next_names = tuple(t.name for t in tasks if not (live and t in finished))
+        return StateSnapshot(
+            values,
+            next_names,
+            saved.config,
+            saved.metadata,
+            saved.checkpoint.get("ts"),
+            saved.parent_config,
+            tuple(out_tasks),
+            tuple(i for t in out_tasks for i in t.interrupts),
+        )
+
+    async def aget_state_history(
+        self,
+        config: Mapping[str, Any],
+        *,
+        filter: dict[str, Any] | None = None,
+        before: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        """Every checkpoint of the thread as a snapshot, newest first.
+
+        Example:
+            >>> # async for snap in app.aget_state_history(config): print(snap.next)
+        """
+        saver = self._saver()
+        conf = {**dict(config.get("configurable") or {})}
+        conf.setdefault("checkpoint_ns", "")
+        async for saved in saver.alist(
+            {"configurable": conf}, filter=filter, before=before, limit=limit
+        ):
+            yield self._snapshot(config, saved, live=False)
+
+    def get_state_history(
+        self, config: Mapping[str, Any], **kwargs: Any
+    ) -> Iterator[StateSnapshot]:
+        """The sync form of :meth:`aget_state_history`."""
+        return _sync_iter(lambda: self.aget_state_history(config, **kwargs))
+
+    async def aupdate_state(
+        self,
+        config: Mapping[str, Any],
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Write ``values`` to the thread as if node ``as_node`` had returned them.
+
+        The update goes through the reducers and follows ``as_node``'s edges,
+        so ``next`` becomes what runs after that node. Returns the config of
+        the new checkpoint.
+
+        Example:
+            >>> # app.update_state(config, {"approved": True}, as_node="review")
+        """
+        saver = self._saver()
+        conf = dict(config.get("configurable") or {})
+        conf.setdefault("checkpoint_ns", "")
+        saved = await saver.aget_tuple({"configurable": conf})
+        run = Run(
+            self,
+            None,
+            {**dict(config), "configurable": conf},
+            sink=lambda *a: None,
+            durability="sync",
+            interrupt_before=(),
+            interrupt_after=(),
+        )
+        run.channels = self.new_channels()
+        if saved is not None:
+            run.checkpoint = {
+                **saved.checkpoint,
+                "channel_values": dict(saved.checkpoint["channel_values"]),
+                "channel_versions": dict(saved.checkpoint["channel_versions"]),
+                "versions_seen": {k: dict(v) for k, v in saved.checkpoint["versions_seen"].items()},
+            }
+            self.restore_channels(run.channels, run.checkpoint)
+            run.saved_config = saved.config
+            run.saved_versions = dict(saved.checkpoint["channel_versions"])
+            step = int((saved.metadata or {}).get("step", -1))
+        else:
+            run.checkpoint = empty_checkpoint()
+            step = -1
+        if as_node is None:
+            as_node = self._guess_writer(run.checkpoint)
+        if as_node not in self.nodes and as_node not in (START, END):
+            raise InvalidUpdateError(f"Node {as_node} does not exist")
+        if as_node == END:
+            writes: list[tuple[str, Any]] = []
+        elif as_node == START:
+            writes = update_writes(values, self.input_keys)
+        else:
+            writes = update_writes(values, self.state_keys)
+            writes.extend(control_writes(values))
+            writes.extend(self.static_writes[as_node])
+            for branch in self.branches.get(as_node, ()):
+                fresh = self.local_read(as_node, run.channels, writes)
+                picked = branch.path(fresh)
+                writes.extend(target_writes(self.branch_targets(branch, picked)))
+        task = Task(
+            task_id or NULL_TASK_ID,
+            as_node,
+            ("__pregel_update", as_node),
+            None,
+            (INTERRUPT,),
+            writes,
+        )
+        run.apply_writes([task])
+        run.step = step + 1
+        run.thread_id = conf.get("thread_id")
+        run.saver = saver
+        run.ns = conf.get("checkpoint_ns", "")
+        await run._put_checkpoint("update")
+        assert run.saved_config is not None
+        return run.saved_config
+
+    def update_state(
+        self,
+        config: Mapping[str, Any],
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
+    ) -> dict[str, Any]:
+        """The sync form of :meth:`aupdate_state`."""
+        return _sync_call(lambda: self.aupdate_state(config, values, as_node, task_id))
+
+    def _guess_writer(self, checkpoint: Mapping[str, Any]) -> str:
+        if len(self.nodes) == 1:
+            return next(iter(self.nodes))
+        seen = checkpoint.get("versions_seen") or {}
+        last = sorted(
+            (_sortable(v), n) for n, s in seen.items() if n in self.nodes for v in s.values()
+        )
+        if not last:
+            return START
+        if len(last) == 1 or last[-1][0] != last[-2][0]:
+            writer: str = last[-1][1]
+            return writer
+        raise InvalidUpdateError("Ambiguous update, specify as_node")
+
+    def get_graph(
+        self, config: Mapping[str, Any] | None = None, *, xray: bool | int = False
+    ) -> DrawableGraph:
+        """The graph's shape, for drawing (``get_graph().draw_mermaid()``).
+
+        Example:
+            >>> # print(app.get_graph().draw_mermaid())
+        """
+        return DrawableGraph.from_builder(self.builder)
+
+    def with_config(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> _Configured:
+        """This graph with ``config`` merged into every call.
+
+        Example:
+            >>> # app.with_config(recursion_limit=50).invoke(state)
+        """
+        return _Configured(self, {**dict(config or {}), **kwargs})
+
+    def __repr__(self) -> str:
+        return f"<CompiledStateGraph {self.name!r} nodes={list(self.nodes)}>"
+
+
+class _Configured:
+    """A compiled graph with a default config (what ``with_config`` returns)."""
+
+    def __init__(self, graph: CompiledStateGraph, config: dict[str, Any]) -> None:
+        self.graph = graph
+        self.config = config
+
+    def _merge(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
+        merged = {**self.config, **dict(config or {})}
+        merged["configurable"] = {
+            **dict(self.config.get("configurable") or {}),
+            **dict((config or {}).get("configurable") or {}),
+        }
+        return merged
+
+    def invoke(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        return self.graph.invoke(input, self._merge(config), **kw)
+
+    async def ainvoke(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        return await self.graph.ainvoke(input, self._merge(config), **kw)
+
+    def stream(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        return self.graph.stream(input, self._merge(config), **kw)
+
+    def astream(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        return self.graph.astream(input, self._merge(config), **kw)
+
+
+def _sortable(version: Any) -> tuple[int, Any]:
+    return (0, version) if isinstance(version, int | float) else (1, str(version))
+
+
+class _ChunkFormatter:
+    """Turns the run's internal events into the chunks of the requested stream modes."""
+
+    def __init__(
+        self, graph: CompiledStateGraph, modes: list[str], *, single: bool, subgraphs: bool
+    ) -> None:
+        self.graph = graph
+        self.modes = modes
+        self.single = single
+        self.subgraphs = subgraphs
+        self.run: Run | None = None
+
+    def _wrap(self, ns: tuple[str, ...], mode: str, chunk: Any) -> Any:
+        if self.single:
+            return (ns, chunk) if self.subgraphs else chunk
+        return (ns, mode, chunk) if self.subgraphs else (mode, chunk)
+
+    def format(self, ns: tuple[str, ...], mode: str, chunk: Any) -> list[Any]:
+        if ns and not self.subgraphs:
+            return []
+        if mode in ("values", "updates") and mode in self.modes:
+            return [self._wrap(ns, mode, chunk)]
+        if mode == "custom" and "custom" in self.modes:
+            return [self._wrap(ns, "custom", chunk[1])]
+        if mode == "messages_from" and "messages" in self.modes:
+            task, result = chunk
+            meta = {"langgraph_node": task.name, "langgraph_triggers": task.triggers}
+            return [self._wrap(ns, "messages", (message, meta)) for message in _messages_in(result)]
+        if mode == "debug_tasks" and ("debug" in self.modes or "tasks" in self.modes):
+            step = self.run.step if self.run else 0
+            out: list[Any] = []
+            for task in chunk:
+                if task.name == START:
+                    continue
+                payload = {
+                    "id": task.id,
+                    "name": task.name,
+                    "input": task.input,
+                    "triggers": task.triggers,
+                }
+                if "debug" in self.modes:
+                    out.append(
+                        self._wrap(ns, "debug", {"step": step, "type": "task", "payload": payload})
+                    )
+                if "tasks" in self.modes:
+                    out.append(self._wrap(ns, "tasks", payload))
+            return out
+        return []
+
+
+def _messages_in(result: Any) -> list[Any]:
+    found: list[Any] = []
+    values: list[Any] = []
+    if isinstance(result, dict):
+        values = list(result.values())
+    for value in values:
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if hasattr(item, "type") and hasattr(item, "content") and not isinstance(item, dict):
+                found.append(item)
+    return found
+
+
+def _in_running_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+T = TypeVar("T")
+
+
+def _sync_call(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to completion from sync code (in a helper thread inside a running loop)."""
+    if not _in_running_loop():
+        return asyncio.run(make())
+    box: dict[str, Any] = {}
+
+    def target() -> None:  # a fresh loop of its own, beside the caller's
+        try:
+            box["value"] = asyncio.run(make())
+        except BaseException as exc:  # handed back to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="flowcore-compat-sync")
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    value: T = box["value"]
+    return value
+
+
+def _sync_iter(make: Callable[[], AsyncIterator[Any]]) -> Iterator[Any]:
+    """Iterate an async iterator from sync code, on an event loop in a helper thread."""
+    items: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    async def pump() -> None:
+        agen = make()
+        try:
+            async for item in agen:
+                while not stop.is_set():
+                    try:
+                        items.put(("item", item), timeout=0.05)
+                        break
+                    except queue.Full:
+                        await asyncio.sleep(0)
+                if stop.is_set():
+                    break
+        finally:
+            await agen.aclose()  # type: ignore[attr-defined]
+
+    def target() -> None:
+        try:
+            asyncio.run(pump())
+        except BaseException as exc:
+            items.put(("error", exc))
+        else:
+            items.put(("end", None))
+
+    worker = threading.Thread(target=target, name="flowcore-compat-stream", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, value = items.get()
+            if kind == "item":
+                yield value
+            elif kind == "error":
+                raise value
+            else:
+                return
+    finally:
+        stop.set()
+        while worker.is_alive():
+            with contextlib.suppress(queue.Empty):
+                items.get(timeout=0.05)
+        worker.join()

@@ -1,0 +1,170 @@
+"""Reading state schemas (TypedDict, dataclass, pydantic) into channels, and back into objects."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, NotRequired, Required, get_args, get_origin, get_type_hints
+
+from flowcore.compat.langgraph._channels import (
+    MISSING,
+    BinaryOperatorAggregate,
+    Channel,
+    LastValue,
+)
+
+__all__ = ["SchemaInfo", "read_schema"]
+
+
+def _strip(annotation: Any) -> Any:
+    while get_origin(annotation) in (Required, NotRequired):
+        annotation = get_args(annotation)[0]
+    return annotation
+
+
+def _reducer(annotation: Any, key: str) -> Callable[[Any, Any], Any] | None:
+    if get_origin(annotation) is not Annotated:
+        return None
+    meta = annotation.__metadata__
+    if not meta or not callable(meta[-1]):
+        return None
+    candidate = meta[-1]
+    try:
+        params = list(inspect.signature(candidate).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    positional = [
+        p
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    if len(positional) != 2:
+        raise ValueError(
+            f"Invalid reducer signature for key {key!r}. Expected (a, b) -> c. "
+            f"Got {inspect.signature(candidate)}"
+        )
+    reducer: Callable[[Any, Any], Any] = candidate
+    return reducer
+
+
+def _initial(annotation: Any) -> Any:
+    """A reducer key starts from its type's empty value when the type has one."""
+    base = _strip(get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation)
+    origin = get_origin(base) or base
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return MISSING
+    try:
+        return origin() if isinstance(origin, type) else MISSING
+    except Exception:
+        return MISSING
+
+
+class SchemaInfo:
+    """What a state schema declares: its keys, each key's channel, and how to build it."""
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
+        self.hints: dict[str, Any] = _hints(schema)
+        self.kind = _kind(schema)
+
+    @property
+    def keys(self) -> list[str]:
+        """The declared keys, in declaration order."""
+        return list(self.hints)
+
+    def channel(self, key: str) -> Channel:
+        """A fresh channel for ``key``."""
+        annotation = _strip(self.hints[key])
+        reducer = _reducer(annotation, key)
+        if reducer is None:
+            return LastValue(key)
+        return BinaryOperatorAggregate(key, reducer, _initial(annotation))
+
+    def defaults(self) -> dict[str, Any]:
+        """Values a dataclass or pydantic schema gives its fields when none is set."""
+        found: dict[str, Any] = {}
+        if self.kind == "pydantic":
+            for name, field in self.schema.model_fields.items():
+                if not field.is_required():
+                    found[name] = field.get_default(call_default_factory=True)
+        elif self.kind == "dataclass":
+            for field in dataclasses.fields(self.schema):
+                if field.default is not dataclasses.MISSING:
+                    found[field.name] = field.default
+                elif field.default_factory is not dataclasses.MISSING:
+                    found[field.name] = field.default_factory()
+        return found
+
+    def coerce(self, values: Mapping[str, Any]) -> Any:
+        """``values`` as the schema's own type (a dict for a TypedDict)."""
+        mine = {k: v for k, v in values.items() if k in self.hints}
+        if self.kind == "pydantic":
+            return self.schema.model_construct(**{**self.defaults(), **mine})
+        if self.kind == "dataclass":
+            merged = {**self.defaults(), **mine}
+            try:
+                return self.schema(**merged)
+            except TypeError:
+                return _partial_dataclass(self.schema, merged)
+        return mine
+
+    def validate(self, values: Mapping[str, Any]) -> None:
+        """Check ``values`` against a pydantic schema (input validation), raising its error."""
+        if self.kind == "pydantic":
+            self.schema.model_validate({**values})
+
+
+def _partial_dataclass(cls: Any, values: Mapping[str, Any]) -> Any:
+    obj = object.__new__(cls)
+    for key, value in values.items():
+        object.__setattr__(obj, key, value)
+    return obj
+
+
+def _kind(schema: Any) -> str:
+    if isinstance(schema, type) and hasattr(schema, "model_fields"):
+        return "pydantic"
+    if dataclasses.is_dataclass(schema):
+        return "dataclass"
+    return "typeddict"
+
+
+def _hints(schema: Any) -> dict[str, Any]:
+    if schema is None:
+        return {}
+    if _kind(schema) == "pydantic":
+        found: dict[str, Any] = {}
+        for name, field in schema.model_fields.items():
+            annotation = field.annotation
+            if field.metadata:
+                annotation = Annotated[(annotation, *field.metadata)]
+            found[name] = annotation
+        try:
+            hinted = get_type_hints(schema, include_extras=True)
+        except Exception:
+            hinted = {}
+        for name in found:
+            if name in hinted and get_origin(hinted[name]) is Annotated:
+                found[name] = hinted[name]
+        return found
+    try:
+        hints = get_type_hints(schema, include_extras=True)
+    except Exception:
+        hints = dict(getattr(schema, "__annotations__", {}))
+    return {k: v for k, v in hints.items() if k != "__slots__" and not k.startswith("_abc")}
+
+
+_CACHE: dict[Any, SchemaInfo] = {}
+
+
+def read_schema(schema: Any) -> SchemaInfo:
+    """The :class:`SchemaInfo` of ``schema`` (cached per schema)."""
+    try:
+        info = _CACHE.get(schema)
+    except TypeError:
+        return SchemaInfo(schema)
+    if info is None:
+        info = _CACHE[schema] = SchemaInfo(schema)
+    return info

@@ -1,0 +1,210 @@
+"""The small data types of LangGraph's API: Send, Command, Interrupt, RetryPolicy, snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+
+__all__ = [
+    "END",
+    "START",
+    "Command",
+    "Interrupt",
+    "PregelTask",
+    "RetryPolicy",
+    "Send",
+    "StateSnapshot",
+    "default_retry_on",
+]
+
+START = "__start__"
+"""The virtual node a run starts from."""
+END = "__end__"
+"""The virtual node a branch ends at."""
+
+N = TypeVar("N")
+
+
+class Send:
+    """Run ``node`` once more in the next superstep, with ``arg`` as its input.
+
+    Example:
+        >>> Send("write", {"topic": "ducks"})
+        Send(node='write', arg={'topic': 'ducks'})
+    """
+
+    __slots__ = ("arg", "node")
+
+    def __init__(self, node: str, arg: Any) -> None:
+        self.node = node
+        self.arg = arg
+
+    def __repr__(self) -> str:
+        return f"Send(node={self.node!r}, arg={self.arg!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Send) and (self.node, self.arg) == (other.node, other.arg)
+
+    def __hash__(self) -> int:
+        return hash((self.node, repr(self.arg)))
+
+
+@dataclass(frozen=True, slots=True)
+class Command(Generic[N]):
+    """What a node returns to update state and choose where to go next in one value.
+
+    ``update`` is applied like a node's return value; ``goto`` names the
+    next node(s) or holds ``Send``s; ``resume`` answers pending
+    ``interrupt()`` calls when passed as run input; ``graph=Command.PARENT``
+    sends the command to the parent graph.
+
+    Example:
+        >>> Command(update={"n": 1}, goto="next").goto
+        'next'
+    """
+
+    graph: str | None = None
+    update: Any | None = None
+    resume: Any | None = None
+    goto: Send | Sequence[Send | N] | N = ()
+
+    PARENT: ClassVar[str] = "__parent__"
+
+    def update_pairs(self) -> list[tuple[str, Any]]:
+        """``update`` as (key, value) pairs, in order.
+
+        Example:
+            >>> Command(update={"a": 1}).update_pairs()
+            [('a', 1)]
+        """
+        update = self.update
+        if update is None:
+            return []
+        if isinstance(update, dict):
+            return list(update.items())
+        if isinstance(update, list | tuple) and all(
+            isinstance(p, tuple) and len(p) == 2 for p in update
+        ):
+            return [(str(k), v) for k, v in update]
+        fields = _object_fields(update)
+        if fields is not None:
+            return list(fields.items())
+        raise TypeError(f"Command.update must be a dict or a list of pairs, got {update!r}")
+
+    def goto_targets(self) -> list[Any]:
+        """``goto`` as a list of node names and ``Send``s.
+
+        Example:
+            >>> Command(goto=["a", "b"]).goto_targets()
+            ['a', 'b']
+        """
+        goto = self.goto
+        if isinstance(goto, str | Send):
+            return [goto]
+        return list(goto)  # type: ignore[arg-type]
+
+
+def _object_fields(value: Any) -> dict[str, Any] | None:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and hasattr(type(value), "model_fields"):
+        return {k: getattr(value, k) for k in type(value).model_fields}
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: getattr(value, k) for k in value.__dataclass_fields__}
+    return None
+
+
+class Interrupt:
+    """A pause raised by ``interrupt(value)``; ``id`` answers it in ``Command(resume={id: ...})``.
+
+    Example:
+        >>> Interrupt("Approve?", id="abc")
+        Interrupt(value='Approve?', id='abc')
+    """
+
+    __slots__ = ("id", "value")
+
+    def __init__(self, value: Any, id: str = "placeholder-id") -> None:
+        self.value = value
+        self.id = id
+
+    def __repr__(self) -> str:
+        return f"Interrupt(value={self.value!r}, id={self.id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Interrupt) and (self.value, self.id) == (other.value, other.id)
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+
+def default_retry_on(exc: Exception) -> bool:
+    """LangGraph's default: retry anything but programming and lookup errors.
+
+    Example:
+        >>> default_retry_on(ValueError("bad")), default_retry_on(ConnectionError())
+        (False, True)
+    """
+    if isinstance(exc, ConnectionError):
+        return True
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int) and type(exc).__name__ in ("HTTPStatusError", "HTTPError"):
+        return 500 <= status < 600
+    return not isinstance(
+        exc,
+        ValueError
+        | TypeError
+        | ArithmeticError
+        | ImportError
+        | LookupError
+        | NameError
+        | SyntaxError
+        | RuntimeError
+        | ReferenceError
+        | StopIteration
+        | StopAsyncIteration
+        | OSError,
+    )
+
+
+class RetryPolicy(NamedTuple):
+    """How a failing node is retried: backoff from ``initial_interval`` up to ``max_attempts``.
+
+    Example:
+        >>> RetryPolicy(max_attempts=5).max_attempts
+        5
+    """
+
+    initial_interval: float = 0.5
+    backoff_factor: float = 2.0
+    max_interval: float = 128.0
+    max_attempts: int = 3
+    jitter: bool = True
+    retry_on: type[Exception] | Sequence[type[Exception]] | Callable[[Exception], bool] = (
+        default_retry_on
+    )
+
+
+class PregelTask(NamedTuple):
+    """A task of a snapshot: a node that is due, with its error, pauses or result."""
+
+    id: str
+    name: str
+    path: tuple[Any, ...]
+    error: Exception | None = None
+    interrupts: tuple[Interrupt, ...] = ()
+    state: Any = None
+    result: Any | None = None
+
+
+class StateSnapshot(NamedTuple):
+    """A thread's state at one checkpoint, what runs next, and where it came from."""
+
+    values: dict[str, Any] | Any
+    next: tuple[str, ...]
+    config: dict[str, Any]
+    metadata: dict[str, Any] | None
+    created_at: str | None
+    parent_config: dict[str, Any] | None
+    tasks: tuple[PregelTask, ...]
+    interrupts: tuple[Interrupt, ...]
