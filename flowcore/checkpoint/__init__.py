@@ -1,7 +1,13 @@
 """Durable execution: checkpoint stores, their records and serialization."""
 
 from flowcore.checkpoint.memory import InMemoryCheckpointer
-from flowcore.checkpoint.protocol import Checkpoint, Checkpointer, PendingWrite, WriteGroup
+from flowcore.checkpoint.protocol import (
+    Checkpoint,
+    Checkpointer,
+    MaintainableCheckpointer,
+    PendingWrite,
+    WriteGroup,
+)
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
 from flowcore.checkpoint.sqlite import SqliteCheckpointer
 
@@ -10,6 +16,7 @@ __all__ = [
     "Checkpointer",
     "InMemoryCheckpointer",
     "JsonSerializer",
+    "MaintainableCheckpointer",
     "PendingWrite",
     "Serializer",
     "SqliteCheckpointer",

@@ -8,6 +8,7 @@ never the object it saved.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from flowcore.checkpoint.protocol import Checkpoint, PendingWrite
@@ -22,6 +23,7 @@ __all__ = ["InMemoryCheckpointer"]
 class _Thread:
     order: list[str] = field(default_factory=list)  # checkpoint ids, oldest first
     checkpoints: dict[str, bytes] = field(default_factory=dict)
+    parents: dict[str, str | None] = field(default_factory=dict)
     writes: dict[str, dict[str, tuple[int, bytes]]] = field(default_factory=dict)
 
 
@@ -64,6 +66,7 @@ class InMemoryCheckpointer:
             thread = self._threads[checkpoint.thread_id] = _Thread()
         thread.order.append(checkpoint.checkpoint_id)
         thread.checkpoints[checkpoint.checkpoint_id] = data
+        thread.parents[checkpoint.checkpoint_id] = checkpoint.parent_id
 
     async def put_write(self, thread_id: str, checkpoint_id: str, write: PendingWrite) -> None:
         """Store or replace one node's pending write (see :class:`Checkpointer.put_write`)."""
@@ -128,5 +131,82 @@ class InMemoryCheckpointer:
         """Forget a thread entirely."""
         self._threads.pop(thread_id, None)
 
+    async def threads(self, prefix: str = "") -> list[str]:
+        """Ids of the threads with a checkpoint that start with ``prefix``, sorted.
+
+        Example:
+            >>> # await store.threads("project-")
+            >>> # ['project-1', 'project-2']
+        """
+        return sorted(t for t, thread in self._threads.items() if t.startswith(prefix))
+
+    async def rewrite(
+        self,
+        thread_id: str,
+        *,
+        delete: Collection[str] = (),
+        replace: Sequence[Checkpoint] = (),
+    ) -> None:
+        """Delete and replace checkpoints of a thread at once (see the protocol).
+
+        Example:
+            >>> # await store.rewrite("t", delete={"c1"}, replace=[new_c2_without_parent])
+        """
+        thread = self._threads.get(thread_id)
+        doomed = set() if thread is None else set(delete) & thread.checkpoints.keys()
+        encoded: dict[str, bytes] = {}
+        parents = {} if thread is None else dict(thread.parents)
+        for cp in replace:
+            if thread is None or cp.checkpoint_id not in thread.checkpoints:
+                raise _not_found(thread_id, cp.checkpoint_id)
+            _check_replacement(thread_id, cp, doomed)
+            encoded[cp.checkpoint_id] = self._serde.dumps(
+                checkpoint_to_record(cp), path="checkpoint"
+            )
+            parents[cp.checkpoint_id] = cp.parent_id
+        if thread is None:
+            return
+        for cid in doomed:
+            del parents[cid]
+        for cid, parent in parents.items():
+            if parent is not None and parent not in parents:
+                raise _orphan(thread_id, cid, parent)
+        # Everything is checked: now change the thread in one go.
+        thread.parents = parents
+        thread.order = [cid for cid in thread.order if cid not in doomed]
+        for cid in doomed:
+            del thread.checkpoints[cid]
+            thread.writes.pop(cid, None)
+        thread.checkpoints.update(encoded)
+        if not thread.order:
+            del self._threads[thread_id]
+
     async def aclose(self) -> None:
         """Nothing to release; provided for the protocol."""
+
+
+def _not_found(thread_id: str, checkpoint_id: str) -> CheckpointNotFoundError:
+    return CheckpointNotFoundError(
+        f"checkpoint {checkpoint_id!r} is not in thread {thread_id!r}, so it cannot be replaced",
+        thread_id=thread_id,
+        checkpoint_id=checkpoint_id,
+    )
+
+
+def _check_replacement(thread_id: str, cp: Checkpoint, doomed: Collection[str]) -> None:
+    """Refuse a replacement for another thread or for a checkpoint deleted by the same call."""
+    if cp.thread_id != thread_id:
+        raise CheckpointError(
+            f"a replacement for thread {thread_id!r} names thread {cp.thread_id!r}; "
+            "rewrite one thread at a time"
+        )
+    if cp.checkpoint_id in doomed:
+        raise _not_found(thread_id, cp.checkpoint_id)
+
+
+def _orphan(thread_id: str, checkpoint_id: str, parent_id: str) -> CheckpointError:
+    return CheckpointError(
+        f"rewriting thread {thread_id!r} would leave checkpoint {checkpoint_id!r} with parent "
+        f"{parent_id!r}, which is not in the thread; replace {checkpoint_id!r} too, with "
+        "another parent_id (or None)"
+    )

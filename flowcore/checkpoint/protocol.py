@@ -15,11 +15,11 @@ comes back is an equal copy, never the object that was saved.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Checkpoint", "Checkpointer", "PendingWrite", "WriteGroup"]
+__all__ = ["Checkpoint", "Checkpointer", "MaintainableCheckpointer", "PendingWrite", "WriteGroup"]
 
 WriteGroup = Sequence[tuple[str, Mapping[str, Any]]]
 """The writes of one superstep, as ``(node, update)`` pairs in the order applied."""
@@ -136,4 +136,45 @@ class Checkpointer(Protocol):
 
     async def aclose(self) -> None:
         """Release connections and background tasks; the store is unusable after."""
+        ...
+
+
+@runtime_checkable
+class MaintainableCheckpointer(Checkpointer, Protocol):
+    """A checkpointer that can also list its threads and edit a thread's history.
+
+    An optional extension of :class:`Checkpointer` for maintenance work
+    (pruning, deleting the checkpoints of some runs, adapters that keep
+    several logical threads in one store). Both built-in stores implement it.
+
+    Example:
+        >>> from flowcore.checkpoint import InMemoryCheckpointer
+        >>> isinstance(InMemoryCheckpointer(), MaintainableCheckpointer)
+        True
+    """
+
+    async def threads(self, prefix: str = "") -> list[str]:
+        """Ids of the threads that have a checkpoint and start with ``prefix``, sorted."""
+        ...
+
+    async def rewrite(
+        self,
+        thread_id: str,
+        *,
+        delete: Collection[str] = (),
+        replace: Sequence[Checkpoint] = (),
+    ) -> None:
+        """Delete some checkpoints of a thread and replace the records of others, atomically.
+
+        Deleted checkpoints lose their pending writes; ids in ``delete`` that
+        are not in the thread are ignored. Each checkpoint in ``replace``
+        overwrites the stored checkpoint with its id, keeping its place in
+        the history and its pending writes.
+
+        Raises :class:`~flowcore.errors.CheckpointNotFoundError` if a
+        replaced id is not in the thread (or is deleted by the same call),
+        and :class:`~flowcore.errors.CheckpointError` if afterwards a
+        checkpoint would name a parent that is not in the thread (replace it
+        with another ``parent_id`` too); in each case nothing changes.
+        """
         ...

@@ -32,7 +32,7 @@ import contextlib
 import logging
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -688,6 +688,90 @@ class SqliteCheckpointer:
 
         await self._write(delete)
 
+    # ------------------------------------------------------------------ maintenance
+
+    async def threads(self, prefix: str = "") -> list[str]:
+        """Ids of the threads with a checkpoint that start with ``prefix``, sorted.
+
+        Example:
+            >>> # await store.threads("project-")
+            >>> # ['project-1', 'project-2']
+        """
+        rows = await self._read(
+            "SELECT DISTINCT thread_id FROM checkpoints WHERE thread_id >= :p "
+            "AND substr(thread_id, 1, length(:p)) = :p ORDER BY thread_id",
+            {"p": prefix},
+        )
+        return [str(row[0]) for row in rows]
+
+    async def rewrite(
+        self,
+        thread_id: str,
+        *,
+        delete: Collection[str] = (),
+        replace: Sequence[Checkpoint] = (),
+    ) -> None:
+        """Delete and replace checkpoints of a thread in one transaction (see the protocol).
+
+        Example:
+            >>> # await store.rewrite("t", delete={"c1"}, replace=[new_c2_without_parent])
+        """
+        self._require_open()
+        doomed = sorted(set(delete))
+        rows = []
+        for cp in replace:
+            if cp.thread_id != thread_id:
+                raise CheckpointError(
+                    f"a replacement for thread {thread_id!r} names thread {cp.thread_id!r}; "
+                    "rewrite one thread at a time"
+                )
+            if cp.checkpoint_id in doomed:
+                raise _not_replaceable(thread_id, cp.checkpoint_id)
+            blob = self._serde.dumps(checkpoint_to_record(cp), path="checkpoint")
+            rows.append(
+                {
+                    "t": thread_id,
+                    "c": cp.checkpoint_id,
+                    "parent_id": cp.parent_id,
+                    "step": cp.step,
+                    "created_at": cp.created_at,
+                    "is_snapshot": int(cp.snapshot is not None),
+                    "record": blob,
+                }
+            )
+
+        async def run(conn: aiosqlite.Connection) -> None:
+            pairs = [(thread_id, cid) for cid in doomed]
+            await conn.executemany(
+                "DELETE FROM writes WHERE thread_id = ? AND checkpoint_id = ?", pairs
+            )
+            await conn.executemany(
+                "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?", pairs
+            )
+            for row in rows:
+                cursor = await conn.execute(
+                    "UPDATE checkpoints SET parent_id = :parent_id, step = :step, "
+                    "created_at = :created_at, is_snapshot = :is_snapshot, record = :record "
+                    "WHERE thread_id = :t AND checkpoint_id = :c",
+                    row,
+                )
+                if cursor.rowcount != 1:
+                    raise _not_replaceable(thread_id, str(row["c"]))
+            orphans = await conn.execute_fetchall(
+                "SELECT checkpoint_id, parent_id FROM checkpoints WHERE thread_id = :t "
+                "AND parent_id IS NOT NULL AND parent_id NOT IN "
+                "(SELECT checkpoint_id FROM checkpoints WHERE thread_id = :t) LIMIT 1",
+                {"t": thread_id},
+            )
+            for child, parent in orphans:
+                raise CheckpointError(
+                    f"rewriting thread {thread_id!r} would leave checkpoint {child!r} with "
+                    f"parent {parent!r}, which is not in the thread; replace {child!r} too, "
+                    "with another parent_id (or None)"
+                )
+
+        await self._write(run)
+
     # ------------------------------------------------------------------ diagnostics
 
     async def pragmas(self) -> dict[str, dict[str, object]]:
@@ -732,6 +816,14 @@ def _check_magic(path: Path) -> None:
             f"{path} is not an SQLite database (corrupt, or another kind of file); "
             "point SqliteCheckpointer at a new file or at one flowcore created"
         )
+
+
+def _not_replaceable(thread_id: str, checkpoint_id: str) -> CheckpointNotFoundError:
+    return CheckpointNotFoundError(
+        f"checkpoint {checkpoint_id!r} is not in thread {thread_id!r}, so it cannot be replaced",
+        thread_id=thread_id,
+        checkpoint_id=checkpoint_id,
+    )
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
