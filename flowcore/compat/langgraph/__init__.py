@@ -26,6 +26,9 @@ from flowcore.compat.langgraph._messages import (
     messages_to_dict,
 )
 from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph
+from flowcore.compat.langgraph._savers import BaseCheckpointSaver, CheckpointTuple
+from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
+from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver, SqliteSaver
 from flowcore.compat.langgraph._types import (
     END,
     START,
@@ -44,20 +47,26 @@ __all__ = [
     "START",
     "AIMessage",
     "AnyMessage",
+    "AsyncSqliteSaver",
+    "BaseCheckpointSaver",
     "BaseMessage",
+    "CheckpointTuple",
     "Command",
     "CompiledStateGraph",
     "EmptyInputError",
     "GraphInterrupt",
     "GraphRecursionError",
     "HumanMessage",
+    "InMemorySaver",
     "Interrupt",
     "InvalidUpdateError",
+    "MemorySaver",
     "MessagesState",
     "PregelTask",
     "RemoveMessage",
     "RetryPolicy",
     "Send",
+    "SqliteSaver",
     "StateGraph",
     "StateSnapshot",
     "SystemMessage",
