@@ -190,6 +190,7 @@ class Run:
         self.last_values: Any = MISSING
         self.dirty = False
         self.updated: set[str] = set()
+        self.output_keys: list[str] = list(graph.stream_keys)
         self.saved_versions: dict[str, Any] = {}
 
     def emit(self, mode: str, chunk: Any) -> None:
@@ -266,12 +267,25 @@ class Run:
         has_state = bool(self.checkpoint["channel_versions"])
         command = self.input if isinstance(self.input, Command) else None
         resuming = has_state and (self.input is None or command is not None or self.force_resume)
+        addressed = "checkpoint_id" in self.configurable and self.parent_scope is None
+        time_travel = addressed and not (command is not None and command.resume is not None)
+        if time_travel:
+            # Replaying from a past checkpoint re-runs its tasks and re-asks its questions.
+            self.pending = [w for w in self.pending if w[0] == NULL_TASK_ID]
+        forks = resuming and time_travel and self.metadata.get("source") not in ("update", "fork")
+        carried: list[tuple[str, Any]] = []
         if command is not None:
-            await self._apply_command(command)
+            carried = await self._apply_command(command, store=not forks)
+        null_writes = [(c, v) for t, c, v in self.pending if t == NULL_TASK_ID]
+        if null_writes or carried:
+            self.apply_writes([], extra=[*null_writes, *carried])
         if resuming:
             self.resuming = True
             seen = self.checkpoint["versions_seen"].setdefault(INTERRUPT, {})
             seen.update(self.checkpoint["channel_versions"])
+            if forks:
+                self.pending = []
+                await self._put_checkpoint("fork")
             self.emit_values(force=True)
             return
         if self.input is None or command is not None:
@@ -285,29 +299,42 @@ class Run:
         self.pending = []
         await self._put_checkpoint("input")
 
-    async def _apply_command(self, command: Command[Any]) -> None:
+    def _pending_interrupt_ids(self) -> list[str]:
+        answered = {t for t, c, _ in self.pending if c not in (INTERRUPT, RESUME, ERROR)}
+        return [
+            i.id
+            for t, c, v in self.pending
+            if c == INTERRUPT and t not in answered
+            for i in _as_interrupts(v)
+        ]
+
+    async def _apply_command(self, command: Command[Any], *, store: bool) -> list[tuple[str, Any]]:
         if command.resume is not None:
-            pending_ids = {
-                i.id for _, c, v in self.pending if c == INTERRUPT for i in _as_interrupts(v)
-            }
-            if (
-                isinstance(command.resume, dict)
-                and command.resume
-                and all(k in pending_ids for k in command.resume)
-            ):
-                self.resume_by_id.update(command.resume)
+            if self.saver is None:
+                raise RuntimeError("Cannot use Command(resume=...) without checkpointer")
+            resume = command.resume
+            if isinstance(resume, dict) and all(_is_interrupt_id(k) for k in resume):
+                self.resume_by_id.update(resume)
             else:
-                self.null_resume.append(command.resume)
+                if len(self._pending_interrupt_ids()) > 1:
+                    raise RuntimeError(
+                        "When there are multiple pending interrupts, you must specify the "
+                        "interrupt id when resuming."
+                    )
+                self.null_resume.append(resume)
         writes: list[tuple[str, Any]] = []
         if command.update is not None:
             writes.extend(update_writes(command, self.graph.state_keys))
         writes.extend(control_writes(Command(goto=command.goto)))
-        if writes:
-            self.apply_writes([], extra=writes)
-            self.pending.extend((NULL_TASK_ID, c, v) for c, v in writes)
-            if self.saver is not None and self.saved_config is not None:
-                encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
-                await self.saver.aput_writes(self.saved_config, encoded, NULL_TASK_ID, "")
+        if not writes and command.resume is None:
+            raise EmptyInputError("Received empty Command input")
+        if not writes or not store:
+            return writes
+        self.pending.extend((NULL_TASK_ID, c, v) for c, v in writes)
+        if self.saver is not None and self.saved_config is not None:
+            encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
+            await self.saver.aput_writes(self.saved_config, encoded, NULL_TASK_ID, "")
+        return []
 
     # ----------------------------------------------------------------- tasks
     def prepare(self, *, for_execution: bool = True) -> list[Task]:
@@ -554,9 +581,9 @@ class Run:
     # --------------------------------------------------------------- outputs
     def emit_values(self, *, force: bool = False) -> None:
         """Stream the output keys' values after a superstep that changed them."""
-        if not force and not (self.updated & set(self.graph.output_keys)):
+        if not force and not (self.updated & set(self.output_keys)):
             return
-        values = self.graph.read_output(self.channels)
+        values = self.graph.read_output(self.channels, self.output_keys)
         self.last_values = values
         self.emit("values", values)
 
@@ -564,7 +591,7 @@ class Run:
         """Stream one task's state update as ``{node: update}``."""
         if task.name == START:
             return
-        keys = set(self.graph.output_keys)
+        keys = set(self.output_keys)
         mine = [(c, v) for c, v in writes if c in keys]
         update: Any
         if not mine:
@@ -605,6 +632,10 @@ class Run:
             if self.status not in ("interrupt_before", "interrupt_after"):
                 self.status = "interrupted"
             await self._exit()
+            if self.parent_scope is None and self.pending and any(t.writes for t in self.tasks):
+                # One last look at the state with the finished tasks' writes applied.
+                self.apply_writes(self.tasks)
+                self.emit_values()
             raise
         except BaseException:
             await self._exit()
@@ -639,6 +670,10 @@ def _version_key(version: Any) -> Any:
     if isinstance(version, int | float):
         return (0, version, "")
     return (1, 0, str(version))
+
+
+def _is_interrupt_id(key: Any) -> bool:
+    return isinstance(key, str) and len(key) == 32 and all(c in "0123456789abcdef" for c in key)
 
 
 def _as_interrupts(value: Any) -> list[Interrupt]:

@@ -117,6 +117,9 @@ class CompiledStateGraph:
         for info in self.infos.values():
             for key in info.keys:
                 self._add_state_key(info, key)
+        # Streams and snapshots show every state key, private ones included;
+        # invoke() returns the output schema's keys.
+        self.stream_keys: list[str] = list(self.state_keys)
         self._channel_makers[START] = functools.partial(EphemeralValue, START)
         self._channel_makers[TASKS] = functools.partial(_Topic, TASKS)
         self.triggers: dict[str, list[str]] = {START: [START]}
@@ -218,11 +221,13 @@ class CompiledStateGraph:
             return channels[START].get()
         return self._read(self._schema_of(node), channels)
 
-    def read_output(self, channels: Mapping[str, Channel]) -> dict[str, Any]:
-        """The output keys that hold a value."""
+    def read_output(
+        self, channels: Mapping[str, Channel], keys: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """The given keys (default: the output schema's) that hold a value."""
         return {
             k: channels[k].get()
-            for k in self.output_keys
+            for k in (self.output_keys if keys is None else keys)
             if k in channels and channels[k].is_available()
         }
 
@@ -322,6 +327,7 @@ class CompiledStateGraph:
         interrupt_after: Sequence[str] | str | None = None,
         durability: str | None = None,
         debug: bool | None = None,
+        output_keys: Sequence[str] | None = None,
         **_: Any,
     ) -> AsyncIterator[Any]:
         """Run and yield stream chunks as they happen (``stream_mode`` as in LangGraph).
@@ -352,6 +358,8 @@ class CompiledStateGraph:
             interrupt_after=interrupt_after,
         )
         formatter.run = run
+        if output_keys is not None:
+            run.output_keys = list(output_keys)
 
         async def drive() -> None:
             try:
@@ -409,7 +417,11 @@ class CompiledStateGraph:
         latest: Any = None
         interrupts: list[Interrupt] = []
         async for mode, chunk in self.astream(
-            input, config, stream_mode=["updates", "values"], **kwargs
+            input,
+            config,
+            stream_mode=["updates", "values"],
+            output_keys=kwargs.pop("output_keys", self.output_keys),
+            **kwargs,
         ):
             if mode == "values":
                 latest = chunk
@@ -527,7 +539,7 @@ class CompiledStateGraph:
                 finished.append(task)
             result = None
             if is_done:
-                result = {c: v for c, v in writes if c in self.output_keys}
+                result = {c: v for c, v in writes if c in self.stream_keys}
             error = entry["error"]
             out_tasks.append(
                 PregelTask(
@@ -542,7 +554,7 @@ class CompiledStateGraph:
             )
         if live and finished:
             run.apply_writes(finished)
-        values = self.read_output(run.channels)
+        values = self.read_output(run.channels, self.stream_keys)
         next_names = tuple(t.name for t in tasks if not (live and t in finished))
         return StateSnapshot(
             values,
