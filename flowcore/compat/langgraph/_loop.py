@@ -18,7 +18,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -450,6 +450,8 @@ class Run:
             if done:
                 task.writes = [(c, v) for c, v in done if c != NO_WRITES]
                 task.done = True
+            if self.graph.is_subgraph_node(task.name):
+                continue  # its own run takes the answers meant for its nodes
             for interrupt in (i for c, v in saved if c == INTERRUPT for i in _as_interrupts(v)):
                 if interrupt.id in self.resume_by_id:
                     task.resume.append(self.resume_by_id.pop(interrupt.id))
@@ -561,12 +563,23 @@ class Run:
             async def attempt() -> Any:
                 scope.calls = 0
                 if hasattr(action, "_arun_subgraph"):
-                    return await action._arun_subgraph(task.input, scope, self)
+                    try:
+                        return await action._arun_subgraph(task.input, scope, self)
+                    except ParentCommand as exc:
+                        # A node of the subgraph addressed this graph: it is this node's result.
+                        return replace(exc.command, graph=None)
                 return await call_with_config(
                     action, task.input, scope.config, {"writer": scope.writer}
                 )
 
             result = await retry_call(attempt, spec.retry)
+            parent_commands = [
+                c
+                for c in (result if isinstance(result, list | tuple) else [result])
+                if isinstance(c, Command) and c.graph == Command.PARENT
+            ]
+            if parent_commands:
+                raise ParentCommand(replace(parent_commands[0], graph=None))
             writes = update_writes(result, graph.state_keys)
         writes.extend(control_writes(result))
         writes.extend(graph.static_writes[task.name])

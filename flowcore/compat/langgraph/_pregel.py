@@ -273,6 +273,11 @@ class CompiledStateGraph:
             targets.append(target)
         return targets
 
+    def is_subgraph_node(self, name: str) -> bool:
+        """Whether node ``name`` runs a compiled graph."""
+        spec = self.nodes.get(name)
+        return spec is not None and hasattr(spec.action, "_arun_subgraph")
+
     def task_config(
         self, config: Mapping[str, Any], task: Task, step: int, ns: str
     ) -> dict[str, Any]:
@@ -465,7 +470,7 @@ class CompiledStateGraph:
             run.saver = parent.saver
             run.thread_id = parent.thread_id
         run.force_resume = parent.resuming or bool(scope.resume)
-        run.limit = parent.limit
+        run.resume_by_id = parent.resume_by_id
         await run.execute()
         return run.graph.read_output(run.channels)
 
