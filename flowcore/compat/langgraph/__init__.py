@@ -28,7 +28,8 @@ from flowcore.compat.langgraph._messages import (
 from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph
 from flowcore.compat.langgraph._savers import BaseCheckpointSaver, CheckpointTuple
 from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
-from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver, SqliteSaver
+from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
+from flowcore.compat.langgraph._savers_sync import SqliteSaver
 from flowcore.compat.langgraph._types import (
     END,
     START,

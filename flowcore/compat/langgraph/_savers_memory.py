@@ -12,9 +12,9 @@ from flowcore.compat.langgraph._savers import (
     BaseCheckpointSaver,
     CheckpointTuple,
     RunnableConfig,
-    SaverCore,
     next_version,
 )
+from flowcore.compat.langgraph._savers_core import SaverCore
 
 __all__ = ["InMemorySaver", "MemorySaver"]
 

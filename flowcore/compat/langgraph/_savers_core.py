@@ -1,0 +1,509 @@
+"""How LangGraph's saver operations map onto flowcore's checkpoint stores.
+
+A LangGraph saver keeps checkpoints per ``(thread_id, checkpoint_ns)`` and,
+against each checkpoint, the pending writes of its tasks. Here each such
+pair is one flowcore thread (``langgraph/<thread>/<ns>``, both parts
+percent-encoded) in any :class:`~flowcore.checkpoint.MaintainableCheckpointer`,
+so one flowcore database holds flowcore's own threads and LangGraph's side by
+side. A LangGraph checkpoint becomes one flowcore
+:class:`~flowcore.checkpoint.Checkpoint`:
+
+* ``checkpoint_id`` and ``parent_id``: LangGraph's ids (``parent_id`` only
+  while that parent is stored; LangGraph's own parent id stays in the cursor).
+* ``writes``: one group ``[("channels", {channel: value})]`` holding the
+  values of the channels that changed (``new_versions``), i.e. a delta.
+* ``cursor``: the LangGraph checkpoint without its values (``v``, ``id``,
+  ``ts``, ``channel_versions``, ``versions_seen``, ...), the parent id, and
+  ``blob_at``: for each channel with a value, the checkpoint whose delta
+  holds it. A channel whose version did not change points where its parent
+  pointed, so a long thread stores each value once, not once per step.
+* ``metadata``: LangGraph's metadata, merged with the config as LangGraph does.
+
+The pending writes of one task are one flowcore
+:class:`~flowcore.checkpoint.PendingWrite` named by the task id, so the writes
+of one ``put_writes`` call are saved in one transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import replace as dc_replace
+from typing import Any, NamedTuple
+from urllib.parse import quote, unquote
+
+from flowcore.checkpoint import Checkpoint, MaintainableCheckpointer, PendingWrite
+from flowcore.compat.langgraph._savers import WRITES_IDX_MAP, CheckpointTuple, RunnableConfig
+from flowcore.errors import CheckpointError, CheckpointNotFoundError, InvalidInputError
+
+__all__ = ["SaverCore", "merged_metadata"]
+
+_PREFIX = "langgraph/"
+_CHANNELS = "channels"
+_PAGE = 100
+_EXCLUDED_METADATA_KEYS = frozenset(
+    {
+        "thread_id",
+        "checkpoint_id",
+        "checkpoint_ns",
+        "checkpoint_map",
+        "langgraph_step",
+        "langgraph_node",
+        "langgraph_triggers",
+        "langgraph_path",
+        "langgraph_checkpoint_ns",
+    }
+)
+
+
+# ---------------------------------------------------------------------- config helpers
+
+
+def _configurable(config: Mapping[str, Any] | None, what: str) -> Mapping[str, Any]:
+    conf = (config or {}).get("configurable")
+    if not isinstance(conf, Mapping) or conf.get("thread_id") is None:
+        raise InvalidInputError(
+            f"{what} needs config['configurable']['thread_id'] to know which thread to use; "
+            'pass {"configurable": {"thread_id": "..."}}'
+        )
+    return conf
+
+
+def _thread_key(thread_id: str, ns: str) -> str:
+    return f"{_thread_prefix(thread_id)}{quote(ns, safe='')}"
+
+
+def _thread_prefix(thread_id: str) -> str:
+    return f"{_PREFIX}{quote(thread_id, safe='')}/"
+
+
+def _split_key(key: str) -> tuple[str, str]:
+    thread, _, ns = key[len(_PREFIX) :].partition("/")
+    return unquote(thread), unquote(ns)
+
+
+def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def _clean(value: Any) -> Any:
+    return value.replace("\u0000", "") if isinstance(value, str) else value
+
+
+def merged_metadata(config: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """LangGraph's stored metadata: ``metadata`` plus the config's plain user keys.
+
+    Keys of ``config["metadata"]`` and ``config["configurable"]`` that are
+    not already there, not LangGraph's own and not ``__private``, are added
+    when their value is a str, int, float or bool. NUL characters are dropped
+    from strings.
+
+    Example:
+        >>> merged_metadata({"configurable": {"thread_id": "1", "user": "ann"}}, {"step": 0})
+        {'step': 0, 'user': 'ann'}
+    """
+    merged = {key: _clean(value) for key, value in metadata.items()}
+    for source in (config.get("metadata"), config.get("configurable")):
+        if not isinstance(source, Mapping):
+            continue
+        for key, value in source.items():
+            if key in merged or key in _EXCLUDED_METADATA_KEYS or key.startswith("__"):
+                continue
+            if isinstance(value, str | int | float | bool):
+                merged[key] = _clean(value)
+    return merged
+
+
+def _created_at(checkpoint: Mapping[str, Any]) -> float:
+    try:
+        return dt.datetime.fromisoformat(str(checkpoint["ts"])).timestamp()
+    except (KeyError, ValueError):
+        return time.time()
+
+
+def _delta(cp: Checkpoint | None) -> Mapping[str, Any]:
+    if cp is None or not cp.writes:
+        return {}
+    for node, values in cp.writes[0]:
+        if node == _CHANNELS:
+            return values
+    return {}
+
+
+def _blob_at(cp: Checkpoint) -> Mapping[str, str]:
+    return (cp.cursor or {}).get("blob_at", {})  # type: ignore[no-any-return]
+
+
+def _versions(cp: Checkpoint) -> Mapping[str, Any]:
+    return (cp.cursor or {}).get("checkpoint", {}).get("channel_versions", {})  # type: ignore[no-any-return]
+
+
+class _Flat(NamedTuple):
+    """One stored write, with what sorts it."""
+
+    path: str
+    task_id: str
+    idx: int
+    channel: str
+    value: Any
+
+
+def _flatten(writes: Iterable[PendingWrite]) -> list[tuple[str, str, Any]]:
+    flat = [
+        _Flat(str(entry["path"]), w.node, int(entry["idx"]), str(entry["channel"]), entry["value"])
+        for w in writes
+        for entry in w.payload.get("writes", ())
+    ]
+    flat.sort(key=lambda f: (f.path, f.task_id, f.idx))
+    return [(f.task_id, f.channel, f.value) for f in flat]
+
+
+# ---------------------------------------------------------------------- the core
+
+
+class SaverCore:
+    """LangGraph's saver operations on a flowcore store, as coroutines.
+
+    The shells (``InMemorySaver``, ``AsyncSqliteSaver``, ``SqliteSaver``)
+    decide how these coroutines are run; every rule of the mapping lives here.
+
+    Example:
+        >>> from flowcore.checkpoint import InMemoryCheckpointer
+        >>> core = SaverCore(InMemoryCheckpointer())
+        >>> # await core.put({"configurable": {"thread_id": "1"}}, checkpoint, {}, {})
+    """
+
+    def __init__(self, store: MaintainableCheckpointer) -> None:
+        self.store = store
+
+    # ------------------------------------------------------------------ reading
+
+    async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names, or the latest of its thread and namespace."""
+        conf = _configurable(config, "get_tuple")
+        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")
+        wanted = conf.get("checkpoint_id") or None
+        key = _thread_key(thread_id, ns)
+        cp = await self.store.get(key, None if wanted is None else str(wanted))
+        if cp is None:
+            return None
+        return await self._tuple(key, cp, {}, given=config if wanted else None)
+
+    async def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Checkpoints matching ``config``, ``filter`` and ``before``, newest first."""
+        if config is None:
+            keys = await self.store.threads(_PREFIX)
+            wanted = None
+        else:
+            conf = _configurable(config, "list")
+            thread_id = str(conf["thread_id"])
+            ns = conf.get("checkpoint_ns")
+            if ns is None:
+                keys = await self.store.threads(_thread_prefix(thread_id))
+            else:
+                keys = [_thread_key(thread_id, str(ns))]
+            wanted = conf.get("checkpoint_id") or None
+        before_id = None
+        if before is not None:
+            before_id = (before.get("configurable") or {}).get("checkpoint_id") or None
+        left = limit
+        if left is not None and left <= 0:
+            return
+        cache: dict[tuple[str, str], Checkpoint | None] = {}
+        streams = [self._scan(key, wanted, before_id, cache) for key in keys]
+        async for key, cp in _newest_first(streams):
+            if filter and not all(cp.metadata.get(k) == v for k, v in filter.items()):
+                continue
+            yield await self._tuple(key, cp, cache)
+            if left is not None:
+                left -= 1
+                if left <= 0:
+                    return
+
+    async def _scan(
+        self,
+        key: str,
+        wanted: Any,
+        before_id: Any,
+        cache: dict[tuple[str, str], Checkpoint | None],
+    ) -> AsyncIterator[tuple[str, Checkpoint]]:
+        """One flowcore thread's checkpoints, newest first, page by page."""
+        if wanted is not None:
+            cp = await self.store.get(key, str(wanted))
+            if cp is not None and (before_id is None or cp.checkpoint_id < str(before_id)):
+                yield key, cp
+            return
+        cursor: str | None = None
+        if before_id is not None and await self.store.get(key, str(before_id)) is not None:
+            cursor = str(before_id)  # start the scan there instead of at the newest
+        while True:
+            page = await self.store.history(key, limit=_PAGE, before=cursor)
+            for cp in page:
+                cache[key, cp.checkpoint_id] = cp
+                if before_id is None or cp.checkpoint_id < str(before_id):
+                    yield key, cp
+            if len(page) < _PAGE:
+                return
+            cursor = page[-1].checkpoint_id
+
+    async def _values(
+        self, key: str, cp: Checkpoint, cache: dict[tuple[str, str], Checkpoint | None]
+    ) -> dict[str, Any]:
+        """The channel values of ``cp``, read from the deltas its ``blob_at`` points to."""
+        values: dict[str, Any] = {}
+        for channel, holder in _blob_at(cp).items():
+            if holder == cp.checkpoint_id:
+                source = _delta(cp)
+            else:
+                if (key, holder) not in cache:
+                    cache[key, holder] = await self.store.get(key, holder)
+                source = _delta(cache[key, holder])
+            if channel in source:
+                values[channel] = source[channel]
+        return values
+
+    async def _tuple(
+        self,
+        key: str,
+        cp: Checkpoint,
+        cache: dict[tuple[str, str], Checkpoint | None],
+        *,
+        given: RunnableConfig | None = None,
+    ) -> CheckpointTuple:
+        thread_id, ns = _split_key(key)
+        cursor = cp.cursor or {}
+        checkpoint = dict(cursor.get("checkpoint", {}))
+        checkpoint["channel_values"] = await self._values(key, cp, cache)
+        parent = cursor.get("parent")
+        writes = await self.store.get_writes(key, cp.checkpoint_id)
+        return CheckpointTuple(
+            config=given if given is not None else _config(thread_id, ns, cp.checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=dict(cp.metadata),
+            parent_config=None if parent is None else _config(thread_id, ns, str(parent)),
+            pending_writes=_flatten(writes),
+        )
+
+    # ------------------------------------------------------------------ writing
+
+    async def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> RunnableConfig:
+        """Store ``checkpoint`` as the child of the checkpoint ``config`` names."""
+        conf = _configurable(config, "put")
+        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")
+        key = _thread_key(thread_id, ns)
+        cid = str(checkpoint["id"])
+        parent_id = conf.get("checkpoint_id") or None
+        parent_id = None if parent_id is None else str(parent_id)
+        parent = None
+        if parent_id is not None and parent_id != cid:
+            parent = await self.store.get(key, parent_id)
+        versions = checkpoint.get("channel_versions") or {}
+        parent_versions = {} if parent is None else _versions(parent)
+        parent_blobs = {} if parent is None else _blob_at(parent)
+        delta: dict[str, Any] = {}
+        blob_at: dict[str, str] = {}
+        for channel, value in (checkpoint.get("channel_values") or {}).items():
+            version = versions.get(channel)
+            unchanged = (
+                channel not in new_versions
+                and version is not None
+                and parent_versions.get(channel) == version
+                and channel in parent_blobs
+            )
+            if unchanged:
+                blob_at[channel] = parent_blobs[channel]
+            else:
+                delta[channel] = value
+                blob_at[channel] = cid
+        step = metadata.get("step")
+        record = Checkpoint(
+            thread_id=key,
+            checkpoint_id=cid,
+            parent_id=None if parent is None else parent.checkpoint_id,
+            step=step if isinstance(step, int) and not isinstance(step, bool) else 0,
+            created_at=_created_at(checkpoint),
+            writes=(((_CHANNELS, delta),),) if delta else (),
+            cursor={
+                "checkpoint": {k: v for k, v in checkpoint.items() if k != "channel_values"},
+                "parent": parent_id,
+                "blob_at": blob_at,
+            },
+            metadata=merged_metadata(config, metadata),
+        )
+        await self._store_checkpoint(record)
+        return _config(thread_id, ns, cid)
+
+    async def _store_checkpoint(self, record: Checkpoint) -> None:
+        try:
+            await self.store.put(record)
+        except CheckpointNotFoundError:
+            # The parent went away between our read and the write: keep the record.
+            await self._store_checkpoint(dc_replace(record, parent_id=None))
+        except CheckpointError as exc:
+            existing = await self.store.get(record.thread_id, record.checkpoint_id)
+            if existing is None or type(exc) is not CheckpointError:
+                raise
+            # LangGraph overwrites a checkpoint saved again under the same id.
+            await self.store.rewrite(record.thread_id, replace=[record])
+
+    async def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes against the checkpoint ``config`` names."""
+        conf = _configurable(config, "put_writes")
+        cid = conf.get("checkpoint_id")
+        if not cid:
+            raise InvalidInputError(
+                "put_writes needs config['configurable']['checkpoint_id'], the checkpoint "
+                "the writes belong to; pass the config put() returned"
+            )
+        key = _thread_key(str(conf["thread_id"]), str(conf.get("checkpoint_ns") or ""))
+        saved = await self.store.get_writes(key, str(cid))
+        entries: dict[int, dict[str, Any]] = {}
+        for w in saved:
+            if w.node == task_id:
+                entries = {int(e["idx"]): dict(e) for e in w.payload.get("writes", ())}
+        changed = False
+        for position, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, position)
+            if idx >= 0 and idx in entries:
+                continue  # a regular write is saved once: the first one stays
+            entries[idx] = {"idx": idx, "channel": channel, "path": task_path, "value": value}
+            changed = True
+        if changed:
+            payload = {"writes": [entries[i] for i in sorted(entries)]}
+            await self.store.put_write(key, str(cid), PendingWrite(task_id, payload))
+
+    # ------------------------------------------------------------------ maintenance
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Remove every checkpoint and write of a thread, in every namespace."""
+        for key in await self.store.threads(_thread_prefix(str(thread_id))):
+            await self.store.delete_thread(key)
+
+    async def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write of a thread to a new thread, keeping the ids."""
+        sources = await self.store.threads(_thread_prefix(str(source_thread_id)))
+        if await self.store.threads(_thread_prefix(str(target_thread_id))):
+            raise CheckpointError(
+                f"cannot copy thread {source_thread_id!r} to {target_thread_id!r}: the target "
+                "thread already has checkpoints; delete it first or pick a new thread id"
+            )
+        for key in sources:
+            target = _thread_key(str(target_thread_id), _split_key(key)[1])
+            for cp in reversed(await self.store.history(key)):  # parents before children
+                await self.store.put(dc_replace(cp, thread_id=target))
+                for write in await self.store.get_writes(key, cp.checkpoint_id):
+                    await self.store.put_write(target, cp.checkpoint_id, write)
+
+    async def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep only the latest checkpoint per namespace (``keep_latest``) or none (``delete``)."""
+        if strategy not in ("keep_latest", "delete"):
+            raise InvalidInputError(
+                f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"
+            )
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                await self.delete_thread(thread_id)
+                continue
+            for key in await self.store.threads(_thread_prefix(str(thread_id))):
+                history = await self.store.history(key)
+                latest, older = history[0], {cp.checkpoint_id for cp in history[1:]}
+                if older:
+                    kept = await self._standalone(key, latest, older, {})
+                    await self.store.rewrite(key, delete=older, replace=[kept])
+
+    async def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Remove the checkpoints (and their writes) whose metadata names one of ``run_ids``."""
+        runs = {str(r) for r in run_ids}
+        if not runs:
+            return
+        for key in await self.store.threads(_PREFIX):
+            history = await self.store.history(key)
+            doomed = {cp.checkpoint_id for cp in history if str(cp.metadata.get("run_id")) in runs}
+            if not doomed:
+                continue
+            cache: dict[tuple[str, str], Checkpoint | None] = {
+                (key, cp.checkpoint_id): cp for cp in history
+            }
+            fixed = [
+                await self._standalone(key, cp, doomed, cache)
+                for cp in history
+                if cp.checkpoint_id not in doomed
+                and (cp.parent_id in doomed or set(_blob_at(cp).values()) & doomed)
+            ]
+            await self.store.rewrite(key, delete=doomed, replace=fixed)
+
+    async def _standalone(
+        self,
+        key: str,
+        cp: Checkpoint,
+        leaving: set[str],
+        cache: dict[tuple[str, str], Checkpoint | None],
+    ) -> Checkpoint:
+        """``cp`` with the values it reads from ``leaving`` checkpoints moved into its delta."""
+        values = await self._values(key, cp, cache)
+        blob_at = dict(_blob_at(cp))
+        delta = dict(_delta(cp))
+        for channel, holder in _blob_at(cp).items():
+            if holder in leaving:
+                blob_at[channel] = cp.checkpoint_id
+                if channel in values:
+                    delta[channel] = values[channel]
+        return dc_replace(
+            cp,
+            parent_id=None if cp.parent_id in leaving else cp.parent_id,
+            writes=(((_CHANNELS, delta),),) if delta else (),
+            cursor={**(cp.cursor or {}), "blob_at": blob_at},
+        )
+
+
+async def _newest_first(
+    streams: Sequence[AsyncIterator[tuple[str, Checkpoint]]],
+) -> AsyncIterator[tuple[str, Checkpoint]]:
+    """Merge per-thread streams (each newest first) into one, by descending checkpoint id."""
+    heads: list[tuple[_Desc, int, tuple[str, Checkpoint]]] = []
+    for i, stream in enumerate(streams):
+        first = await anext(stream, None)
+        if first is not None:
+            heapq.heappush(heads, (_Desc(first[1].checkpoint_id), i, first))
+    while heads:
+        _, i, item = heapq.heappop(heads)
+        yield item
+        following = await anext(streams[i], None)
+        if following is not None:
+            heapq.heappush(heads, (_Desc(following[1].checkpoint_id), i, following))
+
+
+class _Desc(str):
+    """A string that sorts backwards, so a min-heap pops the largest id first."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: str) -> bool:
+        return str.__gt__(self, other)
