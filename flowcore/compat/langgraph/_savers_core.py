@@ -22,6 +22,21 @@ side. A LangGraph checkpoint becomes one flowcore
 The pending writes of one task are one flowcore
 :class:`~flowcore.checkpoint.PendingWrite` named by the task id, so the writes
 of one ``put_writes`` call are saved in one transaction.
+
+Where this differs from LangGraph's savers, and why:
+
+* Values go through flowcore's serializer (JSON with tagged types), not
+  LangGraph's msgpack/pickle serde: what cannot be stored raises
+  :class:`~flowcore.errors.SerializationError` and nothing is saved.
+* "Newest first" is the order checkpoints were saved in, which is descending
+  checkpoint id for LangGraph's time-ordered ids; ``before`` compares ids.
+* ``put_writes`` against a checkpoint that is not stored raises
+  :class:`~flowcore.errors.CheckpointNotFoundError` (LangGraph keeps writes
+  nobody can read); ``copy_thread`` refuses a target that has checkpoints.
+* ``delete_thread``, ``copy_thread`` and ``prune`` take one transaction per
+  namespace; ``delete_for_runs`` reads every LangGraph thread. ``prune`` and
+  ``delete_for_runs`` first move the values kept checkpoints read from
+  deleted ones into the kept checkpoints, so no value is lost.
 """
 
 from __future__ import annotations
