@@ -25,11 +25,13 @@ from flowcore.compat.langgraph._messages import (
     messages_from_dict,
     messages_to_dict,
 )
+from flowcore.compat.langgraph._prebuilt import ToolNode, create_react_agent, tools_condition
 from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph
 from flowcore.compat.langgraph._savers import BaseCheckpointSaver, CheckpointTuple
 from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
 from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
 from flowcore.compat.langgraph._savers_sync import SqliteSaver
+from flowcore.compat.langgraph._tooling import InjectedState
 from flowcore.compat.langgraph._types import (
     END,
     START,
@@ -59,6 +61,7 @@ __all__ = [
     "GraphRecursionError",
     "HumanMessage",
     "InMemorySaver",
+    "InjectedState",
     "Interrupt",
     "InvalidUpdateError",
     "MemorySaver",
@@ -73,12 +76,15 @@ __all__ = [
     "SystemMessage",
     "ToolCall",
     "ToolMessage",
+    "ToolNode",
     "add_messages",
     "convert_to_messages",
+    "create_react_agent",
     "get_config",
     "get_stream_writer",
     "interrupt",
     "message_to_dict",
     "messages_from_dict",
     "messages_to_dict",
+    "tools_condition",
 ]
