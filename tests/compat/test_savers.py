@@ -248,6 +248,18 @@ async def test_a_config_without_namespace_lists_every_namespace(saver: Saver) ->
     assert listed == [child[0], root[0]]
 
 
+async def test_thread_ids_and_namespaces_may_hold_any_characters(saver: Saver) -> None:
+    odd = ["a", "a/b", "a%2Fb", "ä b|c"]
+    for thread in odd:
+        await saver.aput(cfg(thread, "sub:1|x/y"), ckpt({"who": thread}), md(), {"who": 1})
+    await saver.adelete_thread("a")
+    listed = [t async for t in saver.alist(None)]
+    assert sorted(t.config["configurable"]["thread_id"] for t in listed) == sorted(odd[1:])
+    for t in listed:
+        assert t.config["configurable"]["checkpoint_ns"] == "sub:1|x/y"
+        assert t.checkpoint["channel_values"] == {"who": t.config["configurable"]["thread_id"]}
+
+
 # ---------------------------------------------------------------------- list
 
 
