@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints, is_typeddict
 
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import END, START, RetryPolicy
@@ -78,10 +79,8 @@ def _first_param_schema(action: Any, default: Any) -> Any:
     hint = hints.get(params[0].name)
     if hint is None:
         return default
-    if (
-        isinstance(hint, type)
-        and (hasattr(hint, "__annotations__") or hasattr(hint, "model_fields"))
-        and hint not in (dict, str, int, list)
+    if isinstance(hint, type) and (
+        is_typeddict(hint) or dataclasses.is_dataclass(hint) or hasattr(hint, "model_fields")
     ):
         return hint
     return default

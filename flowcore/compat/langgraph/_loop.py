@@ -190,6 +190,7 @@ class Run:
         self.last_values: Any = MISSING
         self.dirty = False
         self.updated: set[str] = set()
+        self.wants: set[str] = set()
         self.output_keys: list[str] = list(graph.stream_keys)
         self.saved_versions: dict[str, Any] = {}
 
@@ -238,7 +239,24 @@ class Run:
             await self._save()
         else:
             self.dirty = True
+        if self.saver is not None and self.wants & {"debug", "checkpoints"}:
+            self._checkpoint_event()
         self.step += 1
+
+    def _checkpoint_event(self) -> None:
+        upcoming = self.prepare(for_execution=False)
+        payload = {
+            "config": self.saved_config
+            or {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}},
+            "parent_config": self.parent_config,
+            "values": self.graph.read_output(self.channels, self.graph.stream_keys),
+            "metadata": dict(self.metadata),
+            "next": [t.name for t in upcoming],
+            "tasks": [
+                {"id": t.id, "name": t.name, "interrupts": (), "state": None} for t in upcoming
+            ],
+        }
+        self.emit("debug_checkpoint", (self.step, payload))
 
     async def _save(self) -> None:
         assert self.saver is not None
@@ -458,7 +476,7 @@ class Run:
         if self.interrupt_before and self._should_interrupt(self.interrupt_before):
             self.status = "interrupt_before"
             raise GraphInterrupt(())
-        self.emit("debug_tasks", self.tasks)
+        self.emit("debug_tasks", (self.step, self.tasks))
         for task in self.tasks:
             if task.done:
                 self.emit_task_updates(task, task.writes)
@@ -525,6 +543,9 @@ class Run:
             await self._put_writes(task, writes)
             self.pending.extend((task.id, c, v) for c, v in writes)
             self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
+            values = self.graph.read_output(self.channels, self.output_keys)
+            self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
+            self._task_result(task, error=None)
             return
         except ParentCommand as exc:
             if self.parent_scope is None:
@@ -538,6 +559,7 @@ class Run:
         except Exception as exc:
             task.error = exc
             await self._put_writes(task, [(ERROR, repr(exc))])
+            self._task_result(task, error=repr(exc))
             return
         finally:
             set_scope(None)
@@ -550,6 +572,21 @@ class Run:
         self.pending.extend((task.id, c, v) for c, v in stored)
         if task.name != START:
             self.emit_task_updates(task, task.writes)
+            self._task_result(task, error=None)
+
+    def _task_result(self, task: Task, *, error: str | None) -> None:
+        if task.name == START or not self.wants & {"debug", "tasks"}:
+            return
+        keys = set(self.output_keys)
+        result = {c: v for c, v in task.writes if c in keys}
+        payload = {
+            "id": task.id,
+            "name": task.name,
+            "error": error,
+            "result": result,
+            "interrupts": [{"value": i.value, "id": i.id} for i in task.interrupts],
+        }
+        self.emit("debug_task_result", (self.step, payload))
 
     async def _call_node(self, task: Task, scope: TaskScope) -> list[tuple[str, Any]]:
         graph = self.graph
@@ -636,7 +673,6 @@ class Run:
                 self.pending = []
                 self.emit_values()
                 await self._put_checkpoint("loop")
-                self.emit("debug_checkpoint", None)
                 if self.interrupt_after and self._should_interrupt(self.interrupt_after):
                     self.status = "interrupt_after"
                     self.tasks = self.prepare(for_execution=False)

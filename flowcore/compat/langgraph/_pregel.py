@@ -8,6 +8,7 @@ import functools
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from flowcore.compat.langgraph._channels import (
@@ -253,23 +254,13 @@ class CompiledStateGraph:
             if isinstance(result, Send):
                 targets.append(result)
                 continue
-            if branch.path_map is not None:
-                try:
-                    target = branch.path_map[result]
-                except (KeyError, TypeError):
-                    raise InvalidUpdateError(
-                        f"Branch '{branch.name}' of node '{branch.source}' returned {result!r}, "
-                        f"which is not in its path map ({list(branch.path_map)})"
-                    ) from None
-            else:
-                target = result
+            # An answer missing from the path map is a KeyError, as in LangGraph.
+            target = branch.path_map[result] if branch.path_map is not None else result
             if target is None or target == START:
                 raise ValueError("Branch did not return a valid destination")
             if target != END and target not in self.nodes:
-                raise InvalidUpdateError(
-                    f"Branch '{branch.name}' of node '{branch.source}' leads to unknown node "
-                    f"{target!r}"
-                )
+                # LangGraph writes to a channel that does not exist, which does nothing.
+                continue
             targets.append(target)
         return targets
 
@@ -363,6 +354,7 @@ class CompiledStateGraph:
             interrupt_after=interrupt_after,
         )
         formatter.run = run
+        run.wants = set(modes)
         if output_keys is not None:
             run.output_keys = list(output_keys)
 
@@ -551,7 +543,7 @@ class CompiledStateGraph:
                     task.id,
                     task.name,
                     task.path,
-                    Exception(error) if isinstance(error, str) else error,
+                    error,
                     () if (live and is_done) else tuple(entry["interrupts"]),
                     None,
                     result,
@@ -771,6 +763,17 @@ class _ChunkFormatter:
             return (ns, chunk) if self.subgraphs else chunk
         return (ns, mode, chunk) if self.subgraphs else (mode, chunk)
 
+    def _debug(
+        self, ns: tuple[str, ...], kind: str, step: int, payload: Any, plain_mode: str
+    ) -> list[Any]:
+        out: list[Any] = []
+        if "debug" in self.modes:
+            event = {"step": step, "timestamp": _now(), "type": kind, "payload": payload}
+            out.append(self._wrap(ns, "debug", event))
+        if plain_mode in self.modes:
+            out.append(self._wrap(ns, plain_mode, payload))
+        return out
+
     def format(self, ns: tuple[str, ...], mode: str, chunk: Any) -> list[Any]:
         if ns and not self.subgraphs:
             return []
@@ -782,10 +785,10 @@ class _ChunkFormatter:
             task, result = chunk
             meta = {"langgraph_node": task.name, "langgraph_triggers": task.triggers}
             return [self._wrap(ns, "messages", (message, meta)) for message in _messages_in(result)]
-        if mode == "debug_tasks" and ("debug" in self.modes or "tasks" in self.modes):
-            step = self.run.step if self.run else 0
+        if mode == "debug_tasks":
+            step, tasks = chunk
             out: list[Any] = []
-            for task in chunk:
+            for task in tasks:
                 if task.name == START:
                     continue
                 payload = {
@@ -794,14 +797,19 @@ class _ChunkFormatter:
                     "input": task.input,
                     "triggers": task.triggers,
                 }
-                if "debug" in self.modes:
-                    out.append(
-                        self._wrap(ns, "debug", {"step": step, "type": "task", "payload": payload})
-                    )
-                if "tasks" in self.modes:
-                    out.append(self._wrap(ns, "tasks", payload))
+                out.extend(self._debug(ns, "task", step, payload, "tasks"))
             return out
+        if mode == "debug_task_result":
+            step, payload = chunk
+            return self._debug(ns, "task_result", step, payload, "tasks")
+        if mode == "debug_checkpoint":
+            step, payload = chunk
+            return self._debug(ns, "checkpoint", step, payload, "checkpoints")
         return []
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
 
 
 def _messages_in(result: Any) -> list[Any]:

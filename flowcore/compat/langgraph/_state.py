@@ -101,7 +101,7 @@ class SchemaInfo:
         """``values`` as the schema's own type (a dict for a TypedDict)."""
         mine = {k: v for k, v in values.items() if k in self.hints}
         if self.kind == "pydantic":
-            return self.schema.model_construct(**{**self.defaults(), **mine})
+            return self.schema(**mine)  # validated, as LangGraph does
         if self.kind == "dataclass":
             merged = {**self.defaults(), **mine}
             try:
