@@ -8,6 +8,7 @@ scenarios also run on LangGraph's own prebuilt agent when it is installed.
 from __future__ import annotations
 
 import asyncio
+import operator
 import threading
 import warnings
 from collections.abc import AsyncIterator
@@ -15,10 +16,12 @@ from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 from flowcore.compat.langgraph import (
     END,
     START,
+    AgentState,
     AIMessage,
     Command,
     GraphRecursionError,
@@ -515,6 +518,51 @@ def test_response_format_adds_a_structured_response_from_a_last_model_call() -> 
     last = model.requests[-1]
     assert last.response_schema == Verdict.model_json_schema()
     assert last.messages[0] == type(last.messages[0])("system", "Fill the form.")
+
+
+class FactsState(AgentState):
+    facts: Annotated[list[str], operator.add]
+
+
+def test_a_tool_command_updates_a_custom_state_schema_in_the_agent() -> None:
+    def remember(fact: str) -> Command[Any]:
+        """Remembers a fact."""
+        answer = ToolMessage("noted", tool_call_id="c1")
+        return Command(update={"facts": [fact], "messages": [answer]})
+
+    model = ScriptedProvider(
+        [LLMResponse(tool_calls=(LLMToolCall("c1", "remember", {"fact": "sky is blue"}),)), "Ok."]
+    )
+    agent = create_react_agent(model, [remember], state_schema=FactsState)
+
+    result = agent.invoke({"messages": [("user", "Remember: sky is blue")]})
+
+    assert result["facts"] == ["sky is blue"]
+    assert [(m.type, m.content, m.name) for m in result["messages"][2:]] == [
+        ("tool", "noted", "remember"),
+        ("ai", "Ok.", None),
+    ]
+
+
+def test_a_pre_model_hook_can_give_the_model_other_messages_than_the_state_keeps() -> None:
+    model = ScriptedProvider(["Short answer."])
+
+    def trim(state: dict[str, Any]) -> dict[str, Any]:
+        return {"llm_input_messages": state["messages"][-1:]}
+
+    agent = create_react_agent(model, [get_weather], pre_model_hook=trim)
+    result = agent.invoke({"messages": [("user", "old"), ("ai", "older answer"), ("user", "new")]})
+
+    assert [m.content for m in model.requests[0].messages] == ["new"]
+    assert len(result["messages"]) == 4
+
+
+def test_a_state_schema_without_messages_is_refused() -> None:
+    class NoMessages(TypedDict):
+        facts: list[str]
+
+    with pytest.raises(ValueError, match="Missing required key"):
+        create_react_agent(ScriptedProvider([]), [get_weather], state_schema=NoMessages)
 
 
 def test_a_history_with_unanswered_tool_calls_is_refused_before_calling_the_model() -> None:

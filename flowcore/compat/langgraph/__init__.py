@@ -25,7 +25,12 @@ from flowcore.compat.langgraph._messages import (
     messages_from_dict,
     messages_to_dict,
 )
-from flowcore.compat.langgraph._prebuilt import ToolNode, create_react_agent, tools_condition
+from flowcore.compat.langgraph._prebuilt import (
+    AgentState,
+    ToolNode,
+    create_react_agent,
+    tools_condition,
+)
 from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph
 from flowcore.compat.langgraph._savers import BaseCheckpointSaver, CheckpointTuple
 from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
@@ -49,6 +54,7 @@ __all__ = [
     "REMOVE_ALL_MESSAGES",
     "START",
     "AIMessage",
+    "AgentState",
     "AnyMessage",
     "AsyncSqliteSaver",
     "BaseCheckpointSaver",
