@@ -1,0 +1,1 @@
+"""Differential conformance suite: the same LangGraph programs on langgraph and on flowcore."""

@@ -1,0 +1,181 @@
+"""Joins and fan-in: list-of-sources edges wait for all, separate edges fire per superstep."""
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+from ..harness import Recorder, scenario
+
+
+class Log(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+    value: str
+
+
+def _append(name: str, calls: list[str] | None = None) -> Any:
+    def node(state: Log) -> dict[str, Any]:
+        if calls is not None:
+            calls.append(name)
+        return {"log": [name]}
+
+    return node
+
+
+@scenario(tags=["diamond"])
+def scenario_diamond(lg: Any, rec: Recorder) -> None:
+    """a fans out to b and c, both lead to d by separate edges: d runs once."""
+    calls: list[str] = []
+    builder = lg.StateGraph(Log)
+    for name in ["a", "b", "c", "d"]:
+        builder.add_node(name, _append(name, calls))
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("a", "c")
+    builder.add_edge("b", "d")
+    builder.add_edge("c", "d")
+    graph = builder.compile()
+    rec.invoke("invoke", graph, {"log": []})
+    rec.record("calls", sorted(calls))
+    rec.stream("stream", graph, {"log": []}, stream_mode=["updates", "values"])
+
+
+@scenario(tags=["join"])
+def scenario_join_waits_for_all(lg: Any, rec: Recorder) -> None:
+    """add_edge([b, c2], d): d waits for the longer branch and runs once."""
+    calls: list[str] = []
+    builder = lg.StateGraph(Log)
+    for name in ["a", "b", "c1", "c2", "d"]:
+        builder.add_node(name, _append(name, calls))
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("a", "c1")
+    builder.add_edge("c1", "c2")
+    builder.add_edge(["b", "c2"], "d")
+    graph = builder.compile()
+    rec.invoke("invoke", graph, {"log": []})
+    rec.record("d runs", calls.count("d"))
+    rec.stream("stream", graph, {"log": []}, stream_mode=["updates", "values"])
+
+
+@scenario(tags=["join"])
+def scenario_separate_edges_run_twice(lg: Any, rec: Recorder) -> None:
+    """Separate edges b -> d and c2 -> d trigger d in two supersteps: d runs twice."""
+    calls: list[str] = []
+    builder = lg.StateGraph(Log)
+    for name in ["a", "b", "c1", "c2", "d"]:
+        builder.add_node(name, _append(name, calls))
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("a", "c1")
+    builder.add_edge("c1", "c2")
+    builder.add_edge("b", "d")
+    builder.add_edge("c2", "d")
+    graph = builder.compile()
+    rec.invoke("invoke", graph, {"log": []})
+    rec.record("d runs", calls.count("d"))
+    rec.stream("stream", graph, {"log": []}, stream_mode=["updates", "values"])
+
+
+@scenario(tags=["join"])
+def scenario_join_from_start_branches(lg: Any, rec: Recorder) -> None:
+    """Three branches from START joined by one list edge; the join sees all writes."""
+    seen: list[Any] = []
+
+    def join(state: Log) -> dict[str, Any]:
+        seen.append(list(state["log"]))
+        return {"value": "joined"}
+
+    builder = lg.StateGraph(Log)
+    for name in ["x", "y", "z"]:
+        builder.add_node(name, _append(name))
+        builder.add_edge(lg.START, name)
+    builder.add_node("join", join)
+    builder.add_edge(["x", "y", "z"], "join")
+    rec.invoke("invoke", builder.compile(), {"log": ["start"]})
+    rec.record("join saw", seen)
+
+
+@scenario(tags=["join"])
+def scenario_two_joins_same_target(lg: Any, rec: Recorder) -> None:
+    """Two list edges into one node are two independent joins: the node runs for each."""
+    calls: list[str] = []
+    builder = lg.StateGraph(Log)
+    for name in ["a", "b", "c", "c2", "t"]:
+        builder.add_node(name, _append(name, calls))
+    builder.add_edge(lg.START, "a")
+    builder.add_edge(lg.START, "b")
+    builder.add_edge(lg.START, "c")
+    builder.add_edge("c", "c2")
+    builder.add_edge(["a", "b"], "t")
+    builder.add_edge(["b", "c2"], "t")
+    rec.invoke("invoke", builder.compile(), {"log": []})
+    rec.record("t runs", calls.count("t"))
+
+
+@scenario(tags=["reducer", "order"])
+def scenario_reducer_write_order(lg: Any, rec: Recorder) -> None:
+    """Parallel writes reach the reducer in node-name order, not declaration order."""
+    builder = lg.StateGraph(Log)
+    for name in ["zeta", "alpha", "mid", "Beta"]:
+        builder.add_node(name, _append(name))
+        builder.add_edge(lg.START, name)
+    graph = builder.compile()
+    rec.invoke("invoke", graph, {"log": []})
+    rec.stream("stream", graph, {"log": []}, stream_mode=["updates", "values"])
+
+
+@scenario(tags=["reducer", "order"])
+def scenario_reducer_order_across_steps(lg: Any, rec: Recorder) -> None:
+    """Within each superstep writes go in node-name order; supersteps go in order."""
+    builder = lg.StateGraph(Log)
+    for name in ["s1_b", "s1_a", "s2_z", "s2_y"]:
+        builder.add_node(name, _append(name))
+    builder.add_edge(lg.START, "s1_b")
+    builder.add_edge(lg.START, "s1_a")
+    builder.add_edge("s1_b", "s2_z")
+    builder.add_edge("s1_a", "s2_y")
+    rec.invoke("invoke", builder.compile(), {"log": []})
+
+
+@scenario(tags=["reducer"])
+def scenario_custom_reducer(lg: Any, rec: Recorder) -> None:
+    """A custom reducer function folds parallel writes in node-name order."""
+
+    def keep_longest(left: str, right: str) -> str:
+        return right if len(right) >= len(left) else left
+
+    class State(TypedDict, total=False):
+        best: Annotated[str, keep_longest]
+        trail: Annotated[list[str], operator.add]
+
+    def writer(word: str) -> Any:
+        def node(state: State) -> dict[str, Any]:
+            return {"best": word, "trail": [word]}
+
+        return node
+
+    builder = lg.StateGraph(State)
+    builder.add_node("b_node", writer("four"))
+    builder.add_node("a_node", writer("five5"))
+    builder.add_node("c_node", writer("six666"))
+    for name in ["b_node", "a_node", "c_node"]:
+        builder.add_edge(lg.START, name)
+    rec.invoke("invoke", builder.compile(), {"best": "", "trail": []})
+
+
+@scenario(tags=["error", "reducer"])
+def scenario_concurrent_plain_key_updates(lg: Any, rec: Recorder) -> None:
+    """Two parallel nodes writing a plain key raise InvalidUpdateError, even if equal."""
+
+    def write(value: str) -> Any:
+        def node(state: Log) -> dict[str, Any]:
+            return {"value": value}
+
+        return node
+
+    for label, values in [("different", ["x", "y"]), ("equal", ["same", "same"])]:
+        builder = lg.StateGraph(Log)
+        builder.add_node("p", write(values[0]))
+        builder.add_node("q", write(values[1]))
+        builder.add_edge(lg.START, "p")
+        builder.add_edge(lg.START, "q")
+        rec.invoke(label, builder.compile(), {"log": []})
