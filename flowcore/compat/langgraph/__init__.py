@@ -36,6 +36,7 @@ from flowcore.compat.langgraph._savers import BaseCheckpointSaver, CheckpointTup
 from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
 from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
 from flowcore.compat.langgraph._savers_sync import SqliteSaver
+from flowcore.compat.langgraph._state import IsLastStep, RemainingSteps
 from flowcore.compat.langgraph._tooling import InjectedState
 from flowcore.compat.langgraph._types import (
     END,
@@ -70,9 +71,11 @@ __all__ = [
     "InjectedState",
     "Interrupt",
     "InvalidUpdateError",
+    "IsLastStep",
     "MemorySaver",
     "MessagesState",
     "PregelTask",
+    "RemainingSteps",
     "RemoveMessage",
     "RetryPolicy",
     "Send",

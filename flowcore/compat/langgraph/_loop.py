@@ -390,7 +390,9 @@ class Run:
                     _task_id(ckpt_id, self.ns, self.step, name, path),
                     name,
                     path,
-                    self.graph.read_input(name, self.channels) if for_execution else None,
+                    self.graph.read_input(name, self.channels, (self.step, self.stop))
+                    if for_execution
+                    else None,
                     tuple(self.graph.triggers[name]),
                 )
             )
@@ -559,6 +561,7 @@ class Run:
         except Exception as exc:
             task.error = exc
             await self._put_writes(task, [(ERROR, repr(exc))])
+            self.pending.append((task.id, ERROR, repr(exc)))
             self._task_result(task, error=repr(exc))
             return
         finally:

@@ -15,7 +15,7 @@ import inspect
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal, get_type_hints
+from typing import Annotated, Any, Literal, NotRequired, get_type_hints
 
 from pydantic import BaseModel
 from typing_extensions import TypedDict
@@ -33,6 +33,7 @@ from flowcore.compat.langgraph._messages import (
     add_messages,
     convert_to_messages,
 )
+from flowcore.compat.langgraph._state import RemainingSteps
 from flowcore.compat.langgraph._tooling import (
     INVALID_TOOL_NAME_ERROR_TEMPLATE,
     TOOL_CALL_ERROR_TEMPLATE,
@@ -62,12 +63,16 @@ ErrorHandling = bool | str | Callable[..., str] | type[Exception] | tuple[type[E
 class AgentState(TypedDict):
     """The state of ``create_react_agent``: the conversation, merged by ``add_messages``.
 
+    ``remaining_steps`` is filled in by the run (it is not a channel), so the
+    agent answers instead of calling tools when the recursion limit is near.
+
     Example:
         >>> sorted(AgentState.__annotations__)
-        ['messages']
+        ['messages', 'remaining_steps']
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
+    remaining_steps: NotRequired[RemainingSteps]
 
 
 class AgentStateWithStructuredResponse(AgentState):

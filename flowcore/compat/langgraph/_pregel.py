@@ -210,17 +210,27 @@ class CompiledStateGraph:
         schema = spec.input_schema if spec is not None else self.builder.state_schema
         return self.infos.get(schema) or SchemaInfo(schema)
 
-    def _read(self, info: SchemaInfo, channels: Mapping[str, Channel]) -> Any:
+    def _read(
+        self,
+        info: SchemaInfo,
+        channels: Mapping[str, Channel],
+        steps: tuple[int, int] | None = None,
+    ) -> Any:
         values = {
             k: channels[k].get() for k in info.keys if k in channels and channels[k].is_available()
         }
+        if steps is not None:
+            for key, managed in info.managed.items():
+                values[key] = managed.compute(*steps)
         return info.coerce(values)
 
-    def read_input(self, node: str, channels: Mapping[str, Channel]) -> Any:
-        """What node ``node`` receives: the state, as its input schema."""
+    def read_input(
+        self, node: str, channels: Mapping[str, Channel], steps: tuple[int, int] | None = None
+    ) -> Any:
+        """What node ``node`` receives: the state as its input schema (``steps``: step, stop)."""
         if node == START:
             return channels[START].get()
-        return self._read(self._schema_of(node), channels)
+        return self._read(self._schema_of(node), channels, steps)
 
     def read_output(
         self, channels: Mapping[str, Channel], keys: Sequence[str] | None = None
@@ -641,10 +651,9 @@ class CompiledStateGraph:
             raise InvalidUpdateError(f"Node {as_node} does not exist")
         if as_node == END:
             writes: list[tuple[str, Any]] = []
-        elif as_node == START:
-            writes = update_writes(values, self.input_keys)
         else:
-            writes = update_writes(values, self.state_keys)
+            keys = self.input_keys if as_node == START else self.state_keys
+            writes = update_writes(values, keys)
             writes.extend(control_writes(values))
             writes.extend(self.static_writes[as_node])
             for branch in self.branches.get(as_node, ()):

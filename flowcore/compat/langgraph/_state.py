@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import inspect
+import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, NotRequired, Required, get_args, get_origin, get_type_hints
@@ -15,7 +17,37 @@ from flowcore.compat.langgraph._channels import (
     LastValue,
 )
 
-__all__ = ["SchemaInfo", "read_schema"]
+__all__ = ["IsLastStep", "ManagedValue", "RemainingSteps", "SchemaInfo", "read_schema"]
+
+
+class ManagedValue:
+    """A state key whose value the run computes from its step counter (never a channel)."""
+
+    def __init__(self, name: str, compute: Callable[[int, int], Any]) -> None:
+        self.name = name
+        self.compute = compute
+
+    def __repr__(self) -> str:
+        return f"ManagedValue({self.name})"
+
+
+_REMAINING = ManagedValue("RemainingSteps", lambda step, stop: stop - step)
+_LAST = ManagedValue("IsLastStep", lambda step, stop: step == stop - 1)
+
+RemainingSteps = Annotated[int, _REMAINING]
+"""A state key that holds how many supersteps are left before the recursion limit."""
+IsLastStep = Annotated[bool, _LAST]
+"""A state key that is True in the last superstep the recursion limit allows."""
+
+
+def managed_of(annotation: Any) -> ManagedValue | None:
+    """The managed value an annotation declares, if any."""
+    annotation = _strip(annotation)
+    if get_origin(annotation) is Annotated:
+        for item in annotation.__metadata__:
+            if isinstance(item, ManagedValue):
+                return item
+    return None
 
 
 def _strip(annotation: Any) -> Any:
@@ -49,12 +81,26 @@ def _reducer(annotation: Any, key: str) -> Callable[[Any, Any], Any] | None:
     return reducer
 
 
+_ABSTRACT: tuple[tuple[Any, type], ...] = (
+    (collections.abc.Sequence, list),
+    (collections.abc.MutableSequence, list),
+    (collections.abc.Set, set),
+    (collections.abc.MutableSet, set),
+    (collections.abc.Mapping, dict),
+    (collections.abc.MutableMapping, dict),
+)
+
+
 def _initial(annotation: Any) -> Any:
     """A reducer key starts from its type's empty value when the type has one."""
     base = _strip(get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation)
     origin = get_origin(base) or base
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         return MISSING
+    # LangGraph starts abstract collections from their plain counterparts.
+    for abstract, concrete in _ABSTRACT:
+        if origin is abstract:
+            return concrete()
     try:
         return origin() if isinstance(origin, type) else MISSING
     except Exception:
@@ -71,8 +117,14 @@ class SchemaInfo:
 
     @property
     def keys(self) -> list[str]:
-        """The declared keys, in declaration order."""
-        return list(self.hints)
+        """The declared keys that are channels, in declaration order."""
+        return [k for k in self.hints if managed_of(self.hints[k]) is None]
+
+    @property
+    def managed(self) -> dict[str, ManagedValue]:
+        """The declared keys the run computes (``RemainingSteps``, ``IsLastStep``)."""
+        found = {k: managed_of(v) for k, v in self.hints.items()}
+        return {k: v for k, v in found.items() if v is not None}
 
     def channel(self, key: str) -> Channel:
         """A fresh channel for ``key``."""
