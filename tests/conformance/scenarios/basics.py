@@ -189,3 +189,25 @@ def scenario_node_reads_config(lg: Any, rec: Recorder) -> None:
     builder.add_node("node", node)
     builder.add_edge(lg.START, "node")
     rec.invoke("invoke", builder.compile(), {}, {"configurable": {"user": "ada"}})
+
+
+@scenario(tags=["state"])
+def scenario_input_with_unknown_keys(lg: Any, rec: Recorder) -> None:
+    """Input keys the state does not declare are ignored."""
+    builder = lg.StateGraph(Log)
+    builder.add_node("a", _append("a"))
+    builder.add_edge(lg.START, "a")
+    rec.invoke("invoke", builder.compile(), {"n": 1, "bogus": "ignored"})
+
+
+@scenario(tags=["stream"])
+def scenario_invoke_with_stream_mode(lg: Any, rec: Recorder) -> None:
+    """invoke(stream_mode="values") returns the final state; another mode returns its chunks."""
+    builder = lg.StateGraph(Log)
+    builder.add_node("a", _append("a"))
+    builder.add_node("b", _append("b"))
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "b")
+    graph = builder.compile()
+    rec.invoke("values", graph, {"n": 0}, stream_mode="values")
+    rec.invoke("updates", graph, {"n": 0}, stream_mode="updates")

@@ -1,6 +1,7 @@
 """Checkpointed threads: pending writes, update_state, history, time travel, durability, retry."""
 
 import asyncio
+import dataclasses
 import itertools
 import operator
 from typing import Annotated, Any, TypedDict
@@ -306,3 +307,139 @@ def scenario_retry_policy_retry_on(lg: Any, rec: Recorder) -> None:
         builder.add_edge(lg.START, "bad")
         rec.invoke(label, builder.compile(), {"log": []})
         rec.record(f"{label} attempts", len(attempts))
+
+
+@scenario(tags=["update_state", "error"])
+def scenario_update_state_ambiguous(lg: Any, rec: Recorder) -> None:
+    """Without as_node, an update after a superstep of two nodes is ambiguous."""
+    builder = lg.StateGraph(State)
+    builder.add_node("left", _append("left"))
+    builder.add_node("right", _append("right"))
+    builder.add_edge(lg.START, "left")
+    builder.add_edge(lg.START, "right")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = _thread("t")
+    graph.invoke({"log": []}, config)
+    rec.raises("ambiguous", graph.update_state, config, {"note": "x"})
+    graph.update_state(config, {"note": "as left"}, as_node="left")
+    rec.state("as left", graph, config, metadata=True)
+
+
+@scenario(tags=["update_state"])
+def scenario_update_state_empty_thread(lg: Any, rec: Recorder) -> None:
+    """update_state on a thread that never ran, then invoke(None) from there."""
+    calls: list[str] = []
+    graph = _linear(lg, ["a", "b"], lg.InMemorySaver(), calls)
+    config = _thread("t")
+    rec.raises("update", graph.update_state, config, {"log": ["seed"]})
+    rec.state("state", graph, config, metadata=True)
+    rec.invoke("invoke none", graph, None, config)
+    rec.record("calls", calls)
+
+
+@scenario(tags=["history"])
+def scenario_history_filters(lg: Any, rec: Recorder) -> None:
+    """get_state_history with filter= on metadata and before= a checkpoint."""
+    graph = _linear(lg, ["a", "b"], lg.InMemorySaver())
+    config = _thread("t")
+    graph.invoke({"log": []}, config)
+    graph.invoke({"log": ["more"]}, config)
+    rec.history("inputs only", graph, config, filter={"source": "input"})
+    rec.history("step 1", graph, config, filter={"step": 1})
+    middle = list(graph.get_state_history(config))[3]
+    rec.history("before the 4th newest", graph, config, before=middle.config)
+
+
+@scenario(tags=["schema", "dataclass", "checkpoint"])
+def scenario_dataclass_state_checkpointed(lg: Any, rec: Recorder) -> None:
+    """A dataclass state through get_state and update_state."""
+
+    @dataclasses.dataclass
+    class Form:
+        name: str = ""
+        steps: Annotated[list[str], operator.add] = dataclasses.field(default_factory=list)
+
+    def fill(state: Form) -> dict[str, Any]:
+        return {"steps": [f"fill {state.name}"]}
+
+    builder = lg.StateGraph(Form)
+    builder.add_node("fill", fill)
+    builder.add_edge(lg.START, "fill")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = _thread("t")
+    rec.invoke("invoke", graph, {"name": "ada"}, config)
+    graph.update_state(config, {"steps": ["manual"], "name": "grace"})
+    rec.state("state", graph, config)
+    rec.invoke("again", graph, {"name": "lin"}, config)
+
+
+@scenario(tags=["retry", "async"])
+async def scenario_retry_policy_async(lg: Any, rec: Recorder) -> None:
+    """A retried async node next to a sibling: the sibling runs once."""
+    calls: list[str] = []
+
+    class Glitch(Exception):
+        pass
+
+    async def glitchy(state: State) -> dict[str, Any]:
+        calls.append("glitchy")
+        if calls.count("glitchy") < 2:
+            raise Glitch("once")
+        return {"log": ["glitchy"]}
+
+    async def sibling(state: State) -> dict[str, Any]:
+        calls.append("sibling")
+        return {"log": ["sibling"]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node(
+        "glitchy",
+        glitchy,
+        retry_policy=lg.RetryPolicy(max_attempts=2, initial_interval=0.001, jitter=False),
+    )
+    builder.add_node("sibling", sibling)
+    builder.add_edge(lg.START, "glitchy")
+    builder.add_edge(lg.START, "sibling")
+    await rec.ainvoke("ainvoke", builder.compile(), {"log": []})
+    rec.record("calls", sorted(calls))
+
+
+@scenario(tags=["durability", "error"])
+def scenario_durability_exit_with_failure(lg: Any, rec: Recorder) -> None:
+    """durability="exit": a failing run saves what it had when it stopped."""
+    calls: list[str] = []
+
+    def boom(state: State) -> dict[str, Any]:
+        calls.append("boom")
+        raise KeyError("boom")
+
+    builder = lg.StateGraph(State)
+    builder.add_node("a", _append("a", calls))
+    builder.add_node("boom", boom)
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "boom")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = _thread("t")
+    rec.invoke("run", graph, {"log": []}, config, durability="exit")
+    rec.state("state", graph, config, tasks=True)
+    rec.record("history steps", [s.metadata["step"] for s in graph.get_state_history(config)])
+
+
+@scenario(tags=["pending-writes", "async", "stream"])
+async def scenario_failure_stream_keeps_sibling_update(lg: Any, rec: Recorder) -> None:
+    """A sibling that finished before a failure still shows in the updates stream."""
+
+    async def quick(state: State) -> dict[str, Any]:
+        return {"log": ["quick"]}
+
+    async def late_failure(state: State) -> dict[str, Any]:
+        await asyncio.sleep(0.02)
+        raise KeyError("late")
+
+    builder = lg.StateGraph(State)
+    builder.add_node("quick", quick)
+    builder.add_node("late_failure", late_failure)
+    builder.add_edge(lg.START, "quick")
+    builder.add_edge(lg.START, "late_failure")
+    graph = builder.compile()
+    await rec.astream("stream", graph, {"log": []}, stream_mode=["updates", "values"])

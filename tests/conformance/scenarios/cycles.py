@@ -144,3 +144,22 @@ def scenario_recursion_limit_counts_supersteps(lg: Any, rec: Recorder) -> None:
         calls.clear()
         rec.invoke(f"limit {limit}", graph, {"log": []}, {"recursion_limit": limit})
         rec.record(f"node runs at limit {limit}", len(calls))
+
+
+@scenario(tags=["recursion", "interrupt"])
+def scenario_recursion_limit_per_invocation(lg: Any, rec: Recorder) -> None:
+    """Each resume gets a fresh recursion budget: a long loop paused often never hits it."""
+
+    def ask(state: Counter) -> dict[str, Any]:
+        reply = lg.interrupt(state["n"]) if state["n"] % 2 == 0 else "skip"
+        return {"n": state["n"] + 1, "log": [str(reply)]}
+
+    builder = lg.StateGraph(Counter)
+    builder.add_node("ask", ask)
+    builder.add_edge(lg.START, "ask")
+    builder.add_conditional_edges("ask", lambda state: lg.END if state["n"] >= 8 else "ask")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 3}
+    rec.invoke("start", graph, {"n": 0, "log": []}, config)
+    for answer in ["a", "b", "c", "d"]:
+        rec.invoke(f"resume {answer}", graph, lg.Command(resume=answer), config)

@@ -332,3 +332,91 @@ def scenario_interrupt_in_loop(lg: Any, rec: Recorder) -> None:
     rec.invoke("start", graph, {"log": []}, config)
     for answer in ["x", "y", "z"]:
         rec.invoke(f"resume {answer}", graph, lg.Command(resume=answer), config)
+
+
+@scenario(tags=["interrupt", "breakpoint"])
+def scenario_interrupt_before_all(lg: Any, rec: Recorder) -> None:
+    """interrupt_before="*" pauses ahead of every superstep."""
+    builder = lg.StateGraph(State)
+    for name in ["a", "b"]:
+        builder.add_node(name, _append(name))
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "b")
+    graph = builder.compile(checkpointer=lg.InMemorySaver(), interrupt_before="*")
+    config = _thread("t")
+    rec.invoke("first", graph, {"log": []}, config)
+    rec.state("before a", graph, config)
+    rec.invoke("second", graph, None, config)
+    rec.state("before b", graph, config)
+    rec.invoke("third", graph, None, config)
+    rec.state("done", graph, config)
+
+
+@scenario(tags=["interrupt", "send"])
+def scenario_interrupt_in_send_target(lg: Any, rec: Recorder) -> None:
+    """Send targets that interrupt: each pending item is answered through the id map."""
+    runs: list[str] = []
+
+    class Work(TypedDict):
+        item: str
+
+    def fan_out(state: State) -> list[Any]:
+        return [lg.Send("review", {"item": item}) for item in ["x", "y"]]
+
+    def review(arg: Work) -> dict[str, Any]:
+        runs.append(arg["item"])
+        verdict = lg.interrupt(f"approve {arg['item']}?")
+        return {"log": [f"{arg['item']}:{verdict}"]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("review", review)
+    builder.add_conditional_edges(lg.START, fan_out, ["review"])
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = _thread("t")
+    result = graph.invoke({"log": []}, config)
+    pending = result["__interrupt__"]
+    rec.record("pending", sorted(item.value for item in pending))
+    answers = {item.id: item.value.split()[1].rstrip("?").upper() for item in pending}
+    rec.invoke("resumed", graph, lg.Command(resume=answers), config)
+    rec.record("runs", sorted(runs))
+
+
+@scenario(tags=["interrupt"])
+def scenario_interrupt_resume_by_id_single(lg: Any, rec: Recorder) -> None:
+    """A single pending interrupt may also be resumed through a map by its id."""
+
+    def ask(state: State) -> dict[str, Any]:
+        return {"answer": lg.interrupt("q")}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("ask", ask)
+    builder.add_edge(lg.START, "ask")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = _thread("t")
+    result = graph.invoke({"log": []}, config)
+    (pending,) = result["__interrupt__"]
+    rec.invoke("resumed", graph, lg.Command(resume={pending.id: "by id"}), config)
+
+
+@scenario(tags=["interrupt", "subgraph", "stream"])
+def scenario_interrupt_subgraph_stream(lg: Any, rec: Recorder) -> None:
+    """Streaming with subgraphs=True through an interrupt inside a child graph."""
+
+    def ask(state: State) -> dict[str, Any]:
+        return {"answer": lg.interrupt("child asks")}
+
+    child_builder = lg.StateGraph(State)
+    child_builder.add_node("ask", ask)
+    child_builder.add_edge(lg.START, "ask")
+
+    builder = lg.StateGraph(State)
+    builder.add_node("child", child_builder.compile())
+    builder.add_node("after", _append("after"))
+    builder.add_edge(lg.START, "child")
+    builder.add_edge("child", "after")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = _thread("t")
+    rec.stream("first", graph, {"log": []}, config, stream_mode="updates", subgraphs=True)
+    rec.stream(
+        "resume", graph, lg.Command(resume="ok"), config, stream_mode="updates", subgraphs=True
+    )

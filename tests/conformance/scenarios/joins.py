@@ -179,3 +179,63 @@ def scenario_concurrent_plain_key_updates(lg: Any, rec: Recorder) -> None:
         builder.add_edge(lg.START, "p")
         builder.add_edge(lg.START, "q")
         rec.invoke(label, builder.compile(), {"log": []})
+
+
+@scenario(tags=["join", "conditional"])
+def scenario_join_with_untaken_branch(lg: Any, rec: Recorder) -> None:
+    """A join whose one source is never reached (a router skipped it) never fires."""
+    calls: list[str] = []
+    builder = lg.StateGraph(Log)
+    for name in ["start", "a", "b", "joined"]:
+        builder.add_node(name, _append(name, calls))
+    builder.add_edge(lg.START, "start")
+    builder.add_conditional_edges("start", lambda state: state["value"])
+    builder.add_edge(["a", "b"], "joined")
+    graph = builder.compile()
+    rec.invoke("only a", graph, {"value": "a", "log": []})
+    rec.invoke("both", graph, {"value": ["a", "b"], "log": []})
+    rec.record("calls", sorted(calls))
+
+
+@scenario(tags=["join", "cycle"])
+def scenario_join_source_runs_twice(lg: Any, rec: Recorder) -> None:
+    """A join source that runs twice before the other source finishes: one join run."""
+    calls: list[str] = []
+
+    def fast(state: Log) -> dict[str, Any]:
+        calls.append("fast")
+        return {"log": ["fast"]}
+
+    builder = lg.StateGraph(Log)
+    builder.add_node("fast", fast)
+    for name in ["slow1", "slow2", "slow3", "joined"]:
+        builder.add_node(name, _append(name, calls))
+    builder.add_edge(lg.START, "fast")
+    builder.add_edge(lg.START, "slow1")
+    builder.add_edge("slow1", "slow2")
+    builder.add_edge("slow2", "slow3")
+    builder.add_conditional_edges(
+        "fast", lambda state: "fast" if state["log"].count("fast") < 2 else lg.END
+    )
+    builder.add_edge(["fast", "slow3"], "joined")
+    graph = builder.compile()
+    rec.invoke("invoke", graph, {"log": []})
+    rec.record("calls", sorted(calls))
+    rec.stream("stream", graph, {"log": []}, stream_mode=["updates", "values"])
+
+
+@scenario(tags=["join"])
+def scenario_join_and_direct_edge_same_target(lg: Any, rec: Recorder) -> None:
+    """A node behind a join and a direct edge: the direct edge fires it early, the join
+    fires it again when complete."""
+    calls: list[str] = []
+    builder = lg.StateGraph(Log)
+    for name in ["a", "b", "b2", "t"]:
+        builder.add_node(name, _append(name, calls))
+    builder.add_edge(lg.START, "a")
+    builder.add_edge(lg.START, "b")
+    builder.add_edge("b", "b2")
+    builder.add_edge("a", "t")
+    builder.add_edge(["a", "b2"], "t")
+    rec.invoke("invoke", builder.compile(), {"log": []})
+    rec.record("t runs", calls.count("t"))

@@ -202,3 +202,31 @@ def scenario_messages_ids_stable_in_state(lg: Any, rec: Recorder) -> None:
     rec.state("after run", graph, config)
     graph.update_state(config, {"messages": [lg.HumanMessage(content="edited", id=first_id)]})
     rec.state("after edit", graph, config)
+
+
+@scenario(tags=["messages", "error"])
+def scenario_messages_remove_missing_in_graph(lg: Any, rec: Recorder) -> None:
+    """Removing an id that is not in the list fails the run with ValueError."""
+    graph = _chat_graph(lg, lambda state: [lg.RemoveMessage(id="missing")])
+    rec.invoke("invoke", graph, {"messages": [lg.HumanMessage(content="x", id="x")]})
+
+
+@scenario(tags=["messages", "parallel"])
+def scenario_messages_parallel_replace_same_id(lg: Any, rec: Recorder) -> None:
+    """Two parallel nodes replacing the same message id: the later node name wins."""
+
+    def editor(name: str) -> Any:
+        def node(state: Any) -> dict[str, Any]:
+            return {"messages": [lg.AIMessage(content=f"by {name}", id="shared")]}
+
+        return node
+
+    builder = lg.StateGraph(lg.MessagesState)
+    for name in ["zz_editor", "aa_editor"]:
+        builder.add_node(name, editor(name))
+        builder.add_edge(lg.START, name)
+    rec.invoke(
+        "invoke",
+        builder.compile(),
+        {"messages": [lg.AIMessage(content="original", id="shared")]},
+    )

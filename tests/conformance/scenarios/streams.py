@@ -198,3 +198,69 @@ def scenario_stream_values_skip_empty_steps(lg: Any, rec: Recorder) -> None:
     builder.add_edge(lg.START, "noop")
     builder.add_edge("noop", "count")
     rec.stream("values", builder.compile(), {"log": []}, stream_mode=["values", "updates"])
+
+
+@scenario(tags=["stream", "tasks"])
+def scenario_stream_tasks_mode(lg: Any, rec: Recorder) -> None:
+    """tasks: a start and a result event per task, as a multiset."""
+    rec.stream("tasks", _fan(lg), {"log": []}, stream_mode="tasks")
+
+
+@scenario(tags=["stream", "checkpoints"])
+def scenario_stream_checkpoints_mode(lg: Any, rec: Recorder) -> None:
+    """checkpoints: one event per saved checkpoint, with values, next, source and step."""
+    builder = lg.StateGraph(State)
+    builder.add_node("a", lambda state: {"log": ["a"]})
+    builder.add_node("b", lambda state: {"log": ["b"]})
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "b")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    rec.stream(
+        "checkpoints",
+        graph,
+        {"log": []},
+        {"configurable": {"thread_id": "t"}},
+        stream_mode="checkpoints",
+    )
+
+
+@scenario(tags=["stream", "subgraph"])
+def scenario_stream_nested_subgraphs(lg: Any, rec: Recorder) -> None:
+    """Two levels of subgraphs streamed with subgraphs=True: nested namespaces."""
+
+    def leaf(state: State) -> dict[str, Any]:
+        return {"log": ["leaf"]}
+
+    inner_builder = lg.StateGraph(State)
+    inner_builder.add_node("leaf", leaf)
+    inner_builder.add_edge(lg.START, "leaf")
+
+    middle_builder = lg.StateGraph(State)
+    middle_builder.add_node("inner", inner_builder.compile())
+    middle_builder.add_edge(lg.START, "inner")
+
+    builder = lg.StateGraph(State)
+    builder.add_node("middle", middle_builder.compile())
+    builder.add_edge(lg.START, "middle")
+    graph = builder.compile()
+    rec.invoke("invoke", graph, {"log": ["in"]})
+    rec.stream("updates", graph, {"log": []}, stream_mode="updates", subgraphs=True)
+
+
+@scenario(tags=["stream", "send"])
+def scenario_stream_updates_send_and_command(lg: Any, rec: Recorder) -> None:
+    """updates of a Command node and the Send tasks it starts, per superstep."""
+
+    def plan(state: State) -> Any:
+        return lg.Command(
+            update={"n": 2}, goto=[lg.Send("work", {"k": k}) for k in range(state["n"] + 1)]
+        )
+
+    def work(arg: dict[str, Any]) -> dict[str, Any]:
+        return {"log": [f"work {arg['k']}"]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("plan", plan)
+    builder.add_node("work", work)
+    builder.add_edge(lg.START, "plan")
+    rec.stream("stream", builder.compile(), {"n": 2}, stream_mode=["updates", "values"])
