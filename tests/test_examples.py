@@ -28,6 +28,7 @@ DOC_PAGES_WITH_RUNNABLE_CODE = [
     "blocks.md",
     "llm.md",
     "pipelines.md",
+    "langgraph-migration.md",
 ]
 
 
