@@ -153,3 +153,35 @@ def scenario_command_without_goto(lg: Any, rec: Recorder) -> None:
     builder.add_edge(lg.START, "decide")
     builder.add_edge("decide", "next")
     rec.invoke("invoke", builder.compile(), {"log": []})
+
+
+@scenario(tags=["command", "checkpoint"])
+def scenario_command_goto_as_input(lg: Any, rec: Recorder) -> None:
+    """invoke(Command(goto=node)) on a finished thread runs that node and what follows."""
+    builder = lg.StateGraph(State)
+    for name in ["a", "b", "c"]:
+        builder.add_node(name, _append(name))
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", "c")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"log": []}, config)
+    rec.invoke("goto b", graph, lg.Command(goto="b"), config)
+    rec.invoke("goto c with update", graph, lg.Command(goto="c", update={"choice": "u"}), config)
+
+
+@scenario(tags=["command", "conditional"])
+def scenario_command_and_conditional_edge(lg: Any, rec: Recorder) -> None:
+    """A node returning Command(goto=x) that also has a router: both targets run."""
+
+    def decide(state: State) -> Any:
+        return lg.Command(goto="by_command", update={"choice": "routed"})
+
+    builder = lg.StateGraph(State)
+    builder.add_node("decide", decide)
+    builder.add_node("by_command", _append("by_command"))
+    builder.add_node("by_router", _append("by_router"))
+    builder.add_edge(lg.START, "decide")
+    builder.add_conditional_edges("decide", lambda state: "by_router")
+    rec.invoke("invoke", builder.compile(), {"log": []})

@@ -420,3 +420,40 @@ def scenario_interrupt_subgraph_stream(lg: Any, rec: Recorder) -> None:
     rec.stream(
         "resume", graph, lg.Command(resume="ok"), config, stream_mode="updates", subgraphs=True
     )
+
+
+@scenario(tags=["interrupt", "time-travel"])
+def scenario_interrupt_replay_asks_again(lg: Any, rec: Recorder) -> None:
+    """Replaying from a checkpoint before an interrupting node asks the question again."""
+
+    def ask(state: State) -> dict[str, Any]:
+        return {"answer": lg.interrupt("again?")}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("a", _append("a"))
+    builder.add_node("ask", ask)
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "ask")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = _thread("t")
+    graph.invoke({"log": []}, config)
+    graph.invoke(lg.Command(resume="first answer"), config)
+    before_ask = next(s for s in graph.get_state_history(config) if s.next == ("ask",))
+    rec.invoke("replay", graph, None, before_ask.config)
+    rec.invoke("answer again", graph, lg.Command(resume="second answer"), config)
+
+
+@scenario(tags=["interrupt", "breakpoint", "parallel"])
+def scenario_interrupt_after_parallel_node(lg: Any, rec: Recorder) -> None:
+    """interrupt_after one of two parallel nodes pauses after their whole superstep."""
+    builder = lg.StateGraph(State)
+    for name in ["p", "q", "r"]:
+        builder.add_node(name, _append(name))
+    builder.add_edge(lg.START, "p")
+    builder.add_edge(lg.START, "q")
+    builder.add_edge("p", "r")
+    graph = builder.compile(checkpointer=lg.InMemorySaver(), interrupt_after=["q"])
+    config = _thread("t")
+    rec.invoke("first", graph, {"log": []}, config)
+    rec.state("paused", graph, config)
+    rec.invoke("continued", graph, None, config)

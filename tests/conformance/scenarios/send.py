@@ -1,5 +1,6 @@
 """Send: map-reduce fan-out, the order its writes are applied in, private inputs."""
 
+import asyncio
 import operator
 from typing import Annotated, Any, TypedDict
 
@@ -178,3 +179,76 @@ def scenario_send_loop_rounds(lg: Any, rec: Recorder) -> None:
     graph = builder.compile()
     rec.invoke("invoke", graph, {"items": [], "results": []})
     rec.stream("updates", graph, {"items": [], "results": []}, stream_mode=["updates", "values"])
+
+
+@scenario(tags=["send", "pending-writes", "async"])
+async def scenario_send_worker_failure_resume(lg: Any, rec: Recorder) -> None:
+    """One failing Send worker: on resume only it runs again, the others' writes stay."""
+    calls: list[str] = []
+    failing = ["b"]
+
+    def fan_out(state: State) -> list[Any]:
+        return [lg.Send("work", {"item": item}) for item in state["items"]]
+
+    async def work(arg: Item) -> dict[str, Any]:
+        calls.append(arg["item"])
+        if arg["item"] in failing:
+            await asyncio.sleep(0.02)
+            failing.remove(arg["item"])
+            raise KeyError(arg["item"])
+        return {"results": [arg["item"]]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("work", work)
+    builder.add_conditional_edges(lg.START, fan_out, ["work"])
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    await rec.ainvoke("failing", graph, {"items": ["a", "b", "c"], "results": []}, config)
+    await rec.astate("after failure", graph, config, tasks=True)
+    await rec.ainvoke("resumed", graph, None, config)
+    rec.record("calls", sorted(calls))
+
+
+@scenario(tags=["send", "recursion"])
+def scenario_send_recursion_limit(lg: Any, rec: Recorder) -> None:
+    """Endless Send rounds end with GraphRecursionError; Send tasks share a superstep."""
+    calls: list[str] = []
+
+    def route(state: State) -> list[Any]:
+        return [lg.Send("work", {"item": f"{len(state['results'])}-{n}"}) for n in range(2)]
+
+    def work(arg: Item) -> dict[str, Any]:
+        calls.append(arg["item"])
+        return {"results": [arg["item"]]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("work", work)
+    builder.add_conditional_edges(lg.START, route, ["work"])
+    builder.add_conditional_edges("work", route, ["work"])
+    graph = builder.compile()
+    rec.invoke("limit 4", graph, {"items": [], "results": []}, {"recursion_limit": 4})
+    rec.record("calls", len(calls))
+
+
+@scenario(tags=["send", "conditional"])
+def scenario_router_after_send_target(lg: Any, rec: Recorder) -> None:
+    """A router behind a Send target reads the graph state with that task's own write,
+    not the Send argument."""
+    seen: list[Any] = []
+
+    def fan_out(state: State) -> list[Any]:
+        return [lg.Send("work", {"item": item}) for item in state["items"]]
+
+    def work(arg: Item) -> dict[str, Any]:
+        return {"results": [arg["item"]]}
+
+    def after_work(state: Any) -> str:
+        seen.append((sorted(state), list(state.get("results", []))))
+        return lg.END
+
+    builder = lg.StateGraph(State)
+    builder.add_node("work", work)
+    builder.add_conditional_edges(lg.START, fan_out, ["work"])
+    builder.add_conditional_edges("work", after_work, [lg.END])
+    rec.invoke("invoke", builder.compile(), {"items": ["a", "b"], "results": ["seed"]})
+    rec.record("router saw", sorted(seen))

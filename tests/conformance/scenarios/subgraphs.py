@@ -170,3 +170,69 @@ def scenario_subgraph_in_parallel(lg: Any, rec: Recorder) -> None:
     rec.invoke("disjoint keys", graph, {})
     # Both children now return the topic they were given: two writes to a plain key.
     rec.invoke("shared input key", graph, {"topic": "given"})
+
+
+@scenario(tags=["subgraph", "error"])
+def scenario_subgraph_error_propagates(lg: Any, rec: Recorder) -> None:
+    """An exception in a child node leaves the parent's invoke with its own type."""
+
+    def broken(state: Child) -> dict[str, Any]:
+        raise LookupError("child broke")
+
+    child_builder = lg.StateGraph(Child)
+    child_builder.add_node("broken", broken)
+    child_builder.add_edge(lg.START, "broken")
+
+    builder = lg.StateGraph(Parent)
+    builder.add_node("child", child_builder.compile())
+    builder.add_edge(lg.START, "child")
+    rec.invoke("invoke", builder.compile(), {"topic": "x"})
+
+
+@scenario(tags=["subgraph", "stream", "custom"])
+def scenario_subgraph_custom_stream(lg: Any, rec: Recorder) -> None:
+    """get_stream_writer() inside a child: custom chunks carry the child's namespace."""
+
+    def talk(state: Child) -> dict[str, Any]:
+        lg.get_stream_writer()({"node": "talk", "said": state["topic"]})
+        return {"result": "talked"}
+
+    child_builder = lg.StateGraph(Child)
+    child_builder.add_node("talk", talk)
+    child_builder.add_edge(lg.START, "talk")
+
+    builder = lg.StateGraph(Parent)
+    builder.add_node("child", child_builder.compile())
+    builder.add_edge(lg.START, "child")
+    graph = builder.compile()
+    rec.stream("flat", graph, {"topic": "hi"}, stream_mode="custom")
+    rec.stream("namespaced", graph, {"topic": "hi"}, stream_mode="custom", subgraphs=True)
+
+
+@scenario(tags=["subgraph", "interrupt", "checkpoint"])
+def scenario_subgraph_state_while_paused(lg: Any, rec: Recorder) -> None:
+    """get_state(subgraphs=True) while a child is paused shows the child's own snapshot."""
+
+    def draft(state: Child) -> dict[str, Any]:
+        return {"scratch": "drafted"}
+
+    def ask(state: Child) -> dict[str, Any]:
+        return {"result": lg.interrupt("ok?")}
+
+    child_builder = lg.StateGraph(Child)
+    child_builder.add_node("draft", draft)
+    child_builder.add_node("ask", ask)
+    child_builder.add_edge(lg.START, "draft")
+    child_builder.add_edge("draft", "ask")
+
+    builder = lg.StateGraph(Parent)
+    builder.add_node("child", child_builder.compile())
+    builder.add_edge(lg.START, "child")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"topic": "x"}, config)
+    snapshot = graph.get_state(config, subgraphs=True)
+    rec.record("parent next", snapshot.next)
+    child_state = snapshot.tasks[0].state
+    rec.record("child values", child_state.values)
+    rec.record("child next", child_state.next)
