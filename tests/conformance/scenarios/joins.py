@@ -239,3 +239,30 @@ def scenario_join_and_direct_edge_same_target(lg: Any, rec: Recorder) -> None:
     builder.add_edge(["a", "b2"], "t")
     rec.invoke("invoke", builder.compile(), {"log": []})
     rec.record("t runs", calls.count("t"))
+
+
+@scenario(tags=["reducer", "state"])
+def scenario_reducer_initial_values(lg: Any, rec: Recorder) -> None:
+    """Reducer keys missing from input start from their type's empty value."""
+    seen: list[Any] = []
+
+    def record_left(left: Any, right: Any) -> Any:
+        seen.append(("left", left))
+        return right
+
+    class State(TypedDict, total=False):
+        total: Annotated[int, operator.add]
+        words: Annotated[list[str], operator.add]
+        text: Annotated[str, operator.add]
+        last: Annotated[str, record_left]
+        plain: str
+
+    def first(state: State) -> dict[str, Any]:
+        seen.append(("first saw", sorted(state)))
+        return {"total": 2, "words": ["w"], "text": "t", "last": "x"}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("first", first)
+    builder.add_edge(lg.START, "first")
+    rec.invoke("invoke", builder.compile(), {"plain": "p"})
+    rec.record("seen", seen)

@@ -257,3 +257,25 @@ def scenario_node_input_schema_subset(lg: Any, rec: Recorder) -> None:
     builder.add_edge(lg.START, "narrow")
     rec.invoke("invoke", builder.compile(), {"question": "q", "notes": ["n"]})
     rec.record("seen", seen)
+
+
+@scenario(tags=["schema", "pydantic"])
+def scenario_pydantic_state_unvalidated_write(lg: Any, rec: Recorder) -> None:
+    """A node writing a wrongly typed value into a pydantic state, and what follows."""
+
+    class State(pydantic.BaseModel):
+        count: int = 0
+        label: str = ""
+
+    def writer(state: State) -> dict[str, Any]:
+        return {"count": "not an int"}
+
+    def reader(state: State) -> dict[str, Any]:
+        return {"label": f"count is {state.count!r}"}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("writer", writer)
+    builder.add_node("reader", reader)
+    builder.add_edge(lg.START, "writer")
+    builder.add_edge("writer", "reader")
+    rec.invoke("invoke", builder.compile(), {"count": 1})

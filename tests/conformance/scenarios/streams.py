@@ -264,3 +264,23 @@ def scenario_stream_updates_send_and_command(lg: Any, rec: Recorder) -> None:
     builder.add_node("work", work)
     builder.add_edge(lg.START, "plan")
     rec.stream("stream", builder.compile(), {"n": 2}, stream_mode=["updates", "values"])
+
+
+@scenario(tags=["stream", "messages", "subgraph"])
+def scenario_stream_messages_from_subgraph(lg: Any, rec: Recorder) -> None:
+    """messages mode with subgraphs=True: the child's messages carry its namespace."""
+
+    def child_bot(state: Any) -> dict[str, Any]:
+        return {"messages": [lg.AIMessage(content="from child", id="c1")]}
+
+    child_builder = lg.StateGraph(lg.MessagesState)
+    child_builder.add_node("child_bot", child_bot)
+    child_builder.add_edge(lg.START, "child_bot")
+
+    builder = lg.StateGraph(lg.MessagesState)
+    builder.add_node("child", child_builder.compile())
+    builder.add_edge(lg.START, "child")
+    graph = builder.compile()
+    start = {"messages": [lg.HumanMessage(content="hi", id="h")]}
+    rec.stream("flat", graph, start, stream_mode="messages")
+    rec.stream("namespaced", graph, start, stream_mode="messages", subgraphs=True)
