@@ -600,6 +600,9 @@ class Run:
             spec = graph.nodes[task.name]
             action = spec.action
 
+            if "messages" in self.wants:
+                self.emit("messages_seen", task.input)
+
             async def attempt() -> Any:
                 scope.calls = 0
                 if hasattr(action, "_arun_subgraph"):
@@ -625,6 +628,10 @@ class Run:
         writes.extend(graph.static_writes[task.name])
         for branch in graph.branches.get(task.name, ()):
             fresh = graph.local_read(task.name, self.channels, writes)
+            if isinstance(fresh, dict) and isinstance(result, dict):
+                # LangGraph hands the router the node's own return value too,
+                # under what the state says.
+                fresh = {**result, **fresh}
             picked = await call_with_config(branch.path, fresh, scope.config, {})
             writes.extend(target_writes(graph.branch_targets(branch, picked)))
         if task.name != START:

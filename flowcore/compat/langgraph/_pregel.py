@@ -473,6 +473,7 @@ class CompiledStateGraph:
             run.thread_id = parent.thread_id
         run.force_resume = parent.resuming or bool(scope.resume)
         run.resume_by_id = parent.resume_by_id
+        run.wants = parent.wants
         await run.execute()
         return run.graph.read_output(run.channels)
 
@@ -490,11 +491,33 @@ class CompiledStateGraph:
         Example:
             >>> # snapshot = await app.aget_state({"configurable": {"thread_id": "t1"}})
         """
-        saver = self._saver()
+        return await self._state_with(self._saver(), config, subgraphs=subgraphs)
+
+    async def _state_with(
+        self, saver: Any, config: Mapping[str, Any], *, subgraphs: bool
+    ) -> StateSnapshot:
         conf = dict(config.get("configurable") or {})
         conf.setdefault("checkpoint_ns", "")
         saved = await saver.aget_tuple({"configurable": conf})
-        return self._snapshot(config, saved, live="checkpoint_id" not in conf)
+        snapshot = self._snapshot(config, saved, live="checkpoint_id" not in conf)
+        if saved is None:
+            return snapshot
+        tasks = []
+        for task in snapshot.tasks:
+            spec = self.nodes.get(task.name)
+            if spec is None or not hasattr(spec.action, "_state_with"):
+                tasks.append(task)
+                continue
+            ns = f"{conf['checkpoint_ns']}|{task.name}:{task.id}".lstrip("|")
+            child_config = {
+                "configurable": {"thread_id": conf.get("thread_id"), "checkpoint_ns": ns}
+            }
+            state: Any = child_config
+            if subgraphs:
+                child_saver = spec.action.checkpointer or saver
+                state = await spec.action._state_with(child_saver, child_config, subgraphs=True)
+            tasks.append(task._replace(state=state))
+        return snapshot._replace(tasks=tuple(tasks))
 
     def get_state(self, config: Mapping[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
         """The sync form of :meth:`aget_state`."""
@@ -766,6 +789,7 @@ class _ChunkFormatter:
         self.single = single
         self.subgraphs = subgraphs
         self.run: Run | None = None
+        self.seen_messages: set[str] = set()
 
     def _wrap(self, ns: tuple[str, ...], mode: str, chunk: Any) -> Any:
         if self.single:
@@ -790,10 +814,8 @@ class _ChunkFormatter:
             return [self._wrap(ns, mode, chunk)]
         if mode == "custom" and "custom" in self.modes:
             return [self._wrap(ns, "custom", chunk[1])]
-        if mode == "messages_from" and "messages" in self.modes:
-            task, result = chunk
-            meta = {"langgraph_node": task.name, "langgraph_triggers": task.triggers}
-            return [self._wrap(ns, "messages", (message, meta)) for message in _messages_in(result)]
+        if mode in ("messages_seen", "messages_from"):
+            return self._messages(ns, mode, chunk)
         if mode == "debug_tasks":
             step, tasks = chunk
             out: list[Any] = []
@@ -815,6 +837,24 @@ class _ChunkFormatter:
             step, payload = chunk
             return self._debug(ns, "checkpoint", step, payload, "checkpoints")
         return []
+
+    def _messages(self, ns: tuple[str, ...], mode: str, chunk: Any) -> list[Any]:
+        if mode == "messages_seen":
+            self.seen_messages.update(m.id for m in _messages_in(chunk) if m.id)
+            return []
+        task, result = chunk
+        meta = {"langgraph_node": task.name, "langgraph_triggers": task.triggers}
+        fresh = []
+        # Like LangGraph, a message is streamed once, where it first shows.
+        for message in _messages_in(result):
+            if message.id and message.id in self.seen_messages:
+                continue
+            if message.id:
+                self.seen_messages.add(message.id)
+            fresh.append(message)
+        if "messages" not in self.modes:
+            return []
+        return [self._wrap(ns, "messages", (message, meta)) for message in fresh]
 
 
 def _now() -> str:
