@@ -193,12 +193,17 @@ class BlockEndEvent(EventBase):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TextDeltaEvent(EventBase):
-    """A piece of text a model is streaming for a block."""
+    """A piece of text a model is streaming for a block.
+
+    ``invocation_id`` names the model call (one provider request) the text
+    belongs to; the ``usage`` event of that call carries the same id.
+    """
 
     type: ClassVar[str] = "text_delta"
     node: str
     block_id: str
     text: str
+    invocation_id: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,7 +237,13 @@ class ToolCallResultEvent(EventBase):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UsageEvent(EventBase):
-    """Tokens one model call consumed, reported after every call (retries included)."""
+    """Tokens one model call consumed, reported after every call (retries included).
+
+    ``invocation_id`` is the call's id (shared with its text deltas),
+    ``prompt_hash`` the :func:`~flowcore.llm.prompt_hash.prompt_hash` of the
+    request sent, and ``cost_usd`` what the provider reported the call cost
+    (None when it reports no price).
+    """
 
     type: ClassVar[str] = "usage"
     node: str
@@ -241,6 +252,9 @@ class UsageEvent(EventBase):
     model: str
     input_tokens: int
     output_tokens: int
+    invocation_id: str = ""
+    prompt_hash: str = ""
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

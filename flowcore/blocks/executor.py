@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -41,6 +42,7 @@ from flowcore.events import (
 )
 from flowcore.interrupts import interrupt
 from flowcore.llm.errors import ProviderError
+from flowcore.llm.prompt_hash import prompt_hash
 from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.registry import ProviderRegistry
 from flowcore.llm.retry import call_with_retries
@@ -126,6 +128,16 @@ def _decision_schema(block: BlockDefinition) -> dict[str, Any]:
     schema["properties"] = props
     schema["required"] = sorted({*schema.get("required", ()), "branch"})
     return schema
+
+
+def _reported_cost(response: LLMResponse) -> float | None:
+    # A provider that knows the price reports it as ``cost_usd`` on its usage
+    # (or response); providers that do not leave it out, and the cost stays unknown.
+    for holder in (response.usage, response):
+        cost = getattr(holder, "cost_usd", None)
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            return float(cost)
+    return None
 
 
 def _single_key(schema: Mapping[str, Any], default: str) -> str:
@@ -367,14 +379,22 @@ class BlockExecutor:
 
     async def _ask(self, run: _Run, provider: LLMProvider, request: LLMRequest) -> LLMResponse:
         block, ctx = run.block, run.ctx
+        # The one place a prompt hash is computed: here, where the request is sent.
+        hashed = prompt_hash(request)
+        invocation = ""
 
         async def once() -> LLMResponse:
+            # Each provider request (a retry too) is its own invocation.
+            nonlocal invocation
+            invocation = uuid.uuid4().hex
             if not self.stream:
                 return await provider.complete(request)
             final: LLMResponse | None = None
             async for event in provider.stream(request):
                 if event.kind == "text" and event.text:
-                    ctx.publish(TextDeltaEvent, block_id=block.id, text=event.text)
+                    ctx.publish(
+                        TextDeltaEvent, block_id=block.id, text=event.text, invocation_id=invocation
+                    )
                 elif event.kind == "done":
                     final = event.response
             if final is None:
@@ -398,6 +418,9 @@ class BlockExecutor:
             model=response.model or request.model or "",
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
+            invocation_id=invocation,
+            prompt_hash=hashed,
+            cost_usd=_reported_cost(response),
         )
         return response
 
