@@ -190,7 +190,13 @@ class Run:
         self.last_values: Any = MISSING
         self.dirty = False
         self.updated: set[str] = set()
-        self.wants: set[str] = set()
+        # Every mode by default, so a run started outside astream()/ainvoke() hides nothing.
+        self.wants: set[str] = {"values", "updates", "custom", "messages", "debug", "tasks"}
+        # Channels whose version changed in the last apply (None: look at every node).
+        self.changed: set[str] | None = None
+        # One-step trigger channels holding a value: the only ones a new superstep clears.
+        self.live: set[str] = set()
+        self.top_version: Any = None
         self.output_keys: list[str] = list(graph.stream_keys)
         self.saved_versions: dict[str, Any] = {}
 
@@ -224,20 +230,28 @@ class Run:
             ]
             self.graph.restore_channels(self.channels, self.checkpoint)
             self.saved_versions = dict(self.checkpoint["channel_versions"])
+        self._recount()
         self.step = int(self.metadata.get("step", -2)) + 1
         self.stop = self.step + self.limit + 1
+
+    def _recount(self) -> None:
+        """Rebuild the incremental bookkeeping after channels were loaded wholesale."""
+        self.live = {c for c in self.graph.ephemeral_channels if self.channels[c].is_available()}
+        versions = self.checkpoint["channel_versions"]
+        self.top_version = max(versions.values(), key=_version_key) if versions else None
+        self.changed = None
 
     async def _put_checkpoint(self, source: str) -> None:
         self.checkpoint = {
             **self.checkpoint,
             "id": new_checkpoint_id(self.checkpoint.get("id")),
             "ts": datetime.now(UTC).isoformat(),
-            "channel_values": self.graph.snapshot_channels(self.channels),
         }
         self.metadata = {"source": source, "step": self.step, "parents": {}}
         if self.saver is not None and self.durability != "exit":
             await self._save()
         else:
+            # Values are read when (and if) the checkpoint is saved.
             self.dirty = True
         if self.saver is not None and self.wants & {"debug", "checkpoints"}:
             self._checkpoint_event()
@@ -264,6 +278,7 @@ class Run:
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
         versions = self.checkpoint["channel_versions"]
+        self.checkpoint["channel_values"] = self.graph.snapshot_channels(self.channels)
         changed = {k: v for k, v in versions.items() if self.saved_versions.get(k) != v}
         new_config = await self.saver.aput(
             base, _copy_checkpoint(self.checkpoint), dict(self.metadata), changed
@@ -298,6 +313,7 @@ class Run:
         if null_writes or carried:
             self.apply_writes([], extra=[*null_writes, *carried])
         if resuming:
+            self.changed = None
             self.resuming = True
             seen = self.checkpoint["versions_seen"].setdefault(INTERRUPT, {})
             seen.update(self.checkpoint["channel_versions"])
@@ -375,7 +391,12 @@ class Run:
                     )
                 )
         versions = self.checkpoint["channel_versions"]
-        for name in self.graph.node_order:
+        if self.changed is None:
+            candidates: Sequence[str] = self.graph.node_order
+        else:
+            # Only a node one of whose triggers changed can have become due.
+            candidates = self.graph.nodes_triggered_by(self.changed)
+        for name in candidates:
             seen = self.checkpoint["versions_seen"].get(name, {})
             triggered = [
                 chan
@@ -411,11 +432,12 @@ class Run:
                 if chan in ckpt["channel_versions"]:
                     seen[chan] = ckpt["channel_versions"][chan]
         versions = ckpt["channel_versions"]
-        top = max(versions.values(), default=None, key=_version_key) if versions else None
-        nxt = _next_version(top)
+        nxt = _next_version(self.top_version)
+        changed: set[str] = set()
         for chan in {c for t in ordered for c in t.triggers if c in self.channels}:
             if self.channels[chan].consume():
                 versions[chan] = nxt
+                changed.add(chan)
         grouped: dict[str, list[Any]] = {}
         for task in ordered:
             for chan, value in task.writes:
@@ -427,23 +449,38 @@ class Run:
             if chan in self.channels:
                 grouped.setdefault(chan, []).append(value)
         updated: set[str] = set()
+        ephemeral = self.graph.ephemeral_channels
         for chan, values in grouped.items():
-            if self.channels[chan].update(values):
+            channel = self.channels[chan]
+            if channel.update(values):
                 versions[chan] = nxt
-                if self.channels[chan].is_available():
+                changed.add(chan)
+                if channel.is_available():
                     updated.add(chan)
+                    if chan in ephemeral:
+                        self.live.add(chan)
         if bump:
-            for chan, channel in self.channels.items():
-                if chan not in updated and channel.is_available() and channel.update([]):
+            # One-step channels not written in this superstep are cleared.
+            for chan in sorted(self.live - updated):
+                channel = self.channels[chan]
+                if channel.update([]):
                     versions[chan] = nxt
-                    if channel.is_available():
-                        updated.add(chan)
+                    changed.add(chan)
+                if channel.is_available():
+                    updated.add(chan)
+                else:
+                    self.live.discard(chan)
             if not updated & self.graph.trigger_channels:
-                for chan, channel in self.channels.items():
+                for chan in self.graph.finishable_channels:
+                    channel = self.channels[chan]
                     if channel.finish():
                         versions[chan] = nxt
+                        changed.add(chan)
                         if channel.is_available():
                             updated.add(chan)
+        if changed:
+            self.top_version = nxt
+        self.changed = changed
         ckpt["updated_channels"] = sorted(updated)
         self.updated = updated
         return updated
@@ -495,6 +532,15 @@ class Run:
         """Run the superstep's tasks concurrently; save each one's writes as it finishes."""
         todo = [t for t in self.tasks if not t.done]
         if not todo:
+            return
+        if len(todo) == 1:
+            task = todo[0]
+            await self._run_task(task)
+            if task.error is not None:
+                raise task.error
+            if task.interrupts:
+                self.interrupts.extend(task.interrupts)
+                raise GraphInterrupt(tuple(task.interrupts))
             return
         limit = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
         failure: list[BaseException] = []
@@ -612,7 +658,11 @@ class Run:
                         # A node of the subgraph addressed this graph: it is this node's result.
                         return replace(exc.command, graph=None)
                 return await call_with_config(
-                    action, task.input, scope.config, {"writer": scope.writer}
+                    action,
+                    task.input,
+                    scope.config,
+                    {"writer": scope.writer},
+                    graph.call_shape(action),
                 )
 
             result = await retry_call(attempt, spec.retry)
@@ -632,7 +682,9 @@ class Run:
                 # LangGraph hands the router the node's own return value too,
                 # under what the state says.
                 fresh = {**result, **fresh}
-            picked = await call_with_config(branch.path, fresh, scope.config, {})
+            picked = await call_with_config(
+                branch.path, fresh, scope.config, {}, graph.call_shape(branch.path)
+            )
             writes.extend(target_writes(graph.branch_targets(branch, picked)))
         if task.name != START:
             self.emit("messages_from", (task, result))

@@ -16,6 +16,7 @@ __all__ = [
     "branch_channel",
     "call_with_config",
     "control_writes",
+    "describe_callable",
     "retry_call",
     "update_writes",
 ]
@@ -97,12 +98,17 @@ def target_writes(targets: Sequence[Any]) -> list[tuple[str, Any]]:
     return writes
 
 
-def _parameter_names(func: Callable[..., Any]) -> set[str]:
+def describe_callable(func: Callable[..., Any]) -> tuple[frozenset[str], bool]:
+    """The parameter names of ``func`` and whether calling it gives a coroutine."""
     try:
         params = inspect.signature(func).parameters.values()
+        names = frozenset(p.name for p in params if p.kind != inspect.Parameter.VAR_POSITIONAL)
     except (TypeError, ValueError):
-        return set()
-    return {p.name for p in params if p.kind != inspect.Parameter.VAR_POSITIONAL}
+        names = frozenset()
+    is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+        getattr(func, "__call__", None)  # noqa: B004 - callable objects
+    )
+    return names, is_async
 
 
 async def call_with_config(
@@ -110,17 +116,22 @@ async def call_with_config(
     arg: Any,
     config: Mapping[str, Any],
     extras: Mapping[str, Any],
+    shape: tuple[frozenset[str], bool] | None = None,
 ) -> Any:
     """Call a node or router: ``func(arg)``, passing ``config`` and extras it asks for by name.
 
     Sync functions run in a worker thread (the context, and so ``interrupt()``,
-    goes with them); coroutines are awaited.
+    goes with them); coroutines are awaited. ``shape`` is
+    :func:`describe_callable`'s answer, when the caller has it cached.
     """
-    names = _parameter_names(func)
-    kwargs = {k: v for k, v in {**extras, "config": config}.items() if k in names}
-    is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
-        getattr(func, "__call__", None)  # noqa: B004 - callable objects
-    )
+    names, is_async = shape if shape is not None else describe_callable(func)
+    kwargs: dict[str, Any] = {}
+    if names:
+        if "config" in names:
+            kwargs["config"] = config
+        for key, value in extras.items():
+            if key in names:
+                kwargs[key] = value
     if is_async:
         return await func(arg, **kwargs)
     result = await asyncio.to_thread(func, arg, **kwargs)

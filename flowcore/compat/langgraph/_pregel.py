@@ -38,6 +38,7 @@ from flowcore.compat.langgraph._node import (
     TASKS,
     branch_channel,
     control_writes,
+    describe_callable,
     target_writes,
     update_writes,
 )
@@ -149,6 +150,26 @@ class CompiledStateGraph:
             source: list(specs.values()) for source, specs in builder.branches.items()
         }
         self.trigger_channels = frozenset(c for chans in self.triggers.values() for c in chans)
+        order = {name: i for i, name in enumerate(self.node_order)}
+        by_channel: dict[str, list[str]] = {}
+        for name_, chans in self.triggers.items():
+            for chan in chans:
+                by_channel.setdefault(chan, []).append(name_)
+        self._trigger_to_nodes = {
+            c: sorted(ns, key=order.__getitem__) for c, ns in by_channel.items()
+        }
+        self._node_rank = order
+        sample = self.new_channels()
+        self.ephemeral_channels = frozenset(
+            name_ for name_, ch in sample.items() if isinstance(ch, EphemeralValue | _Topic)
+        )
+        self.finishable_channels = tuple(
+            name_
+            for name_, ch in sample.items()
+            if isinstance(ch, LastValueAfterFinish)
+            or (isinstance(ch, NamedBarrierValue) and ch.deferred)
+        )
+        self._param_names: dict[Any, tuple[frozenset[str], bool]] = {}
 
     def _add_state_key(self, info: SchemaInfo, key: str) -> None:
         made = info.channel(key)
@@ -273,6 +294,20 @@ class CompiledStateGraph:
                 continue
             targets.append(target)
         return targets
+
+    def nodes_triggered_by(self, channels: set[str]) -> list[str]:
+        """The nodes one of whose triggers is in ``channels``, in declaration order."""
+        found: set[str] = set()
+        for chan in channels:
+            found.update(self._trigger_to_nodes.get(chan, ()))
+        return sorted(found, key=self._node_rank.__getitem__)
+
+    def call_shape(self, func: Any) -> tuple[frozenset[str], bool]:
+        """The parameter names of a node or router function, and whether it is async (cached)."""
+        shape = self._param_names.get(func)
+        if shape is None:
+            shape = self._param_names[func] = describe_callable(func)
+        return shape
 
     def is_subgraph_node(self, name: str) -> bool:
         """Whether node ``name`` runs a compiled graph."""
@@ -543,6 +578,7 @@ class CompiledStateGraph:
             "channel_versions": dict(saved.checkpoint["channel_versions"]),
         }
         self.restore_channels(run.channels, run.checkpoint)
+        run._recount()
         run.step = int((saved.metadata or {}).get("step", -1)) + 1
         pending = [(str(t), c, self.decode_write(c, v)) for t, c, v in saved.pending_writes or ()]
         null = [(c, v) for t, c, v in pending if t == NULL_TASK_ID]
@@ -662,6 +698,7 @@ class CompiledStateGraph:
                 "versions_seen": {k: dict(v) for k, v in saved.checkpoint["versions_seen"].items()},
             }
             self.restore_channels(run.channels, run.checkpoint)
+            run._recount()
             run.saved_config = saved.config
             run.saved_versions = dict(saved.checkpoint["channel_versions"])
             step = int((saved.metadata or {}).get("step", -1))
