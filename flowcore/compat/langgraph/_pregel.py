@@ -458,17 +458,29 @@ class CompiledStateGraph:
             return [c async for c in self.astream(input, config, stream_mode=stream_mode, **kwargs)]
         latest: Any = None
         interrupts: list[Interrupt] = []
-        async for mode, chunk in self.astream(
-            input,
-            config,
-            stream_mode=["updates", "values"],
-            output_keys=kwargs.pop("output_keys", self.output_keys),
-            **kwargs,
-        ):
+
+        # No queue and no chunk formatting: invoke only needs the last values and the pauses.
+        def sink(ns: tuple[str, ...], mode: str, chunk: Any) -> None:
+            nonlocal latest
+            if ns:
+                return
             if mode == "values":
                 latest = chunk
-            elif isinstance(chunk, dict) and chunk.get(INTERRUPT) is not None:
+            elif mode == "updates" and isinstance(chunk, dict) and chunk.get(INTERRUPT):
                 interrupts.extend(chunk[INTERRUPT])
+
+        run = self._run(
+            input,
+            config,
+            sink,
+            durability=kwargs.get("durability"),
+            interrupt_before=kwargs.get("interrupt_before"),
+            interrupt_after=kwargs.get("interrupt_after"),
+        )
+        run.output_keys = list(kwargs.get("output_keys") or self.output_keys)
+        run.wants = {"values", "updates"}
+        with contextlib.suppress(GraphInterrupt):
+            await run.execute()
         if interrupts:
             return (
                 {**latest, INTERRUPT: interrupts}

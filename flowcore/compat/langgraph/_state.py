@@ -114,17 +114,12 @@ class SchemaInfo:
         self.schema = schema
         self.hints: dict[str, Any] = _hints(schema)
         self.kind = _kind(schema)
-
-    @property
-    def keys(self) -> list[str]:
-        """The declared keys that are channels, in declaration order."""
-        return [k for k in self.hints if managed_of(self.hints[k]) is None]
-
-    @property
-    def managed(self) -> dict[str, ManagedValue]:
-        """The declared keys the run computes (``RemainingSteps``, ``IsLastStep``)."""
         found = {k: managed_of(v) for k, v in self.hints.items()}
-        return {k: v for k, v in found.items() if v is not None}
+        self.managed: dict[str, ManagedValue] = {k: v for k, v in found.items() if v is not None}
+        """The declared keys the run computes (``RemainingSteps``, ``IsLastStep``)."""
+        self.keys: list[str] = [k for k in self.hints if k not in self.managed]
+        """The declared keys that are channels, in declaration order."""
+        self._key_set = frozenset(self.hints)
 
     def channel(self, key: str) -> Channel:
         """A fresh channel for ``key``."""
@@ -151,7 +146,11 @@ class SchemaInfo:
 
     def coerce(self, values: Mapping[str, Any]) -> Any:
         """``values`` as the schema's own type (a dict for a TypedDict)."""
-        mine = {k: v for k, v in values.items() if k in self.hints}
+        mine = (
+            values
+            if self.kind == "typeddict" and values.keys() <= self._key_set
+            else {k: v for k, v in values.items() if k in self.hints}
+        )
         if self.kind == "pydantic":
             return self.schema(**mine)  # validated, as LangGraph does
         if self.kind == "dataclass":
