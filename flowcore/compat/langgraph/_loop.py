@@ -425,7 +425,7 @@ class Run:
     ) -> set[str]:
         """Fold the writes of a superstep into the channels, in task-path order."""
         ckpt = self.checkpoint
-        ordered = sorted(tasks, key=lambda t: t.sort_key)
+        ordered = list(tasks) if len(tasks) < 2 else sorted(tasks, key=lambda t: t.sort_key)
         bump = bool(ordered)
         for task in ordered:
             seen = ckpt["versions_seen"].setdefault(task.name, {})
@@ -702,7 +702,7 @@ class Run:
 
     def emit_task_updates(self, task: Task, writes: Sequence[tuple[str, Any]]) -> None:
         """Stream one task's state update as ``{node: update}``."""
-        if task.name == START:
+        if task.name == START or "updates" not in self.wants:
             return
         keys = set(self.output_keys)
         mine = [(c, v) for c, v in writes if c in keys]

@@ -478,7 +478,8 @@ class CompiledStateGraph:
             interrupt_after=kwargs.get("interrupt_after"),
         )
         run.output_keys = list(kwargs.get("output_keys") or self.output_keys)
-        run.wants = {"values", "updates"}
+        # Pauses are always reported; node updates are not needed here.
+        run.wants = {"values"}
         with contextlib.suppress(GraphInterrupt):
             await run.execute()
         if interrupts:
