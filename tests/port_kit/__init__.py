@@ -1,0 +1,1 @@
+"""The executor-port conformance kit run against two implementations."""
