@@ -40,6 +40,14 @@ from typing import Any, Literal, Self
 
 import aiosqlite
 
+from flowcore._sqlite import (
+    MIN_BUSY_TIMEOUT,
+    MigrationStep,
+    SqliteFile,
+    check_busy_timeout,
+    close_quietly,
+    upgrade,
+)
 from flowcore.checkpoint.protocol import Checkpoint, PendingWrite
 from flowcore.checkpoint.records import checkpoint_from_record, checkpoint_to_record
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
@@ -53,14 +61,6 @@ from flowcore.errors import (
 __all__ = ["SCHEMA_VERSION", "SqliteCheckpointer"]
 
 _log = logging.getLogger(__name__)
-
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-_MIN_BUSY_TIMEOUT = 5.0
-# SQLite primary result codes (the low byte of extended codes).
-_SQLITE_BUSY = 5
-_SQLITE_LOCKED = 6
-# busy_timeout has already waited this many times before we give up on a lock.
-_BEGIN_ATTEMPTS = 3
 
 _SYNCHRONOUS_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
@@ -181,7 +181,7 @@ class SqliteCheckpointer:
         path: str | os.PathLike[str],
         *,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
-        busy_timeout: float = _MIN_BUSY_TIMEOUT,
+        busy_timeout: float = MIN_BUSY_TIMEOUT,
         wal_truncate_every: int = 1000,
         serializer: Serializer | None = None,
     ) -> None:
@@ -192,20 +192,19 @@ class SqliteCheckpointer:
             )
         if synchronous not in ("NORMAL", "FULL"):
             raise InvalidInputError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
-        if busy_timeout < _MIN_BUSY_TIMEOUT:
-            raise InvalidInputError(
-                f"busy_timeout must be at least {_MIN_BUSY_TIMEOUT:g} s, got {busy_timeout!r}: "
-                "shorter waits let concurrent writers fail with 'database is locked'"
-            )
+        busy_timeout = check_busy_timeout(busy_timeout)
         if isinstance(wal_truncate_every, bool) or wal_truncate_every < 1:
             raise InvalidInputError(f"wal_truncate_every must be >= 1, got {wal_truncate_every!r}")
         self.path = Path(path)
         self.synchronous: Literal["NORMAL", "FULL"] = synchronous
-        self.busy_timeout = float(busy_timeout)
+        self.busy_timeout = busy_timeout
         self.wal_truncate_every = int(wal_truncate_every)
         self.before_commit: Callable[[], None] | None = None
         """Test hook: called inside every write transaction just before COMMIT."""
         self._serde = serializer or JsonSerializer()
+        self._file = SqliteFile(
+            self.path, self.busy_timeout, CheckpointStoreError, "SqliteCheckpointer"
+        )
         self._state: Literal["new", "open", "closed"] = "new"
         self._res: _Open | None = None
         self._lifecycle = asyncio.Lock()
@@ -222,7 +221,7 @@ class SqliteCheckpointer:
         path: str | os.PathLike[str],
         *,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
-        busy_timeout: float = _MIN_BUSY_TIMEOUT,
+        busy_timeout: float = MIN_BUSY_TIMEOUT,
         wal_truncate_every: int = 1000,
         serializer: Serializer | None = None,
     ) -> Self:
@@ -275,7 +274,7 @@ class SqliteCheckpointer:
                     res.task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await res.task
-                await _close_quietly(res.writer, res.reader)
+                await close_quietly(res.writer, res.reader)
 
     async def _open(self) -> None:
         async with self._lifecycle:
@@ -285,50 +284,17 @@ class SqliteCheckpointer:
                 raise CheckpointError(
                     f"{self!r} has been closed; create a new SqliteCheckpointer to reopen the file"
                 )
-            await asyncio.to_thread(_check_magic, self.path)
-            writer = await self._connect()
-            reader: aiosqlite.Connection | None = None
-            try:
-                # Validate with reads only, so a file we refuse is never touched.
-                version = await self._schema_version(writer)
-                await self._enable_wal(writer)
-                if version < SCHEMA_VERSION:
-                    await self._migrate(writer)
-                reader = await self._connect()
-            except BaseException:
-                await _close_quietly(writer, reader)
-                raise
+            writer, reader = await self._file.open(
+                synchronous=self.synchronous,
+                current=SCHEMA_VERSION,
+                schema_version=self._schema_version,
+                migrate=self._migrate,
+            )
             res = _Open(writer, reader, asyncio.Queue())
             res.task = asyncio.get_running_loop().create_task(
                 self._writer_loop(res), name=f"flowcore sqlite writer {self.path}"
             )
             self._res, self._state = res, "open"
-
-    async def _connect(self) -> aiosqlite.Connection:
-        try:
-            # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
-            conn = await aiosqlite.connect(
-                self.path, timeout=self.busy_timeout, isolation_level=None
-            )
-        except sqlite3.Error as exc:
-            raise self._open_error(exc) from exc
-        try:
-            await conn.execute_fetchall(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            await conn.execute_fetchall(f"PRAGMA synchronous = {self.synchronous}")
-        except BaseException as exc:
-            await _close_quietly(conn)
-            if isinstance(exc, sqlite3.Error):
-                raise self._open_error(exc) from exc
-            raise
-        return conn
-
-    def _open_error(self, exc: sqlite3.Error) -> CheckpointStoreError:
-        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
-            return CheckpointStoreError(
-                f"{self.path} is not an SQLite database or is corrupt ({exc}); point "
-                "SqliteCheckpointer at a new file or at one flowcore created"
-            )
-        return CheckpointStoreError(f"cannot open {self.path}: {exc}")
 
     async def _schema_version(self, conn: aiosqlite.Connection) -> int:
         """The file's schema version (0: empty), refusing foreign, corrupt and newer files."""
@@ -346,70 +312,20 @@ class SqliteCheckpointer:
                         "SqliteCheckpointer at a new file or at one flowcore created"
                     )
                 return 0
-            rows = await conn.execute_fetchall(
-                "SELECT value FROM flowcore_meta WHERE key = 'schema_version'"
-            )
         except sqlite3.Error as exc:
-            raise self._open_error(exc) from exc
-        values = [row[0] for row in rows]
-        try:
-            version = int(values[0])
-        except (IndexError, TypeError, ValueError):
-            raise CheckpointStoreError(
-                f"{self.path} is damaged: flowcore_meta has no valid schema_version "
-                f"(found {values!r})"
-            ) from None
-        if version > SCHEMA_VERSION:
-            raise CheckpointStoreError(
-                f"{self.path} has checkpoint schema version {version}, newer than this "
-                f"flowcore knows ({SCHEMA_VERSION}); upgrade flowcore to open it"
-            )
-        return version
-
-    async def _enable_wal(self, conn: aiosqlite.Connection) -> None:
-        delay, waited = 0.005, 0.0
-        while True:
-            try:
-                rows = await conn.execute_fetchall("PRAGMA journal_mode = WAL")
-                break
-            except sqlite3.OperationalError as exc:
-                # The switch needs the file to itself for a moment and SQLite does not
-                # run the busy handler for it: a process opening the same new file at
-                # the same time makes it fail at once. Wait as a busy handler would.
-                if not _is_busy(exc) or waited >= self.busy_timeout:
-                    raise CheckpointStoreError(f"cannot switch {self.path} to WAL: {exc}") from exc
-                await asyncio.sleep(delay)
-                waited += delay
-                delay = min(delay * 2, 0.1)
-            except sqlite3.Error as exc:
-                raise CheckpointStoreError(f"cannot switch {self.path} to WAL: {exc}") from exc
-        mode = str(next(iter(rows))[0]).lower()
-        if mode != "wal":
-            # Readers alongside the writer, and several processes, depend on it.
-            raise CheckpointStoreError(
-                f"{self.path} cannot use WAL journaling (got {mode!r}); "
-                "put it on a local file system"
-            )
+            raise self._file.open_error(exc) from exc
+        return await self._file.schema_version(
+            conn, "flowcore_meta", current=SCHEMA_VERSION, kind="checkpoint"
+        )
 
     async def _migrate(self, conn: aiosqlite.Connection) -> None:
-        async def upgrade(c: aiosqlite.Connection) -> None:
-            # Re-read under the write lock: another process may have migrated since.
-            version = await self._schema_version(c)
-            for number in range(version + 1, SCHEMA_VERSION + 1):
-                for step in _MIGRATIONS[number - 1]:
-                    if isinstance(step, str):
-                        await c.execute_fetchall(step)
-                    else:
-                        await step(c, self._serde)
-            if version < SCHEMA_VERSION:
-                await c.execute_fetchall(
-                    "INSERT OR REPLACE INTO flowcore_meta (key, value) "
-                    "VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
+        def bind(step: _MigrationStep) -> MigrationStep:
+            return step if isinstance(step, str) else (lambda c: step(c, self._serde))
 
+        migrations = [[bind(step) for step in steps] for steps in _MIGRATIONS]
+        body = upgrade(migrations, meta_table="flowcore_meta", schema_version=self._schema_version)
         try:
-            await self._transaction(conn, upgrade)
+            await self._transaction(conn, body)
         except CheckpointStoreError:
             raise
         except Exception as exc:  # a data step could not read an old record
@@ -459,34 +375,16 @@ class SqliteCheckpointer:
     async def _transaction(
         self, conn: aiosqlite.Connection, run: Callable[[aiosqlite.Connection], Awaitable[Any]]
     ) -> Any:
-        await self._begin_immediate(conn)
-        try:
-            result = await run(conn)
+        async def run_then_hook(c: aiosqlite.Connection) -> Any:
+            result = await run(c)
             if self.before_commit is not None:
                 self.before_commit()
-            await conn.execute_fetchall("COMMIT")
-        except BaseException as exc:
-            with contextlib.suppress(sqlite3.Error, ValueError):
-                await conn.execute_fetchall("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise CheckpointStoreError(f"write to {self.path} failed: {exc}") from exc
-            raise
-        return result
+            return result
 
-    async def _begin_immediate(self, conn: aiosqlite.Connection) -> None:
-        for attempt in range(1, _BEGIN_ATTEMPTS + 1):
-            try:
-                await conn.execute_fetchall("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                # busy_timeout has already waited; another process holding the lock
-                # for that long is rare, so wait that long again before failing.
-                if _is_busy(exc) and attempt < _BEGIN_ATTEMPTS:
-                    continue
-                raise CheckpointStoreError(
-                    f"cannot start a write on {self.path}: {exc} "
-                    f"(waited {attempt} x {self.busy_timeout:g} s for the write lock)"
-                ) from exc
+        return await self._file.transaction(conn, run_then_hook, failed=self._write_failed)
+
+    def _write_failed(self, exc: sqlite3.Error) -> CheckpointStoreError:
+        return CheckpointStoreError(f"write to {self.path} failed: {exc}")
 
     async def _truncate_wal(self, conn: aiosqlite.Connection) -> None:
         try:
@@ -802,39 +700,9 @@ async def _read_pragmas(conn: aiosqlite.Connection) -> dict[str, object]:
     return values
 
 
-def _check_magic(path: Path) -> None:
-    """Refuse a file that is not SQLite at all, before SQLite touches it (runs in a thread)."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(_SQLITE_MAGIC))
-    except FileNotFoundError:
-        return  # a new store
-    except OSError as exc:
-        raise CheckpointStoreError(f"cannot read {path}: {exc}") from exc
-    if head and head != _SQLITE_MAGIC:
-        raise CheckpointStoreError(
-            f"{path} is not an SQLite database (corrupt, or another kind of file); "
-            "point SqliteCheckpointer at a new file or at one flowcore created"
-        )
-
-
 def _not_replaceable(thread_id: str, checkpoint_id: str) -> CheckpointNotFoundError:
     return CheckpointNotFoundError(
         f"checkpoint {checkpoint_id!r} is not in thread {thread_id!r}, so it cannot be replaced",
         thread_id=thread_id,
         checkpoint_id=checkpoint_id,
     )
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return (code & 0xFF) in (_SQLITE_BUSY, _SQLITE_LOCKED)
-    return "locked" in str(exc) or "busy" in str(exc)
-
-
-async def _close_quietly(*conns: aiosqlite.Connection | None) -> None:
-    for conn in conns:
-        if conn is not None:
-            with contextlib.suppress(sqlite3.Error, ValueError):
-                await conn.close()
