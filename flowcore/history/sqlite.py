@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
 import os
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -35,6 +34,13 @@ from typing import Any, Literal, Self
 
 import aiosqlite
 
+from flowcore._sqlite import (
+    MIN_BUSY_TIMEOUT,
+    SqliteFile,
+    check_busy_timeout,
+    close_quietly,
+    upgrade,
+)
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
 from flowcore.errors import InvalidInputError
 from flowcore.history.protocol import (
@@ -47,12 +53,6 @@ from flowcore.history.protocol import (
 from flowcore.history.records import NodeRecord, RunRecord
 
 __all__ = ["HISTORY_SCHEMA_VERSION", "SqliteRunHistory"]
-
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-_MIN_BUSY_TIMEOUT = 5.0
-_SQLITE_BUSY = 5
-_SQLITE_LOCKED = 6
-_BEGIN_ATTEMPTS = 3
 
 _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # v1
@@ -152,7 +152,7 @@ class SqliteRunHistory:
         self,
         path: str | os.PathLike[str],
         *,
-        busy_timeout: float = _MIN_BUSY_TIMEOUT,
+        busy_timeout: float = MIN_BUSY_TIMEOUT,
         serializer: Serializer | None = None,
     ) -> None:
         if os.fspath(path) in ("", ":memory:"):
@@ -160,14 +160,12 @@ class SqliteRunHistory:
                 "SqliteRunHistory needs a file path (two connections to ':memory:' would see "
                 "two different databases); use InMemoryRunHistory for an in-process history"
             )
-        if isinstance(busy_timeout, bool) or busy_timeout < _MIN_BUSY_TIMEOUT:
-            raise InvalidInputError(
-                f"busy_timeout must be at least {_MIN_BUSY_TIMEOUT:g} s, got {busy_timeout!r}: "
-                "shorter waits let concurrent writers fail with 'database is locked'"
-            )
         self.path = Path(path)
-        self.busy_timeout = float(busy_timeout)
+        self.busy_timeout = check_busy_timeout(busy_timeout)
         self._serde = serializer or JsonSerializer()
+        self._file = SqliteFile(
+            self.path, self.busy_timeout, RunHistoryStoreError, "SqliteRunHistory", "run history "
+        )
         self._state: Literal["new", "open", "closed"] = "new"
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
@@ -206,19 +204,12 @@ class SqliteRunHistory:
                 raise RunHistoryError(
                     f"{self!r} has been closed; create a new SqliteRunHistory to reopen the file"
                 )
-            await asyncio.to_thread(_check_magic, self.path)
-            writer = await self._connect()
-            reader: aiosqlite.Connection | None = None
-            try:
-                # Only reads until the file is accepted, so a refused file is untouched.
-                version = await self._schema_version(writer)
-                await self._enable_wal(writer)
-                if version < HISTORY_SCHEMA_VERSION:
-                    await self._migrate(writer)
-                reader = await self._connect()
-            except BaseException:
-                await _close_quietly(writer, reader)
-                raise
+            writer, reader = await self._file.open(
+                synchronous="NORMAL",
+                current=HISTORY_SCHEMA_VERSION,
+                schema_version=self._schema_version,
+                migrate=self._migrate,
+            )
             self._writer, self._reader, self._state = writer, reader, "open"
 
     async def aclose(self) -> None:
@@ -237,33 +228,7 @@ class SqliteRunHistory:
                 await asyncio.gather(*pending, return_exceptions=True)
             async with self._write_lock, self._read_lock:
                 writer, reader, self._writer, self._reader = self._writer, self._reader, None, None
-                await _close_quietly(writer, reader)
-
-    async def _connect(self) -> aiosqlite.Connection:
-        try:
-            # isolation_level=None: transactions are begun and ended explicitly.
-            conn = await aiosqlite.connect(
-                self.path, timeout=self.busy_timeout, isolation_level=None
-            )
-        except sqlite3.Error as exc:
-            raise self._open_error(exc) from exc
-        try:
-            await conn.execute_fetchall(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            await conn.execute_fetchall("PRAGMA synchronous = NORMAL")
-        except BaseException as exc:
-            await _close_quietly(conn)
-            if isinstance(exc, sqlite3.Error):
-                raise self._open_error(exc) from exc
-            raise
-        return conn
-
-    def _open_error(self, exc: sqlite3.Error) -> RunHistoryStoreError:
-        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
-            return RunHistoryStoreError(
-                f"{self.path} is not an SQLite database or is corrupt ({exc}); point "
-                "SqliteRunHistory at a new file or at one flowcore created"
-            )
-        return RunHistoryStoreError(f"cannot open run history {self.path}: {exc}")
+                await close_quietly(writer, reader)
 
     async def _schema_version(self, conn: aiosqlite.Connection) -> int:
         """The history schema version in the file (0: none yet); refuses damaged and newer."""
@@ -271,66 +236,23 @@ class SqliteRunHistory:
             rows = await conn.execute_fetchall(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'run_history_meta'"
             )
-            if not list(rows):
-                return 0
-            rows = await conn.execute_fetchall(
-                "SELECT value FROM run_history_meta WHERE key = 'schema_version'"
-            )
         except sqlite3.Error as exc:
-            raise self._open_error(exc) from exc
-        values = [row[0] for row in rows]
-        try:
-            version = int(values[0])
-        except (IndexError, TypeError, ValueError):
-            raise RunHistoryStoreError(
-                f"{self.path} is damaged: run_history_meta has no valid schema_version "
-                f"(found {values!r}); point SqliteRunHistory at a new file"
-            ) from None
-        if version > HISTORY_SCHEMA_VERSION:
-            raise RunHistoryStoreError(
-                f"{self.path} has run-history schema version {version}, newer than this "
-                f"flowcore knows ({HISTORY_SCHEMA_VERSION}); upgrade flowcore to open it"
-            )
-        return version
-
-    async def _enable_wal(self, conn: aiosqlite.Connection) -> None:
-        delay, waited = 0.005, 0.0
-        while True:
-            try:
-                rows = await conn.execute_fetchall("PRAGMA journal_mode = WAL")
-                break
-            except sqlite3.OperationalError as exc:
-                # The switch runs no busy handler: another process opening the same
-                # new file at this moment makes it fail at once, so wait by hand.
-                if not _is_busy(exc) or waited >= self.busy_timeout:
-                    raise RunHistoryStoreError(f"cannot switch {self.path} to WAL: {exc}") from exc
-                await asyncio.sleep(delay)
-                waited += delay
-                delay = min(delay * 2, 0.1)
-            except sqlite3.Error as exc:
-                raise RunHistoryStoreError(f"cannot switch {self.path} to WAL: {exc}") from exc
-        mode = str(next(iter(rows))[0]).lower()
-        if mode != "wal":
-            raise RunHistoryStoreError(
-                f"{self.path} cannot use WAL journaling (got {mode!r}); put it on a local "
-                "file system"
-            )
+            raise self._file.open_error(exc) from exc
+        if not list(rows):
+            return 0
+        return await self._file.schema_version(
+            conn,
+            "run_history_meta",
+            current=HISTORY_SCHEMA_VERSION,
+            kind="run-history",
+            advice="; point SqliteRunHistory at a new file",
+        )
 
     async def _migrate(self, conn: aiosqlite.Connection) -> None:
-        async def upgrade(c: aiosqlite.Connection) -> None:
-            # Read again under the write lock: another process may have migrated meanwhile.
-            version = await self._schema_version(c)
-            for number in range(version + 1, HISTORY_SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[number - 1]:
-                    await c.execute_fetchall(statement)
-            if version < HISTORY_SCHEMA_VERSION:
-                await c.execute_fetchall(
-                    "INSERT OR REPLACE INTO run_history_meta (key, value) "
-                    "VALUES ('schema_version', ?)",
-                    (str(HISTORY_SCHEMA_VERSION),),
-                )
-
-        await self._transaction(conn, upgrade)
+        body = upgrade(
+            _MIGRATIONS, meta_table="run_history_meta", schema_version=self._schema_version
+        )
+        await self._transaction(conn, body)
 
     # ------------------------------------------------------------------ transactions
 
@@ -347,33 +269,12 @@ class SqliteRunHistory:
     async def _transaction(
         self, conn: aiosqlite.Connection, run: Callable[[aiosqlite.Connection], Awaitable[Any]]
     ) -> Any:
-        await self._begin_immediate(conn)
-        try:
-            result = await run(conn)
-            await conn.execute_fetchall("COMMIT")
-        except BaseException as exc:
-            with contextlib.suppress(sqlite3.Error, ValueError):
-                await conn.execute_fetchall("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise RunHistoryStoreError(
-                    f"write to run history {self.path} failed and was rolled back: {exc}"
-                ) from exc
-            raise
-        return result
+        return await self._file.transaction(conn, run, failed=self._write_failed)
 
-    async def _begin_immediate(self, conn: aiosqlite.Connection) -> None:
-        for attempt in range(1, _BEGIN_ATTEMPTS + 1):
-            try:
-                await conn.execute_fetchall("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                # busy_timeout has already waited; wait that long again before failing.
-                if _is_busy(exc) and attempt < _BEGIN_ATTEMPTS:
-                    continue
-                raise RunHistoryStoreError(
-                    f"cannot start a write on {self.path}: {exc} "
-                    f"(waited {attempt} x {self.busy_timeout:g} s for the write lock)"
-                ) from exc
+    def _write_failed(self, exc: sqlite3.Error) -> RunHistoryStoreError:
+        return RunHistoryStoreError(
+            f"write to run history {self.path} failed and was rolled back: {exc}"
+        )
 
     async def _write(self, run: Callable[[aiosqlite.Connection], Awaitable[Any]]) -> Any:
         writer, _ = self._connections()
@@ -616,33 +517,3 @@ def _forget(pending: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], No
             task.exception()
 
     return done
-
-
-def _check_magic(path: Path) -> None:
-    """Refuse a file that is not SQLite at all, before SQLite opens it (runs in a thread)."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(_SQLITE_MAGIC))
-    except FileNotFoundError:
-        return  # a new history
-    except OSError as exc:
-        raise RunHistoryStoreError(f"cannot read {path}: {exc}") from exc
-    if head and head != _SQLITE_MAGIC:
-        raise RunHistoryStoreError(
-            f"{path} is not an SQLite database (corrupt, or another kind of file); point "
-            "SqliteRunHistory at a new file or at one flowcore created"
-        )
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return (code & 0xFF) in (_SQLITE_BUSY, _SQLITE_LOCKED)
-    return "locked" in str(exc) or "busy" in str(exc)
-
-
-async def _close_quietly(*conns: aiosqlite.Connection | None) -> None:
-    for conn in conns:
-        if conn is not None:
-            with contextlib.suppress(sqlite3.Error, ValueError):
-                await conn.close()
