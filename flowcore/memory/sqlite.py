@@ -11,6 +11,7 @@ from typing import Any, Self
 
 import aiosqlite
 
+from flowcore._sqlite import MIN_BUSY_TIMEOUT, connect
 from flowcore.errors import FlowcoreError
 from flowcore.memory.store import MemoryItem, Namespace, check_namespace, rank_items, to_json
 
@@ -69,9 +70,8 @@ class SqliteStore:
         """
         if self._conn is not None:
             return
-        conn = await aiosqlite.connect(self.path, timeout=5.0, isolation_level=None)
+        conn = await connect(self.path, busy_timeout=MIN_BUSY_TIMEOUT)
         try:
-            await conn.execute("PRAGMA busy_timeout=5000")
             await conn.execute("PRAGMA journal_mode=WAL")
             await conn.execute(_SCHEMA)
         except Exception as exc:
