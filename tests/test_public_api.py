@@ -37,6 +37,8 @@ PUBLIC_MODULES = [
     "flowcore.history",
     "flowcore.cli",
     "flowcore.compat.langgraph",
+    "flowcore.port",
+    "flowcore.testing",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

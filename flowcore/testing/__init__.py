@@ -23,9 +23,7 @@ Example:
     'kit.simple'
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from flowcore.testing.graphs import (
     KitTarget,
@@ -35,7 +33,7 @@ from flowcore.testing.graphs import (
     named_targets,
 )
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from flowcore.testing.kit import ExecutorConformance
 
 __all__ = [
@@ -48,7 +46,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     # The kit imports pytest; load it only when someone asks for it.
     if name == "ExecutorConformance":
         from flowcore.testing.kit import ExecutorConformance
