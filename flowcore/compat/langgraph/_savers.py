@@ -3,7 +3,8 @@
 The savers themselves live in ``_savers_memory`` (``InMemorySaver``),
 ``_savers_sqlite`` (``AsyncSqliteSaver``) and ``_savers_sync``
 (``SqliteSaver``); how they map LangGraph checkpoints onto flowcore's
-checkpoint stores is in ``_savers_core``.
+checkpoint stores is in ``_savers_core``, and the methods they share in
+``_savers_shell``.
 """
 
 from __future__ import annotations

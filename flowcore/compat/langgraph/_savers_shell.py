@@ -1,0 +1,281 @@
+"""LangGraph's saver methods, written once over :class:`SaverCore`.
+
+The three savers differ only in where and how a ``SaverCore`` operation
+runs: ``InMemorySaver`` finishes it at once under a lock, ``AsyncSqliteSaver``
+awaits it on the caller's event loop (and its sync methods wait for that loop
+from other threads), ``SqliteSaver`` runs it on a private event-loop thread.
+So each saver defines four hooks (run an operation from sync code, from async
+code, and the same for a listing) and inherits every public method from
+:class:`SaverShell`, which hands each call to them as one operation, e.g.
+``lambda core: core.get_tuple(config)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from flowcore.compat.langgraph._savers import (
+    BaseCheckpointSaver,
+    CheckpointTuple,
+    RunnableConfig,
+    next_version,
+)
+from flowcore.compat.langgraph._savers_core import SaverCore
+
+__all__ = ["Listing", "Operation", "SaverShell", "SaverShellWithSyncMaintenance"]
+
+T = TypeVar("T")
+
+Operation = Callable[[SaverCore], Coroutine[Any, Any, T]]
+"""One :class:`SaverCore` call, e.g. ``lambda core: core.get_tuple(config)``."""
+Listing = Callable[[SaverCore], AsyncIterator[CheckpointTuple]]
+"""A :meth:`SaverCore.list` call, e.g. ``lambda core: core.list(config)``."""
+
+
+class SaverShell(BaseCheckpointSaver[str]):
+    """LangGraph's saver methods, each one :class:`SaverCore` operation run by hooks.
+
+    A shell (``InMemorySaver``, ``AsyncSqliteSaver``, ``SqliteSaver``) only
+    says where and how an operation runs, in four hooks: :meth:`_run_sync`
+    and :meth:`_run_async` for one operation, :meth:`_iter_sync` and
+    :meth:`_iter_async` for a listing. This class gives the async API, the
+    sync API LangGraph requires of every saver (``get_tuple``, ``list``,
+    ``put``, ``put_writes``, ``delete_thread``) and ``get_next_version``;
+    :class:`SaverShellWithSyncMaintenance` adds the sync maintenance methods.
+
+    Example:
+        >>> import asyncio
+        >>> from flowcore.checkpoint import InMemoryCheckpointer
+        >>> class Blocking(SaverShell):
+        ...     core = SaverCore(InMemoryCheckpointer())
+        ...     def _run_sync(self, op):
+        ...         return asyncio.run(op(self.core))
+        >>> Blocking().get_tuple({"configurable": {"thread_id": "1"}}) is None
+        True
+    """
+
+    # ------------------------------------------------------------------ the hooks
+
+    def _run_sync(self, op: Operation[T]) -> T:
+        """Run ``op`` from sync code and return its result."""
+        raise NotImplementedError
+
+    async def _run_async(self, op: Operation[T]) -> T:
+        """Run ``op`` from async code and return its result."""
+        raise NotImplementedError
+
+    def _iter_sync(self, listing: Listing) -> Iterator[CheckpointTuple]:
+        """The items of ``listing``, for sync code."""
+        raise NotImplementedError
+
+    def _iter_async(self, listing: Listing) -> AsyncIterator[CheckpointTuple]:
+        """The items of ``listing``, for async code."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ sync API
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names, or the latest of its thread and namespace.
+
+        Example:
+            >>> # saver.get_tuple({"configurable": {"thread_id": "1"}})
+        """
+        return self._run_sync(lambda core: core.get_tuple(config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints, newest first: of a thread (all namespaces unless one is named).
+
+        ``config=None`` lists every thread. ``filter`` keeps checkpoints whose
+        metadata has those values; ``before`` those older than its
+        ``checkpoint_id``; ``limit`` caps how many are yielded.
+
+        Example:
+            >>> # list(saver.list({"configurable": {"thread_id": "1"}}, limit=5))
+        """
+        return self._iter_sync(
+            lambda core: core.list(config, filter=filter, before=before, limit=limit)
+        )
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> RunnableConfig:
+        """Save a checkpoint as the child of the one ``config`` names; return its config.
+
+        Only the values of channels in ``new_versions`` (or whose version
+        differs from the parent's) are stored again; the others are read
+        from the checkpoint that stored them.
+
+        Example:
+            >>> # saved = saver.put(config, checkpoint, {"source": "loop", "step": 1}, {"x": "2"})
+        """
+        return self._run_sync(lambda core: core.put(config, checkpoint, metadata, new_versions))
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Save a task's ``(channel, value)`` writes against the checkpoint ``config`` names.
+
+        Example:
+            >>> # saver.put_writes(saved, [("x", 2)], task_id="t1")
+        """
+        self._run_sync(lambda core: core.put_writes(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Remove a thread: every namespace, checkpoint and write.
+
+        Example:
+            >>> # saver.delete_thread("1")
+        """
+        self._run_sync(lambda core: core.delete_thread(thread_id))
+
+    def get_next_version(self, current: str | None, channel: Any = None) -> str:
+        """The version after ``current``: a zero-padded counter plus a random tie-breaker.
+
+        Example:
+            >>> SaverShell().get_next_version("00000000000000000000000000000001.5")[:32]
+            '00000000000000000000000000000002'
+        """
+        return next_version(current)
+
+    # ------------------------------------------------------------------ async API
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple`.
+
+        Example:
+            >>> # await saver.aget_tuple({"configurable": {"thread_id": "1"}})
+        """
+        return await self._run_async(lambda core: core.get_tuple(config))
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list`.
+
+        Example:
+            >>> # [t async for t in saver.alist({"configurable": {"thread_id": "1"}})]
+        """
+        listing = self._iter_async(
+            lambda core: core.list(config, filter=filter, before=before, limit=limit)
+        )
+        async for item in listing:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> RunnableConfig:
+        """Async :meth:`put`.
+
+        Example:
+            >>> # saved = await saver.aput(config, checkpoint, metadata, {"x": "1"})
+        """
+        return await self._run_async(
+            lambda core: core.put(config, checkpoint, metadata, new_versions)
+        )
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes`.
+
+        Example:
+            >>> # await saver.aput_writes(saved, [("x", 2)], task_id="t1")
+        """
+        await self._run_async(lambda core: core.put_writes(config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`.
+
+        Example:
+            >>> # await saver.adelete_thread("1")
+        """
+        await self._run_async(lambda core: core.delete_thread(thread_id))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Remove the checkpoints whose metadata ``run_id`` is one of ``run_ids``.
+
+        Example:
+            >>> # await saver.adelete_for_runs(["run-1"])
+        """
+        await self._run_async(lambda core: core.delete_for_runs(run_ids))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's checkpoints and writes to a thread that has none.
+
+        Example:
+            >>> # await saver.acopy_thread("a", "b")
+        """
+        await self._run_async(lambda core: core.copy_thread(source_thread_id, target_thread_id))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep only each namespace's latest checkpoint (``keep_latest``) or none (``delete``).
+
+        Example:
+            >>> # await saver.aprune(["1"], strategy="keep_latest")
+        """
+        await self._run_async(lambda core: core.prune(thread_ids, strategy=strategy))
+
+
+class SaverShellWithSyncMaintenance(SaverShell):
+    """A :class:`SaverShell` whose maintenance methods have sync twins too.
+
+    LangGraph's ``AsyncSqliteSaver`` has no sync ``delete_for_runs``,
+    ``copy_thread`` or ``prune``; ``InMemorySaver`` and ``SqliteSaver`` do.
+
+    Example:
+        >>> SaverShellWithSyncMaintenance.prune is not None
+        True
+    """
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Remove the checkpoints whose metadata ``run_id`` is one of ``run_ids``.
+
+        Example:
+            >>> # saver.delete_for_runs(["run-1"])
+        """
+        self._run_sync(lambda core: core.delete_for_runs(run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's checkpoints and writes to a thread that has none.
+
+        Example:
+            >>> # saver.copy_thread("a", "b")
+        """
+        self._run_sync(lambda core: core.copy_thread(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep only each namespace's latest checkpoint (``keep_latest``) or none (``delete``).
+
+        Example:
+            >>> # saver.prune(["1"], strategy="keep_latest")
+        """
+        self._run_sync(lambda core: core.prune(thread_ids, strategy=strategy))
