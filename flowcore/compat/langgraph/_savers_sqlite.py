@@ -15,7 +15,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
@@ -24,13 +24,9 @@ from typing import Any, Literal, Self, TypeVar
 import aiosqlite
 
 from flowcore.checkpoint import Serializer, SqliteCheckpointer
-from flowcore.compat.langgraph._savers import (
-    BaseCheckpointSaver,
-    CheckpointTuple,
-    RunnableConfig,
-    next_version,
-)
+from flowcore.compat.langgraph._savers import CheckpointTuple
 from flowcore.compat.langgraph._savers_core import SaverCore
+from flowcore.compat.langgraph._savers_shell import Listing, Operation, SaverShell
 from flowcore.errors import CheckpointError
 
 __all__ = ["AsyncSqliteSaver", "Target", "drain", "next_or_end", "sqlite3_file"]
@@ -53,7 +49,7 @@ async def _aiosqlite_file(conn: aiosqlite.Connection) -> str:
     return next((str(row[2] or "") for row in rows if row[1] == "main"), "")
 
 
-class AsyncSqliteSaver(BaseCheckpointSaver[str]):
+class AsyncSqliteSaver(SaverShell):
     """LangGraph's ``AsyncSqliteSaver``: threads in an SQLite file, for async code.
 
     Open it with ``async with AsyncSqliteSaver.from_conn_string(path) as saver``
@@ -195,107 +191,21 @@ class AsyncSqliteSaver(BaseCheckpointSaver[str]):
             if tmp is not None:
                 await asyncio.to_thread(shutil.rmtree, tmp, True)
 
-    # ------------------------------------------------------------------ async API
+    # ------------------------------------------------------------------ how operations run
 
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The checkpoint ``config`` names, or the latest of its thread and namespace.
+    async def _run_async(self, op: Operation[T]) -> T:
+        return await op(await self._ready())
 
-        Example:
-            >>> # await saver.aget_tuple({"configurable": {"thread_id": "1"}})
-        """
-        return await (await self._ready()).get_tuple(config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: Mapping[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """Checkpoints, newest first: of a thread (all namespaces unless one is named).
-
-        ``config=None`` lists every thread. ``filter`` keeps checkpoints whose
-        metadata has those values; ``before`` those older than its
-        ``checkpoint_id``; ``limit`` caps how many are yielded.
-
-        Example:
-            >>> # [t async for t in saver.alist({"configurable": {"thread_id": "1"}}, limit=5)]
-        """
+    async def _iter_async(self, listing: Listing) -> AsyncIterator[CheckpointTuple]:
         core = await self._ready()
-        async for item in core.list(config, filter=filter, before=before, limit=limit):
+        async for item in listing(core):
             yield item
 
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Mapping[str, Any],
-        metadata: Mapping[str, Any],
-        new_versions: Mapping[str, Any],
-    ) -> RunnableConfig:
-        """Save a checkpoint as the child of the one ``config`` names; return its config.
+    def _run_sync(self, op: Operation[T]) -> T:
+        return self._blocking(self._run_async(op))
 
-        Example:
-            >>> # saved = await saver.aput(config, checkpoint, {"source": "loop", "step": 1}, {})
-        """
-        return await (await self._ready()).put(config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Save a task's ``(channel, value)`` writes, in one transaction.
-
-        Example:
-            >>> # await saver.aput_writes(saved, [("x", 2)], task_id="t1")
-        """
-        await (await self._ready()).put_writes(config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Remove a thread: every namespace, checkpoint and write.
-
-        Example:
-            >>> # await saver.adelete_thread("1")
-        """
-        await (await self._ready()).delete_thread(thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Remove the checkpoints whose metadata ``run_id`` is one of ``run_ids``.
-
-        Example:
-            >>> # await saver.adelete_for_runs(["run-1"])
-        """
-        await (await self._ready()).delete_for_runs(run_ids)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy a thread's checkpoints and writes to a thread that has none.
-
-        Example:
-            >>> # await saver.acopy_thread("a", "b")
-        """
-        await (await self._ready()).copy_thread(source_thread_id, target_thread_id)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Keep only each namespace's latest checkpoint (``keep_latest``) or none (``delete``).
-
-        Example:
-            >>> # await saver.aprune(["1"], strategy="keep_latest")
-        """
-        await (await self._ready()).prune(thread_ids, strategy=strategy)
-
-    def get_next_version(self, current: str | None, channel: Any = None) -> str:
-        """The version after ``current``: a zero-padded counter plus a random tie-breaker.
-
-        Example:
-            >>> AsyncSqliteSaver("x.db").get_next_version("00000000000000000000000000000001.5")[:32]
-            '00000000000000000000000000000002'
-        """
-        return next_version(current)
-
-    # ------------------------------------------------------------------ sync API (other threads)
+    def _iter_sync(self, listing: Listing) -> Iterator[CheckpointTuple]:
+        return drain(self._iter_async(listing), self._blocking)
 
     def _blocking(self, work: Coroutine[Any, Any, T]) -> T:
         loop = self.loop
@@ -311,66 +221,6 @@ class AsyncSqliteSaver(BaseCheckpointSaver[str]):
                 "(await saver.aget_tuple(...), await graph.ainvoke(...)), or use SqliteSaver"
             )
         return asyncio.run_coroutine_threadsafe(work, loop).result()
-
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Sync :meth:`aget_tuple`, for other threads.
-
-        Example:
-            >>> # saver.get_tuple({"configurable": {"thread_id": "1"}})
-        """
-        return self._blocking(self.aget_tuple(config))
-
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: Mapping[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        """Sync :meth:`alist`, for other threads.
-
-        Example:
-            >>> # list(saver.list({"configurable": {"thread_id": "1"}}))
-        """
-        items = self.alist(config, filter=filter, before=before, limit=limit)
-        return drain(items, self._blocking)
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Mapping[str, Any],
-        metadata: Mapping[str, Any],
-        new_versions: Mapping[str, Any],
-    ) -> RunnableConfig:
-        """Sync :meth:`aput`, for other threads.
-
-        Example:
-            >>> # saver.put(config, checkpoint, metadata, {})
-        """
-        return self._blocking(self.aput(config, checkpoint, metadata, new_versions))
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Sync :meth:`aput_writes`, for other threads.
-
-        Example:
-            >>> # saver.put_writes(saved, [("x", 2)], task_id="t1")
-        """
-        self._blocking(self.aput_writes(config, writes, task_id, task_path))
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Sync :meth:`adelete_thread`, for other threads.
-
-        Example:
-            >>> # saver.delete_thread("1")
-        """
-        self._blocking(self.adelete_thread(thread_id))
 
 
 async def next_or_end(items: AsyncIterator[T]) -> tuple[bool, T | None]:
