@@ -14,17 +14,17 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
 from flowcore.checkpoint import Serializer, SqliteCheckpointer
-from flowcore.compat.langgraph._savers import (
-    BaseCheckpointSaver,
-    CheckpointTuple,
-    RunnableConfig,
-    next_version,
+from flowcore.compat.langgraph._savers import CheckpointTuple
+from flowcore.compat.langgraph._savers_shell import (
+    Listing,
+    Operation,
+    SaverShellWithSyncMaintenance,
 )
 from flowcore.compat.langgraph._savers_sqlite import (
     AsyncSqliteSaver,
@@ -93,7 +93,7 @@ def _close_before_thread_shutdown(ref: weakref.ReferenceType[_Resources]) -> Non
         resources.close()
 
 
-class SqliteSaver(BaseCheckpointSaver[str]):
+class SqliteSaver(SaverShellWithSyncMaintenance):
     """LangGraph's ``SqliteSaver``: threads in an SQLite file, for sync code.
 
     ``SqliteSaver.from_conn_string(path)`` is a context manager yielding the
@@ -210,198 +210,22 @@ class SqliteSaver(BaseCheckpointSaver[str]):
             raise CheckpointError(f"{self!r} has been closed; open a new saver")
         return inner
 
-    def _run(self, work: Callable[[AsyncSqliteSaver], Coroutine[Any, Any, T]]) -> T:
-        return self._res.runner.run(work(self._inner()))
+    # ------------------------------------------------------------------ how operations run
 
-    async def _arun(self, work: Callable[[AsyncSqliteSaver], Coroutine[Any, Any, T]]) -> T:
-        return await self._res.runner.await_(work(self._inner()))
+    def _run_sync(self, op: Operation[T]) -> T:
+        return self._res.runner.run(self._inner()._run_async(op))
 
-    # ------------------------------------------------------------------ sync API
+    async def _run_async(self, op: Operation[T]) -> T:
+        return await self._res.runner.await_(self._inner()._run_async(op))
 
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The checkpoint ``config`` names, or the latest of its thread and namespace.
+    def _iter_sync(self, listing: Listing) -> Iterator[CheckpointTuple]:
+        return drain(self._inner()._iter_async(listing), self._res.runner.run)
 
-        Example:
-            >>> # saver.get_tuple({"configurable": {"thread_id": "1"}})
-        """
-        return self._run(lambda s: s.aget_tuple(config))
-
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: Mapping[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        """Checkpoints, newest first: of a thread (all namespaces unless one is named).
-
-        ``config=None`` lists every thread. ``filter`` keeps checkpoints whose
-        metadata has those values; ``before`` those older than its
-        ``checkpoint_id``; ``limit`` caps how many are yielded.
-
-        Example:
-            >>> # list(saver.list({"configurable": {"thread_id": "1"}}, limit=5))
-        """
-        items = self._inner().alist(config, filter=filter, before=before, limit=limit)
-        return drain(items, self._res.runner.run)
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Mapping[str, Any],
-        metadata: Mapping[str, Any],
-        new_versions: Mapping[str, Any],
-    ) -> RunnableConfig:
-        """Save a checkpoint as the child of the one ``config`` names; return its config.
-
-        Example:
-            >>> # saved = saver.put(config, checkpoint, {"source": "loop", "step": 1}, {})
-        """
-        return self._run(lambda s: s.aput(config, checkpoint, metadata, new_versions))
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Save a task's ``(channel, value)`` writes, in one transaction.
-
-        Example:
-            >>> # saver.put_writes(saved, [("x", 2)], task_id="t1")
-        """
-        self._run(lambda s: s.aput_writes(config, writes, task_id, task_path))
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Remove a thread: every namespace, checkpoint and write.
-
-        Example:
-            >>> # saver.delete_thread("1")
-        """
-        self._run(lambda s: s.adelete_thread(thread_id))
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Remove the checkpoints whose metadata ``run_id`` is one of ``run_ids``.
-
-        Example:
-            >>> # saver.delete_for_runs(["run-1"])
-        """
-        self._run(lambda s: s.adelete_for_runs(run_ids))
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy a thread's checkpoints and writes to a thread that has none.
-
-        Example:
-            >>> # saver.copy_thread("a", "b")
-        """
-        self._run(lambda s: s.acopy_thread(source_thread_id, target_thread_id))
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Keep only each namespace's latest checkpoint (``keep_latest``) or none (``delete``).
-
-        Example:
-            >>> # saver.prune(["1"])
-        """
-        self._run(lambda s: s.aprune(thread_ids, strategy=strategy))
-
-    def get_next_version(self, current: str | None, channel: Any = None) -> str:
-        """The version after ``current``: a zero-padded counter plus a random tie-breaker.
-
-        Example:
-            >>> # saver.get_next_version(None)[:32]
-            >>> # '00000000000000000000000000000001'
-        """
-        return next_version(current)
-
-    # ------------------------------------------------------------------ async API
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async :meth:`get_tuple` (runs on the private thread; never blocks the caller's loop).
-
-        Example:
-            >>> # await saver.aget_tuple({"configurable": {"thread_id": "1"}})
-        """
-        return await self._arun(lambda s: s.aget_tuple(config))
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: Mapping[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """Async :meth:`list`.
-
-        Example:
-            >>> # [t async for t in saver.alist({"configurable": {"thread_id": "1"}})]
-        """
-        items = self._inner().alist(config, filter=filter, before=before, limit=limit)
+    async def _iter_async(self, listing: Listing) -> AsyncIterator[CheckpointTuple]:
+        items = self._inner()._iter_async(listing)
         while True:
             more, item = await self._res.runner.await_(next_or_end(items))
             if not more:
                 return
             assert item is not None
             yield item
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Mapping[str, Any],
-        metadata: Mapping[str, Any],
-        new_versions: Mapping[str, Any],
-    ) -> RunnableConfig:
-        """Async :meth:`put`.
-
-        Example:
-            >>> # saved = await saver.aput(config, checkpoint, metadata, {})
-        """
-        return await self._arun(lambda s: s.aput(config, checkpoint, metadata, new_versions))
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Async :meth:`put_writes`.
-
-        Example:
-            >>> # await saver.aput_writes(saved, [("x", 2)], task_id="t1")
-        """
-        await self._arun(lambda s: s.aput_writes(config, writes, task_id, task_path))
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Async :meth:`delete_thread`.
-
-        Example:
-            >>> # await saver.adelete_thread("1")
-        """
-        await self._arun(lambda s: s.adelete_thread(thread_id))
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Async :meth:`delete_for_runs`.
-
-        Example:
-            >>> # await saver.adelete_for_runs(["run-1"])
-        """
-        await self._arun(lambda s: s.adelete_for_runs(run_ids))
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Async :meth:`copy_thread`.
-
-        Example:
-            >>> # await saver.acopy_thread("a", "b")
-        """
-        await self._arun(lambda s: s.acopy_thread(source_thread_id, target_thread_id))
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Async :meth:`prune`.
-
-        Example:
-            >>> # await saver.aprune(["1"])
-        """
-        await self._arun(lambda s: s.aprune(thread_ids, strategy=strategy))
