@@ -29,6 +29,7 @@ DOC_PAGES_WITH_RUNNABLE_CODE = [
     "llm.md",
     "pipelines.md",
     "langgraph-migration.md",
+    "port.md",
 ]
 
 
