@@ -2,6 +2,7 @@
 
 from flowcore.llm.errors import ProviderError, ScriptExhaustedError, ThrottleError, ThrottleKind
 from flowcore.llm.offline import OfflineProvider
+from flowcore.llm.prompt_hash import PROMPT_HASH_VERSION, prompt_hash, prompt_hash_payload
 from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.registry import ProviderRegistry
 from flowcore.llm.retry import call_with_retries
@@ -17,6 +18,7 @@ from flowcore.llm.types import (
 )
 
 __all__ = [
+    "PROMPT_HASH_VERSION",
     "LLMProvider",
     "LLMRequest",
     "LLMResponse",
@@ -33,4 +35,6 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "call_with_retries",
+    "prompt_hash",
+    "prompt_hash_payload",
 ]

@@ -62,7 +62,7 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens one call consumed.
+    """Tokens one call consumed, and its price in US dollars when the provider reports one.
 
     Example:
         >>> Usage(input_tokens=10, output_tokens=5).total_tokens
@@ -71,6 +71,7 @@ class Usage:
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float | None = None
 
     @property
     def total_tokens(self) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -30,13 +29,6 @@ class ChatState(BlockState, total=False):
     summary: str
     answer: str
     waited: bool
-
-
-@dataclass(frozen=True, slots=True)
-class PricedUsage(Usage):
-    """Usage of a provider that reports what the call cost."""
-
-    cost_usd: float | None = None
 
 
 class ChunkedProvider:
@@ -118,7 +110,7 @@ def chat_replies(cost: float | None = None) -> list[Any]:
     """Two model calls: one asks for the lookup tool, one answers (streamed word by word)."""
 
     def usage(i: int, o: int) -> Usage:
-        return Usage(i, o) if cost is None else PricedUsage(i, o, cost_usd=cost)
+        return Usage(i, o) if cost is None else Usage(i, o, cost_usd=cost)
 
     return [
         LLMResponse(
