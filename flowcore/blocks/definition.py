@@ -6,6 +6,12 @@ It says what it needs (``input_schema``), what it produces
 needs: a prompt, Python source, a tool name, branches). Definitions are pure
 data: no I/O happens here, and a definition that cannot run is refused when
 it is built, with a message naming the field and the fix.
+
+A property of ``input_schema`` or ``output_schema`` marked ``"secret": true``
+(or JSON Schema's ``"writeOnly": true``) holds a secret: the block executor
+tells the run's redactor the value of such an input, shows it as
+``"[REDACTED]"`` wherever the block itself reports it, and wraps such an
+output in a :class:`~flowcore.secrets.Secret` before it enters state.
 """
 
 from __future__ import annotations
@@ -105,6 +111,31 @@ class BlockDefinition(BaseModel):
     examples: tuple[BlockExample, ...] = ()
     created_by: str = "system"
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def secret_inputs(self) -> frozenset[str]:
+        """Input fields whose schema marks them ``"secret": true`` or ``"writeOnly": true``.
+
+        Example:
+            >>> BlockDefinition(id="call", name="Call", description="Call an API", kind="tool",
+            ...     tool="http_get", input_schema={"type": "object", "properties": {
+            ...         "url": {"type": "string"},
+            ...         "token": {"type": "string", "secret": True}}}).secret_inputs
+            frozenset({'token'})
+        """
+        return _secret_fields(self.input_schema)
+
+    @property
+    def secret_outputs(self) -> frozenset[str]:
+        """Output fields whose schema marks them secret (see :attr:`secret_inputs`).
+
+        Example:
+            >>> BlockDefinition(id="login", name="Login", description="Get a session token",
+            ...     kind="tool", tool="login", output_schema={"type": "object", "properties": {
+            ...         "session": {"type": "string", "writeOnly": True}}}).secret_outputs
+            frozenset({'session'})
+        """
+        return _secret_fields(self.output_schema)
 
     @classmethod
     def from_data(cls, data: Any) -> BlockDefinition:
@@ -252,9 +283,24 @@ class BlockDefinition(BaseModel):
         return self
 
 
+def _secret_fields(schema: dict[str, Any]) -> frozenset[str]:
+    props = schema.get("properties") or {}
+    return frozenset(
+        name
+        for name, sub in props.items()
+        if isinstance(sub, dict) and (sub.get("secret") is True or sub.get("writeOnly") is True)
+    )
+
+
 def _check_json_schema(schema: Any, where: str) -> None:
     if not isinstance(schema, dict):
         raise ValueError(f"{where} must be a JSON Schema object (a dict), got {schema!r}")
+    for flag in ("secret", "writeOnly"):
+        if flag in schema and not isinstance(schema[flag], bool):
+            raise ValueError(
+                f"{where}.{flag} must be true or false, got {schema[flag]!r}; "
+                f'write "{flag}": true to mark the field secret'
+            )
     kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
     for k in kinds:

@@ -7,6 +7,15 @@ the ``output_schema``, and applies the block's retry policy (tenacity) and
 per-attempt timeout. It reports what happens as typed events on the run's
 stream: ``block_start`` / ``block_end``, ``text_delta`` while a model writes,
 ``tool_call_start`` / ``tool_call_result`` and one ``usage`` per model call.
+
+Secrets (see :mod:`flowcore.secrets`): :class:`~flowcore.secrets.Secret`
+inputs are revealed only here, where the block uses them. The value of an
+input field the block marks secret is taught to the run's redactor
+(``ctx.redactor``) and shown as ``"[REDACTED]"`` in what the block asks a
+human; an output field marked secret is wrapped in a ``Secret`` before it
+leaves the block; model text streams through one ``text_stream()`` per call,
+so a secret split across deltas is never sent in pieces; what a memory
+block saves is scrubbed first.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from flowcore.llm.types import LLMRequest, LLMResponse, Message, ToolCall, ToolS
 from flowcore.memory.store import Namespace, Store
 from flowcore.sandbox import PythonSandbox, SandboxTimeoutError
 from flowcore.scheduler.context import NodeContext
+from flowcore.secrets import Secret, conceal_secrets, learn, reveal_secrets
 from flowcore.tools.runner import ToolCallFinished, ToolCallStarted, ToolEvent, ToolRunner
 
 __all__ = ["BlockExecutor", "BlockOutcome", "CodeRunResult", "CodeSandbox"]
@@ -119,6 +129,22 @@ def _declared(outputs: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str
     if not props or schema.get("additionalProperties") not in (None, False):
         return dict(outputs)
     return {k: v for k, v in outputs.items() if k in props}
+
+
+def _wrap_secret_outputs(
+    block: BlockDefinition, outputs: dict[str, Any], ctx: NodeContext
+) -> dict[str, Any]:
+    """Outputs the block marks secret, as ``Secret`` objects (their text taught to the redactor)."""
+    marked = block.secret_outputs & set(outputs)
+    if not marked:
+        return outputs
+    wrapped = dict(outputs)
+    for name in marked:
+        value = outputs[name]
+        learn(ctx.redactor, value, name=f"{block.id}.{name}")
+        if isinstance(value, str):
+            wrapped[name] = Secret(value, name=f"{block.id}.{name}")
+    return wrapped
 
 
 def _decision_schema(block: BlockDefinition) -> dict[str, Any]:
@@ -231,7 +257,10 @@ class BlockExecutor:
             return duration
 
         try:
-            outputs = await self._with_retries(run, dict(inputs))
+            for name in block.secret_inputs & set(inputs):
+                learn(ctx.redactor, inputs[name], name=f"{block.id}.{name}")
+            outputs = await self._with_retries(run, reveal_secrets(dict(inputs)))
+            outputs = _wrap_secret_outputs(block, outputs, ctx)
         except Exception as exc:
             end(None, exc)
             raise
@@ -390,13 +419,18 @@ class BlockExecutor:
             if not self.stream:
                 return await provider.complete(request)
             final: LLMResponse | None = None
+            # One stream per call: a secret split across deltas is caught whole.
+            safe = ctx.redactor.text_stream()
             async for event in provider.stream(request):
                 if event.kind == "text" and event.text:
-                    ctx.publish(
-                        TextDeltaEvent, block_id=block.id, text=event.text, invocation_id=invocation
-                    )
+                    if text := safe.feed(event.text):
+                        ctx.publish(
+                            TextDeltaEvent, block_id=block.id, text=text, invocation_id=invocation
+                        )
                 elif event.kind == "done":
                     final = event.response
+            if rest := safe.flush():
+                ctx.publish(TextDeltaEvent, block_id=block.id, text=rest, invocation_id=invocation)
             if final is None:
                 raise ProviderError(
                     f"provider {provider.name!r} ended its stream without a final answer",
@@ -547,7 +581,8 @@ class BlockExecutor:
         else:
             pairs = dict(inputs)  # no explicit key: remember every input under its name
         for key, value in pairs.items():
-            await store.put(namespace, key, value)
+            # Long-term memory is storage too: no secret is written there.
+            await store.put(namespace, key, conceal_secrets(run.ctx.redactor.redact(value)))
         run.metadata["namespace"] = list(namespace)
         return {_single_key(run.block.output_schema, "saved"): True}
 
@@ -563,10 +598,16 @@ class BlockExecutor:
                 raise BlockInputError(block.id, [str(exc)]) from None
         else:
             question = inputs.get("question", block.description)
+        shown = {
+            k: Secret(v, name=f"{block.id}.{k}")
+            if k in block.secret_inputs and isinstance(v, str)
+            else v
+            for k, v in inputs.items()
+        }
         payload: dict[str, Any] = {
             "block_id": block.id,
             "question": question,
-            "inputs": inputs,
+            "inputs": shown,
             "output_schema": dict(schema),
         }
         problems: list[str] = []

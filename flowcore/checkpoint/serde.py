@@ -5,6 +5,19 @@ tagged object ``{"__fc__": tag, "v": ...}`` and restored to the same type;
 anything else raises :class:`~flowcore.errors.SerializationError` naming
 where the value sits. Nothing is ever pickled, and loading only ever imports
 pydantic model and enum classes named in the data.
+
+Secrets are never written. A :class:`~flowcore.secrets.Secret` is stored as
+a placeholder, ``{"__fc__": "secret", "v": <its name>}``, which loads back
+as ``Secret.unavailable(name)``: a stand-in whose ``reveal()`` raises
+:class:`~flowcore.secrets.SecretUnavailableError`. A placeholder rather than
+a refusal, because a refusal would fail the run at its next checkpoint,
+after side effects had already happened (a paid model call, a placed
+order), and would make a ``Secret`` unusable in any checkpointed graph;
+the placeholder keeps the checkpoint whole and loadable, and the stand-in
+says what is missing and how to give it back. With ``redactor=``, every
+string and bytes value is also scrubbed of the secrets that redactor knows
+(their encoded forms included) before it is encoded, so no store that uses
+the serializer (checkpoints, run history) writes one to disk.
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from flowcore.errors import SerializationError
+from flowcore.secrets import Redactor, Secret, scrub
 
 __all__ = ["JsonSerializer", "Serializer"]
 
@@ -50,11 +64,19 @@ class Serializer(Protocol):
 class JsonSerializer:
     """The default serializer: JSON plus tagged tuples, sets, bytes, dates, models.
 
+    ``redactor`` (optional) scrubs every secret it knows from the values
+    before they are encoded (see the module docstring).
+
     Example:
         >>> s = JsonSerializer()
         >>> s.loads(s.dumps({"pair": (1, 2), "tags": {"b", "a"}}))
         {'pair': (1, 2), 'tags': {'a', 'b'}}
+        >>> s.loads(s.dumps({"key": Secret("sk-test-0123456789", name="API_KEY")}))
+        {'key': Secret('API_KEY', unavailable)}
     """
+
+    def __init__(self, *, redactor: Redactor | None = None) -> None:
+        self.redactor = redactor
 
     def dumps(self, value: Any, *, path: str = "") -> bytes:
         """Encode ``value`` as compact UTF-8 JSON.
@@ -63,6 +85,8 @@ class JsonSerializer:
             >>> JsonSerializer().dumps([1, "a"])
             b'[1,"a"]'
         """
+        if self.redactor is not None:
+            value = scrub(value, self.redactor)
         encoded = _encode(value, path or "value")
         return json.dumps(
             encoded, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -123,6 +147,8 @@ def _encode(value: Any, path: str) -> Any:
         # Sorted by their JSON text, so equal sets always give equal bytes.
         items.sort(key=lambda item: json.dumps(item, sort_keys=True))
         return {_TAG: "set" if kind is set else "frozenset", "v": items}
+    if isinstance(value, Secret):
+        return {_TAG: "secret", "v": value.name}  # the value is never written
     if isinstance(value, enum.Enum):
         return {
             _TAG: "enum",
@@ -220,6 +246,8 @@ def _decode_tagged(tag: Any, value: dict[str, Any]) -> Any:
         return uuid.UUID(v)
     if tag == "path":
         return pathlib.Path(v)
+    if tag == "secret":
+        return Secret.unavailable(str(v))
     if tag == "enum":
         return _import_class(value["cls"], enum.Enum)(_decode(v))
     if tag == "model":

@@ -1,4 +1,9 @@
-"""The ``flowcore`` command line: argument parsing, and one clear line for any mistake."""
+"""The ``flowcore`` command line: argument parsing, and one clear line for any mistake.
+
+Secrets never reach the terminal: :func:`main` builds a redactor from the
+environment and everything the command prints, logs or stores goes through
+it (see :mod:`flowcore.cli.redaction`).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,10 @@ from pathlib import Path
 from typing import TextIO
 
 from flowcore.cli.commands import COMMANDS
+from flowcore.cli.redaction import redacted_output
 from flowcore.cli.workspace import PROVIDERS, default_db_path
 from flowcore.errors import FlowcoreError
+from flowcore.secrets import SecretRedactor, scrub_error
 
 __all__ = ["build_parser", "main"]
 
@@ -154,24 +161,33 @@ def main(
 
     Exit codes: 0 the command worked (a run completed or paused for a human),
     1 a run failed or a pipeline has problems, 2 the input was wrong (one
-    line on stderr says what and how to fix it).
+    line on stderr says what and how to fix it). Environment variables that
+    look like credentials (``*_API_KEY``, ``*_TOKEN``, ``*SECRET*``...) are
+    redacted from everything printed, logged and stored.
 
     Example:
         >>> # main(["run", "examples/lunch_order/plan.json", "--user", "ada"])
     """
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
-    args = build_parser().parse_args(argv)
-    args.db = getattr(args, "db", None) or default_db_path()
-    args.json = getattr(args, "json", False)
-    try:
-        return asyncio.run(COMMANDS[args.command](args, out))
-    except FlowcoreError as exc:
-        err.write(f"flowcore: error: {_one_line(str(exc))}\n")
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        err.write("flowcore: interrupted\n")
-        return 130
+    redactor = SecretRedactor.from_environment()
+    with redacted_output(redactor, stdout or sys.stdout, stderr or sys.stderr) as (out, err):
+        args = build_parser().parse_args(argv)
+        args.db = getattr(args, "db", None) or default_db_path()
+        args.json = getattr(args, "json", False)
+        args.redactor = redactor
+        try:
+            return asyncio.run(COMMANDS[args.command](args, out))
+        except FlowcoreError as exc:
+            err.write(f"flowcore: error: {_one_line(str(exc))}\n")
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            err.write("flowcore: interrupted\n")
+            return 130
+        except Exception as exc:
+            # An unexpected failure still prints a traceback: without secrets.
+            safe = scrub_error(exc, redactor)
+            if safe is exc:
+                raise
+            raise safe from None
 
 
 def _one_line(text: str) -> str:

@@ -161,7 +161,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     extra = read_blocks(args.blocks)
     tools = load_tools(args.tools)
     provider, choice = choose_provider(args.provider, args.model)
-    async with open_workspace(args.db) as ws:
+    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
         overlay = OverlayBlockStore(ws.blocks, extra)
         runner = ws.runner(provider, choice.model, tools, overlay)
         # Everything is checked before anything is written.
@@ -204,7 +204,7 @@ async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
     tools = load_tools(args.tools)
     provider, choice = choose_provider(args.provider, args.model)
     value = _value(args.value) if args.value is not None else None
-    async with open_workspace(args.db) as ws:
+    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
         runner = ws.runner(provider, choice.model, tools)
         latest = await ws.history.list(thread_id=args.thread, limit=1)
         if not latest:
@@ -236,7 +236,7 @@ async def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     definition = read_definition(args.file)
     extra = read_blocks(args.blocks)
     pipeline = _as_pipeline(definition)
-    async with open_workspace(args.db) as ws:
+    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
         store = OverlayBlockStore(ws.blocks, extra)
         blocks, problems = await load_pipeline_blocks(pipeline, store)
         problems += check_pipeline(pipeline, blocks)
@@ -256,7 +256,7 @@ async def cmd_graph(args: argparse.Namespace, out: TextIO) -> int:
     definition = read_definition(args.file)
     extra = read_blocks(args.blocks)
     provider, choice = choose_provider("offline", None)
-    async with open_workspace(args.db) as ws:
+    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
         runner = ws.runner(provider, choice.model, [], OverlayBlockStore(ws.blocks, extra))
         graph = await runner.compile(definition)
     text = graph.to_mermaid()
@@ -274,7 +274,7 @@ def _block_rows(blocks: Sequence[BlockDefinition]) -> list[list[Any]]:
 
 async def cmd_blocks(args: argparse.Namespace, out: TextIO) -> int:
     """The block registry: list, show, add, search, export, import."""
-    async with open_workspace(args.db) as ws:
+    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
         store = ws.blocks
         action = args.blocks_command
         if action in ("list", "search"):
@@ -319,7 +319,7 @@ async def cmd_blocks(args: argparse.Namespace, out: TextIO) -> int:
 # -------------------------------------------------------------------------- runs
 async def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
     """The run history: list and show."""
-    async with open_workspace(args.db) as ws:
+    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
         if args.runs_command == "list":
             records = await ws.history.list(
                 pipeline_id=args.pipeline,

@@ -4,6 +4,8 @@ The CLI keeps everything in one SQLite file: the block registry, long-term
 memory, checkpoints and the run history. The model is picked from the
 environment (an API key or a local server's address); without one the
 offline stand-in answers, so every command works on a fresh machine.
+With a redactor, the checkpoints and the run history are written through a
+redacting serializer and runs get the redactor too.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.executor import BlockExecutor
 from flowcore.blocks.store import BlockNotFoundError, SqliteBlockStore
+from flowcore.checkpoint.serde import JsonSerializer
 from flowcore.checkpoint.sqlite import SqliteCheckpointer
 from flowcore.errors import FlowcoreError
 from flowcore.history import SqliteRunHistory
@@ -30,6 +33,7 @@ from flowcore.llm.registry import ProviderRegistry
 from flowcore.memory.manager import MemoryManager
 from flowcore.memory.sqlite import SqliteStore
 from flowcore.pipeline.runner import PipelineRunner
+from flowcore.secrets import Redactor
 from flowcore.tools.runner import Tool, ToolRunner
 
 __all__ = [
@@ -224,6 +228,7 @@ class Workspace:
     memory: SqliteStore
     checkpoints: SqliteCheckpointer
     history: SqliteRunHistory
+    redactor: Redactor | None = None
 
     def runner(
         self,
@@ -248,6 +253,7 @@ class Workspace:
             memory=MemoryManager(self.memory),
             checkpointer=self.checkpoints,
             history=self.history,
+            redactor=self.redactor,
         )
 
 
@@ -261,18 +267,23 @@ def _prepare(path: Path) -> None:
 
 
 @asynccontextmanager
-async def open_workspace(path: Path) -> AsyncIterator[Workspace]:
+async def open_workspace(
+    path: Path, *, redactor: Redactor | None = None
+) -> AsyncIterator[Workspace]:
     """Open (creating if needed) the database at ``path`` with every store the CLI uses.
+
+    ``redactor`` scrubs secrets from what the checkpoints and the history store.
 
     Example:
         >>> # async with open_workspace(Path("flowcore.db")) as ws: ...
     """
     await asyncio.to_thread(_prepare, path)
+    serializer = None if redactor is None else JsonSerializer(redactor=redactor)
     # The checkpointer is the strictest about foreign files, so it opens first.
     async with (
-        SqliteCheckpointer(path) as checkpoints,
+        SqliteCheckpointer(path, serializer=serializer) as checkpoints,
         SqliteBlockStore(path) as blocks,
         SqliteStore(path) as memory,
-        SqliteRunHistory(path) as history,
+        SqliteRunHistory(path, serializer=serializer) as history,
     ):
-        yield Workspace(path, blocks, memory, checkpoints, history)
+        yield Workspace(path, blocks, memory, checkpoints, history, redactor)

@@ -33,6 +33,7 @@ from flowcore.scheduler.engine import RunEngine
 from flowcore.scheduler.options import ErrorPolicy, RunOptions, SchedulingMode
 from flowcore.scheduler.persistence import Durability
 from flowcore.scheduler.thread_run import ThreadRun
+from flowcore.secrets import Redactor
 from flowcore.state.schema import StateSchema
 
 __all__ = ["CompiledGraph", "RunStream"]
@@ -130,6 +131,7 @@ class CompiledGraph:
         recursion_limit: int | None,
         thread_id: str | None,
         durability: Durability,
+        redactor: Redactor | None = None,
     ) -> RunOptions:
         options = RunOptions(
             mode=mode,
@@ -137,6 +139,7 @@ class CompiledGraph:
             max_concurrency=max_concurrency,
             recursion_limit=recursion_limit,
             config=MappingProxyType(dict(config or {})),
+            redactor=redactor,
         )
         check_durability(durability)
         if thread_id is not None:
@@ -204,6 +207,7 @@ class CompiledGraph:
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         durability: Durability = "sync",
+        redactor: Redactor | None = None,
     ) -> RunResult:
         """Run to the end (or to a pause) and return the :class:`RunResult`.
 
@@ -215,7 +219,9 @@ class CompiledGraph:
         after every superstep: ``run(None, thread_id=t)`` resumes it,
         ``run(Resume(value), thread_id=t)`` answers an ``interrupt()``, and
         ``checkpoint_id=`` forks from an older checkpoint. ``durability`` is
-        ``"sync"``, ``"async"`` or ``"exit"``.
+        ``"sync"``, ``"async"`` or ``"exit"``. ``redactor`` (e.g. a
+        :class:`~flowcore.secrets.SecretRedactor`) keeps the secrets it knows
+        out of the run's events, state, checkpoints and errors.
 
         Example:
             >>> # result = await compiled.run({"question": "hi"}, thread_id="t1")
@@ -228,6 +234,7 @@ class CompiledGraph:
             recursion_limit=recursion_limit,
             thread_id=thread_id,
             durability=durability,
+            redactor=redactor,
         )
         values, given, thread = await self._start(
             run_input,
@@ -252,6 +259,7 @@ class CompiledGraph:
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         durability: Durability = "sync",
+        redactor: Redactor | None = None,
     ) -> RunResult:
         """Blocking :meth:`run` for scripts; not for use inside a running event loop.
 
@@ -279,6 +287,7 @@ class CompiledGraph:
                 thread_id=thread_id,
                 checkpoint_id=checkpoint_id,
                 durability=durability,
+                redactor=redactor,
             )
         )
 
@@ -295,14 +304,15 @@ class CompiledGraph:
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         durability: Durability = "sync",
+        redactor: Redactor | None = None,
     ) -> RunStream:
         """Start a run and iterate its events as they happen.
 
         Use it as ``async with graph.stream(x) as events: async for ev in events``
         so that leaving the block early cancels the run cleanly. Without the
         ``async with``, a run that is not read to the end keeps running.
-        Thread arguments are as for :meth:`run`; a thread that cannot be
-        resumed as asked raises when the stream starts.
+        Thread arguments and ``redactor`` are as for :meth:`run`; a thread
+        that cannot be resumed as asked raises when the stream starts.
 
         Example:
             >>> # async with compiled.stream({"q": "hi"}) as events:
@@ -317,6 +327,7 @@ class CompiledGraph:
             recursion_limit=recursion_limit,
             thread_id=thread_id,
             durability=durability,
+            redactor=redactor,
         )
         if thread_id is None:
             values, given = self._plain_start(run_input)

@@ -4,6 +4,8 @@
 run hands back into a record, adding what only the caller knows: which
 pipeline (and version) ran, for which user, when it started, with which
 inputs, and the pipeline document itself so the run can be recompiled later.
+Given the run's redactor, it scrubs every secret from the record (outputs,
+errors, inputs, interrupts, final state) before anything is stored.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowcore.result import NodeRun, RunResult
+from flowcore.secrets import Redactor, scrub
 
 __all__ = ["NodeRecord", "RunRecord", "error_text", "record_from_result"]
 
@@ -308,6 +311,7 @@ def record_from_result(
     inputs: Mapping[str, Any],
     source: Mapping[str, Any] | None = None,
     keep_state: bool = True,
+    redactor: Redactor | None = None,
 ) -> RunRecord:
     """Build the history record of a finished (or paused) run.
 
@@ -330,6 +334,8 @@ def record_from_result(
         source: The pipeline/plan JSON document that ran.
         keep_state: Keep ``result.state`` as ``final_state`` (default); pass
             False for runs whose state is too big or cannot be stored.
+        redactor: The run's redactor; every secret it knows is replaced by
+            ``"[REDACTED]"`` throughout the record.
 
     Example:
         >>> from flowcore.result import RunResult
@@ -375,7 +381,7 @@ def record_from_result(
                 pass_index=run.pass_index,
             )
         )
-    return RunRecord(
+    record = RunRecord(
         run_id=result.run_id,
         pipeline_id=pipeline_id,
         pipeline_version=pipeline_version,
@@ -393,3 +399,6 @@ def record_from_result(
         source=None if source is None else dict(source),
         final_state=dict(state) if keep_state else None,
     )
+    if redactor is not None:
+        record = scrub(record, redactor)
+    return record

@@ -3,7 +3,9 @@
 Imported lazily, SDK retries off (see :mod:`flowcore.llm.openai_provider`
 for why). Tool results travel as ``tool_result`` blocks in a user message;
 structured output is asked for in the system prompt, since the messages
-API has no response-format switch.
+API has no response-format switch. The API key is kept as a
+:class:`~flowcore.secrets.Secret` and scrubbed from every error, as in
+:mod:`flowcore.llm.openai_provider`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,14 @@ from typing import Any
 
 from flowcore.llm.sdk_errors import map_sdk_error
 from flowcore.llm.types import LLMRequest, LLMResponse, Message, StreamEvent, ToolCall, Usage
+from flowcore.secrets import (
+    DEFAULT_MIN_LENGTH,
+    NO_REDACTION,
+    Redactor,
+    Secret,
+    SecretRedactor,
+    scrub_error,
+)
 
 __all__ = ["AnthropicProvider"]
 
@@ -40,9 +50,24 @@ class AnthropicProvider:
 
         self.model = model
         self.max_tokens = max_tokens
+        self.base_url = base_url
+        self._api_key = Secret(api_key, name="anthropic api key")
+        self._key_redactor = _key_redactor(api_key)
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r}, api_key=***)"
+
+    @property
+    def api_key(self) -> Secret:
+        """The API key, as a :class:`~flowcore.secrets.Secret` (give it to your redactor).
+
+        Example:
+            >>> # redactor.add(provider.api_key)
+        """
+        return self._api_key
 
     def _arguments(self, request: LLMRequest) -> dict[str, Any]:
         system = request.system or ""
@@ -70,7 +95,11 @@ class AnthropicProvider:
         return args
 
     def _error(self, exc: Exception) -> Exception:
-        return map_sdk_error(exc, self.name) or exc
+        # The SDK's error is scrubbed in place: it stays the mapped error's cause.
+        scrub_error(exc, self._key_redactor)
+        error = map_sdk_error(exc, self.name) or exc
+        scrub_error(error, self._key_redactor)
+        return error
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """One message.
@@ -144,6 +173,11 @@ class AnthropicProvider:
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self._client.close()
+
+
+def _key_redactor(api_key: str) -> Redactor:
+    """A redactor of the key alone; a stand-in key shorter than any real one is left alone."""
+    return SecretRedactor([api_key]) if len(api_key) >= DEFAULT_MIN_LENGTH else NO_REDACTION
 
 
 def _message(m: Message) -> dict[str, Any]:

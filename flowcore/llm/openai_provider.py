@@ -5,6 +5,11 @@ Ollama...). The SDK is imported when the provider is created, never when
 flowcore is imported. The SDK's own retries are switched off: retrying is
 :func:`~flowcore.llm.retry.call_with_retries`' job, so that a Retry-After
 is honoured once and bad requests are never repeated.
+
+The API key is kept as a :class:`~flowcore.secrets.Secret` (``api_key``):
+it never shows in the provider's ``repr``, and it (with its encoded forms)
+is scrubbed from every error the provider raises, the SDK's error included,
+since servers echo keys back in their "invalid key" messages.
 """
 
 from __future__ import annotations
@@ -16,6 +21,14 @@ from typing import Any
 from flowcore.llm.errors import ProviderError
 from flowcore.llm.sdk_errors import map_sdk_error
 from flowcore.llm.types import LLMRequest, LLMResponse, StreamEvent, ToolCall, Usage
+from flowcore.secrets import (
+    DEFAULT_MIN_LENGTH,
+    NO_REDACTION,
+    Redactor,
+    Secret,
+    SecretRedactor,
+    scrub_error,
+)
 
 __all__ = ["OpenAIProvider"]
 
@@ -41,9 +54,24 @@ class OpenAIProvider:
         import openai  # the SDK is heavy: only load it for a provider that uses it
 
         self.model = model
+        self.base_url = base_url
+        self._api_key = Secret(api_key, name="openai api key")
+        self._key_redactor = _key_redactor(api_key)
         self._client = openai.AsyncOpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r}, api_key=***)"
+
+    @property
+    def api_key(self) -> Secret:
+        """The API key, as a :class:`~flowcore.secrets.Secret` (give it to your redactor).
+
+        Example:
+            >>> # redactor.add(provider.api_key)
+        """
+        return self._api_key
 
     def _arguments(self, request: LLMRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
@@ -88,7 +116,11 @@ class OpenAIProvider:
         return args
 
     def _error(self, exc: Exception) -> Exception:
-        return map_sdk_error(exc, self.name) or exc
+        # The SDK's error is scrubbed in place: it stays the mapped error's cause.
+        scrub_error(exc, self._key_redactor)
+        error = map_sdk_error(exc, self.name) or exc
+        scrub_error(error, self._key_redactor)
+        return error
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """One chat completion.
@@ -161,6 +193,11 @@ class OpenAIProvider:
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self._client.close()
+
+
+def _key_redactor(api_key: str) -> Redactor:
+    """A redactor of the key alone; a stand-in key shorter than any real one is left alone."""
+    return SecretRedactor([api_key]) if len(api_key) >= DEFAULT_MIN_LENGTH else NO_REDACTION
 
 
 def _parse_arguments(raw: str, provider: str) -> dict[str, Any]:

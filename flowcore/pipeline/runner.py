@@ -7,6 +7,11 @@ the run input against what the pipeline reads, compiles, streams the run's
 events to a callback, honours the pipeline's failure policy, and records the
 run in the history whatever way it ends. A run that pauses for a human is
 resumed later, from another process too, by its thread id alone.
+
+With a ``redactor`` the runner passes it to the engine and to the history
+record, and wraps each run input that feeds a block input field marked
+secret (``"secret": true``) in a :class:`~flowcore.secrets.Secret`, so the
+value never shows in the run's events, checkpoints or history.
 """
 
 from __future__ import annotations
@@ -27,11 +32,12 @@ from flowcore.graph.compiled import CompiledGraph
 from flowcore.history import RunHistory, record_from_result
 from flowcore.interrupts import Resume
 from flowcore.memory.manager import MemoryManager
-from flowcore.pipeline.compiler import compile_pipeline
+from flowcore.pipeline.compiler import compile_pipeline, load_pipeline_blocks
 from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.plan import TaskPlan, load_definition
 from flowcore.refs.resolver import extract_references
 from flowcore.result import RunResult
+from flowcore.secrets import Redactor, Secret
 
 __all__ = ["EventCallback", "PipelineRunner", "check_run_inputs", "input_keys"]
 
@@ -120,6 +126,7 @@ class PipelineRunner:
     memory: MemoryManager | None = None
     checkpointer: Checkpointer | None = None
     history: RunHistory | None = None
+    redactor: Redactor | None = None
 
     async def compile(self, definition: Pipeline | TaskPlan) -> CompiledGraph:
         """The engine graph of ``definition`` (raises ``PipelineError`` listing every problem).
@@ -163,6 +170,7 @@ class PipelineRunner:
                 f"run input of pipeline {pipeline.id!r}: " + "; ".join(problems)
             )
         graph = await self.compile(pipeline)
+        given = await self.guard_inputs(pipeline, given)
         if self.checkpointer is not None and thread_id is None:
             thread_id = f"{pipeline.id}-{uuid.uuid4().hex[:12]}"
         return await self._execute(
@@ -175,6 +183,34 @@ class PipelineRunner:
             on_event=on_event,
             recursion_limit=recursion_limit,
         )
+
+    async def guard_inputs(self, pipeline: Pipeline, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """``inputs``, with each one that feeds a block field marked secret wrapped in a ``Secret``.
+
+        A run input feeds a field when a node wires it whole, as
+        ``"<<input.key>>"``, into an input its block's schema marks
+        ``"secret": true`` (or ``"writeOnly": true``).
+
+        Example:
+            >>> # given = await runner.guard_inputs(pipeline, {"api_token": "tok-..."})
+        """
+        guarded = dict(inputs)
+        blocks, _ = await load_pipeline_blocks(pipeline, self.blocks)
+        for node in pipeline.nodes:
+            block = blocks.get(node.id)
+            for field in block.secret_inputs if block is not None else ():
+                wired = node.inputs.get(field)
+                if not isinstance(wired, str):
+                    continue
+                refs = extract_references(wired)
+                if len(refs) != 1 or refs[0].text.strip() != wired.strip():
+                    continue  # not one whole reference: nothing to wrap
+                ref = refs[0]
+                if ref.namespace == "input" and len(ref.path) == 1:
+                    value = guarded.get(ref.path[0])
+                    if isinstance(value, str):
+                        guarded[ref.path[0]] = Secret(value, name=f"input.{ref.path[0]}")
+        return guarded
 
     async def resume(
         self,
@@ -247,6 +283,7 @@ class PipelineRunner:
             on_error=pipeline.on_error,
             thread_id=thread_id,
             recursion_limit=recursion_limit,
+            redactor=self.redactor,
         ) as events:
             async for event in events:
                 if on_event is not None:
@@ -264,6 +301,7 @@ class PipelineRunner:
                     started_at=started,
                     inputs=run_input if isinstance(run_input, dict) else {},
                     source=source,
+                    redactor=self.redactor,
                 )
             )
         return result

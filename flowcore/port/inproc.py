@@ -420,6 +420,8 @@ class InProcExecutor:
             else self.default_recursion_limit
         )
         config = self._config(request)
+        # The engine scrubs state, checkpoints and errors with the same redactor.
+        redactor = None if self.redactor is NO_REDACTION else self.redactor
         if isinstance(target, CompiledGraph):
             graph = target
             return _Prepared(
@@ -432,6 +434,7 @@ class InProcExecutor:
                     run_id=run_id,
                     recursion_limit=limit,
                     thread_id=options.thread_id,
+                    redactor=redactor,
                 ),
             )
         return await self._prepare_pipeline(target, request, run_input, run_id, config, limit)
@@ -463,6 +466,9 @@ class InProcExecutor:
                     )
                 run_input = given
         graph = await runner.compile(pipeline)
+        if isinstance(run_input, Mapping):  # inputs feeding secret block fields become Secrets
+            run_input = await runner.guard_inputs(pipeline, run_input)
+        redactor = runner.redactor if self.redactor is NO_REDACTION else self.redactor
         thread_id = request.options.thread_id
         if thread_id is None and runner.checkpointer is not None:
             thread_id = f"{pipeline.id}-{uuid.uuid4().hex[:12]}"
@@ -483,6 +489,7 @@ class InProcExecutor:
                     started_at=started,
                     inputs=dict(run_input) if isinstance(run_input, Mapping) else {},
                     source=source,
+                    redactor=redactor,
                 )
             )
 
@@ -497,6 +504,7 @@ class InProcExecutor:
                 on_error=pipeline.on_error,
                 recursion_limit=limit,
                 thread_id=thread_id,
+                redactor=redactor,
             ),
             record,
         )

@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowcore.secrets import NO_REDACTION, Redactor
+
 __all__ = ["NodeContext"]
 
 
@@ -22,7 +24,10 @@ class NodeContext:
     """Run-scoped facts and services for one node execution.
 
     ``inputs`` holds the node's declared inputs with every ``<<ref>>``
-    resolved; ``config`` is the mapping passed to ``run(config=...)``.
+    resolved; ``config`` is the mapping passed to ``run(config=...)``;
+    ``redactor`` is the run's redactor (``NO_REDACTION`` when it has none):
+    the block executor streams model text through it and tells it the
+    values of input fields a block marks secret.
 
     Example:
         >>> async def node(state, ctx):
@@ -37,6 +42,7 @@ class NodeContext:
     attempt: int = 1
     config: Mapping[str, Any] = field(default_factory=dict)
     inputs: Mapping[str, Any] = field(default_factory=dict)
+    redactor: Redactor = NO_REDACTION
     _emit: Callable[[str, Any], None] = _discard
     _publish: Callable[[Callable[..., Any], dict[str, Any]], None] = _discard_event
 

@@ -12,6 +12,14 @@ Determinism comes from three rules:
   it sees does not depend on timing either;
 * the final state of a pass is every write of the pass folded in that same
   order, which is what ``supersteps`` mode computes step by step.
+
+With a redactor in its options (``RunOptions.redactor``) the engine is the
+seam that keeps known secrets in: every event is scrubbed before it is
+emitted; node updates, interrupt values and the run's input are scrubbed
+before they enter state or a checkpoint (``<<input.x>>`` still resolves to
+the value as given, in memory only); every error is scrubbed in place when
+recorded; the :class:`~flowcore.secrets.Secret` values of the input and
+config are taught to the redactor first, so their plain text is caught too.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from graphlib import TopologicalSorter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -64,6 +72,7 @@ from flowcore.scheduler.invoke import call_user_function, invoke_with_policy
 from flowcore.scheduler.options import DEFAULT_RECURSION_LIMIT, RunOptions
 from flowcore.scheduler.persistence import new_checkpoint_id
 from flowcore.scheduler.thread_run import ThreadRun
+from flowcore.secrets import NO_REDACTION, Redactor, find_secrets, learn, scrub, scrub_error
 from flowcore.state.schema import replace_conflict
 
 if TYPE_CHECKING:
@@ -163,6 +172,9 @@ class RunEngine:
         self.interrupts: list[Interrupt] = []
         self.options = options
         self.run_id = run_id or uuid.uuid4().hex
+        self._redactor: Redactor | None = options.redactor
+        if emit is not None and options.redactor is not None:
+            emit = _redacting(emit, options.redactor)
         self._emit = emit
         self._schema = graph.schema
         self._topo = graph.topology
@@ -202,7 +214,7 @@ class RunEngine:
     # -------------------------------------------------------------------- run
     async def execute(self, values: dict[str, Any], run_input: Mapping[str, Any]) -> RunResult:
         """Run from ``values`` (the validated initial state) to the end."""
-        self.values = values
+        self.values = self._learn_and_scrub(values, run_input)
         self._input = run_input
         self._t0 = time.perf_counter()
         self._loop = asyncio.get_running_loop()
@@ -264,14 +276,34 @@ class RunEngine:
         self, values: dict[str, Any], run_input: Mapping[str, Any]
     ) -> RunResult:
         """End a run that was cancelled before it started: no node runs."""
-        self.values = values
+        self.values = self._learn_and_scrub(values, run_input)
         self._input = run_input
         self._t0 = time.perf_counter()
         if self._emit is not None:
             self._emit(RunStartEvent(**self._event_base(0), input=run_input))
         return self._finish("cancelled")
 
+    def _learn_and_scrub(
+        self, values: dict[str, Any], run_input: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Teach the redactor the input's secrets; scrub what will be stored of the input."""
+        redactor = self._redactor
+        if redactor is None:
+            return values
+        learn(redactor, find_secrets(run_input))
+        learn(redactor, find_secrets(self.options.config))
+        thread = self._thread
+        if thread is not None and thread.groups:
+            thread.groups[:] = [scrub(group, redactor) for group in thread.groups]
+        scrubbed: dict[str, Any] = scrub(values, redactor)
+        return scrubbed
+
+    def _scrub(self, value: Any) -> Any:
+        return value if self._redactor is None else scrub(value, self._redactor)
+
     def _finish(self, status: RunStatus) -> RunResult:
+        if self._redactor is not None:
+            self.errors = [scrub_error(e, self._redactor) for e in self.errors]
         result = RunResult(
             run_id=self.run_id,
             graph_name=self.graph.name,
@@ -555,7 +587,7 @@ class RunEngine:
         if thread.input_from is None:
             # The run's first checkpoint keeps its input, for <<input.x>> after a resume.
             thread.input_from = checkpoint_id
-            meta["input"] = dict(self._input)
+            meta["input"] = self._scrub(dict(self._input))
             if cursor is not None:
                 cursor = {**cursor, "input_from": checkpoint_id}
         thread.source = "loop"
@@ -813,6 +845,7 @@ class RunEngine:
                 attempt=attempt,
                 config=self.options.config,
                 inputs=inputs,
+                redactor=NO_REDACTION if self._redactor is None else self._redactor,
             )
         loop = self._loop
 
@@ -836,6 +869,7 @@ class RunEngine:
             attempt=attempt,
             config=self.options.config,
             inputs=inputs,
+            redactor=NO_REDACTION if self._redactor is None else self._redactor,
             _emit=send,
             _publish=publish,
         )
@@ -910,7 +944,8 @@ class RunEngine:
                 )
             finally:
                 current_scope().reset(token)
-            update = schema.check_update(name, result)
+            # Secrets in what a node returns never reach state, events or checkpoints.
+            update = self._scrub(schema.check_update(name, result))
             out.update = update
             routers = self._routers.get(name)
             if routers:
@@ -919,7 +954,8 @@ class RunEngine:
             if self._thread is not None:
                 await self._persist_node(out)
         except NodeInterrupted as paused:
-            out.interrupt = paused.interrupt
+            asked = paused.interrupt
+            out.interrupt = replace(asked, value=self._scrub(asked.value))
             out.resumes = paused.resumes
             out.attempts = max(out.attempts, 1)
             if self._thread is not None:
@@ -945,6 +981,8 @@ class RunEngine:
             # Anything else is still this node's failure, never the run loop's.
             out.error = NodeError(node=name, attempts=max(out.attempts, 1), cause=exc)
         out.duration = time.perf_counter() - t_start
+        if out.error is not None and self._redactor is not None:
+            out.error = scrub_error(out.error, self._redactor)
         if emit is not None:
             if out.interrupt is not None:
                 emit(
@@ -1014,6 +1052,7 @@ class RunEngine:
                 "routes": list(out.routes),
                 "attempts": out.attempts,
             }
+        payload = self._scrub(payload)  # resume answers too
         await thread.writer.node_write(thread.head_id, PendingWrite(out.node, payload))
 
     def _record_cancelled(self, out: _Outcome, duration: float) -> None:
@@ -1062,6 +1101,15 @@ class RunEngine:
                 ) from exc
             picked.extend(_targets(router, raw))
         return tuple(dict.fromkeys(t for t in picked if t != END))
+
+
+def _redacting(emit: EmitFn, redactor: Redactor) -> EmitFn:
+    """``emit``, but every event is scrubbed of known secrets first."""
+
+    def redacted(event: Event) -> None:
+        emit(scrub(event, redactor))
+
+    return redacted
 
 
 def _targets(router: RouterSpec, raw: Any) -> list[str]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from flowcore.errors import InvalidInputError
+from flowcore.secrets import Redactor
 
 __all__ = ["DEFAULT_RECURSION_LIMIT", "ErrorPolicy", "RunOptions", "SchedulingMode"]
 
@@ -29,7 +30,9 @@ class RunOptions:
 
     ``recursion_limit`` caps supersteps; None means
     ``DEFAULT_RECURSION_LIMIT + number of nodes``. ``max_concurrency`` caps how
-    many nodes run at once; None means no cap.
+    many nodes run at once; None means no cap. ``redactor`` keeps known
+    secrets out of the run's events, state, checkpoints and errors (see
+    :mod:`flowcore.secrets`); None means nothing is redacted.
     """
 
     mode: SchedulingMode = "supersteps"
@@ -37,6 +40,7 @@ class RunOptions:
     max_concurrency: int | None = None
     recursion_limit: int | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
+    redactor: Redactor | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in ("supersteps", "dataflow"):
