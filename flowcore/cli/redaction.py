@@ -44,17 +44,33 @@ class RedactingWriter:
         self.redactor = redactor
 
     def write(self, text: str) -> int:
-        """Write ``text`` with every secret replaced; returns ``len(text)`` as streams do."""
+        """Write ``text`` with every secret replaced; returns ``len(text)`` as streams do.
+
+        Example:
+            >>> import io
+            >>> RedactingWriter(io.StringIO(), SecretRedactor()).write("hello")
+            5
+        """
         self.stream.write(self.redactor.redact_text(text))
         return len(text)
 
     def writelines(self, lines: Any) -> None:
-        """Write each line, redacted."""
+        """Write each line, redacted.
+
+        Example:
+            >>> import io
+            >>> RedactingWriter(io.StringIO(), SecretRedactor()).writelines(["a", "b"])
+        """
         for line in lines:
             self.write(line)
 
     def flush(self) -> None:
-        """Flush the underlying stream."""
+        """Flush the underlying stream.
+
+        Example:
+            >>> import io
+            >>> RedactingWriter(io.StringIO(), SecretRedactor()).flush()
+        """
         self.stream.flush()
 
     def __getattr__(self, name: str) -> Any:

@@ -44,7 +44,16 @@ class RedactingFilter(logging.Filter):
         self.redactor = redactor
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Redact ``record`` in place; always keep it."""
+        """Redact ``record`` in place; always keep it.
+
+        Example:
+            >>> from flowcore.secrets import SecretRedactor
+            >>> record = logging.makeLogRecord({"msg": "key %s", "args": ("sk-test-0123456789",)})
+            >>> RedactingFilter(SecretRedactor(["sk-test-0123456789"])).filter(record)
+            True
+            >>> record.getMessage()
+            'key [REDACTED]'
+        """
         redact = self.redactor.redact_text
         try:
             message = record.getMessage()

@@ -352,7 +352,12 @@ class SecretTextStream:
         self._flushed = False
 
     def feed(self, text: str) -> str:
-        """Take the next piece; return what is safe to send now (may be ``""``)."""
+        """Take the next piece; return what is safe to send now (may be ``""``).
+
+        Example:
+            >>> SecretRedactor().text_stream().feed("nothing to hide")
+            'nothing to hide'
+        """
         if self._flushed:
             raise SecretError("this text stream was flushed; start a new one with text_stream()")
         self._buffer += text
@@ -379,7 +384,13 @@ class SecretTextStream:
         return "".join(out)
 
     def flush(self) -> str:
-        """The held-back rest, redacted; the stream is finished afterwards."""
+        """The held-back rest, redacted; the stream is finished afterwards.
+
+        Example:
+            >>> stream = SecretRedactor(["sk-test-0123456789"]).text_stream()
+            >>> stream.feed("ok sk-test-0123456789"), stream.flush()
+            ('', 'ok [REDACTED]')
+        """
         self._flushed = True
         rest, self._buffer = self._buffer, ""
         return self._redactor.redact_text(rest)
