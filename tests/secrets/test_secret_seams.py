@@ -367,6 +367,34 @@ async def test_a_node_still_reads_the_input_it_was_given(tmp_path: Path) -> None
     assert result.state["token"] == PLACEHOLDER  # never stored as is
 
 
+async def test_a_secret_input_is_not_stored_so_a_resumed_run_says_it_is_missing(
+    tmp_path: Path,
+) -> None:
+    key = canary()
+
+    class S(TypedDict, total=False):
+        token: Any
+        ok: Any
+
+    def ask(state: Any) -> dict[str, Any]:
+        return {"ok": interrupt("go on?")}
+
+    async def use(state: Any, ctx: NodeContext) -> dict[str, Any]:
+        return {"ok": len(ctx.inputs["token"].reveal())}
+
+    graph = Graph(S).add_node("ask", ask).add_node("use", use, inputs={"token": "<<input.token>>"})
+    graph.add_edge(START, "ask").add_edge("ask", "use")
+    async with SqliteCheckpointer(tmp_path / "pause.db") as cp:
+        app = graph.compile(checkpointer=cp)
+        paused = await app.run({"token": Secret(key, name="token")}, thread_id="t")
+        resumed = await app.run(Resume("yes"), thread_id="t")
+
+    assert paused.status == "interrupted"
+    assert resumed.status == "failed"
+    assert isinstance(resumed.errors[0].__cause__, SecretUnavailableError)
+    assert "secret 'token' has no value here" in str(resumed.errors[0])
+
+
 # -------------------------------------------------------- block executor
 class Pieces:
     """A provider that streams one answer in the given pieces."""
