@@ -39,6 +39,7 @@ PUBLIC_MODULES = [
     "flowcore.compat.langgraph",
     "flowcore.port",
     "flowcore.testing",
+    "flowcore.secrets",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

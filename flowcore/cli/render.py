@@ -27,7 +27,7 @@ def short(value: Any, width: int = 60) -> str:
 
     Example:
         >>> short({"a": "x" * 100}, 20)
-        '{"a": "xxxxxxxxxxx…'
+        '{"a": "xxxxxxxxxxxx…'
     """
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
     text = " ".join(text.split())

@@ -126,7 +126,7 @@ def jail_command(
     Example:
         >>> cmd = jail_command("rlimits", Path("/tmp/x"), (), network=False)
         >>> cmd.argv[-3:-1]
-        ('-S', '-c')
+        ('-I', '-S')
     """
     prefix, executable = _python()
     root = os.geteuid() == 0

@@ -133,7 +133,7 @@ def weigh(value: Any) -> int:
 
     Example:
         >>> weigh({"a": [1, "xyz"]})
-        15
+        20
     """
     if isinstance(value, str | bytes):
         return len(value) + 2
