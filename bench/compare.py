@@ -1,0 +1,865 @@
+"""Side-by-side benchmark: LangGraph vs flowcore.compat.langgraph vs flowcore's native API.
+
+Run from the repository root (LangGraph must be installed: it is in the ``test`` extra)::
+
+    python bench/compare.py                          # full run, 7 rounds per workload
+    python bench/compare.py --rounds 3 --only a,b,c  # fewer rounds, some workloads
+    python bench/compare.py --smoke                  # tiny sizes, one round (a few seconds)
+    python bench/compare.py --json bench/results/compare.json
+
+Every LangGraph workload is written ONCE, as a function taking a backend
+namespace ``lg`` (``StateGraph``, ``START``, ``END``, ``Send``, savers,
+``add_messages``, ``AIMessage``), and run on LangGraph's own modules and on
+``flowcore.compat.langgraph``. The same workload is written a second time on
+flowcore's native ``Graph`` where that API can express it. Node bodies are
+trivial ``async def`` functions, so the figures are the engines' own cost.
+
+The three backends alternate within every round (the order rotates from round
+to round), after one warm-up run each that also checks the result. Medians
+and minima are reported, with the ratios LangGraph/compat and
+LangGraph/native (above 1 means flowcore is faster). Peak memory comes from
+a separate, untimed run under ``tracemalloc``.
+
+This is a benchmark, not a test: nothing here asserts a time. See
+bench/README.md for what each workload is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import itertools
+import json
+import operator
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Annotated, Any, TypedDict
+
+import aiosqlite
+
+import flowcore
+from flowcore import END, START, Graph, InMemoryCheckpointer, RunResult, append
+from flowcore.checkpoint import SqliteCheckpointer
+
+BACKENDS: tuple[str, ...] = ("langgraph", "compat", "native")
+TABLE_HEADER = (
+    "| workload | backend | rounds | median ms | min ms | peak memory KiB | LangGraph / this |"
+)
+RECURSION = 100_000
+LOREM = "lorem ipsum " * 8
+
+Runner = Callable[[], Awaitable[Any]]
+Setup = Callable[[AsyncExitStack, Path], Awaitable[Runner]]
+
+
+# ------------------------------------------------------------------ settings
+@dataclass(frozen=True)
+class Sizes:
+    """Sizes of every workload, and how long a DAG run may take before it is given up."""
+
+    label: str
+    chain: int = 100
+    fanout: int = 1_000
+    loop: int = 200
+    send: int = 1_000
+    compile_chain: int = 1_000
+    dag: int = 10_000
+    dag_edges: int = 3
+    grow: int = 100
+    deadline_s: float = 60.0
+
+
+FULL = Sizes("full")
+SMOKE = Sizes("smoke", chain=10, fanout=20, loop=10, send=20, compile_chain=20, dag=200, grow=10)
+
+
+# --------------------------------------------------------------- backends
+def langgraph_backend() -> SimpleNamespace:
+    """LangGraph's own modules, under the names the workloads use."""
+    from langchain_core.messages import AIMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.graph import END as LG_END
+    from langgraph.graph import START as LG_START
+    from langgraph.graph import StateGraph, add_messages
+    from langgraph.types import Send
+
+    return SimpleNamespace(
+        name="langgraph",
+        StateGraph=StateGraph,
+        START=LG_START,
+        END=LG_END,
+        Send=Send,
+        InMemorySaver=InMemorySaver,
+        AsyncSqliteSaver=AsyncSqliteSaver,
+        add_messages=add_messages,
+        AIMessage=AIMessage,
+    )
+
+
+def compat_backend() -> SimpleNamespace:
+    """flowcore.compat.langgraph, under the same names."""
+    from flowcore.compat import langgraph as c
+
+    return SimpleNamespace(
+        name="compat",
+        StateGraph=c.StateGraph,
+        START=c.START,
+        END=c.END,
+        Send=c.Send,
+        InMemorySaver=c.InMemorySaver,
+        AsyncSqliteSaver=c.AsyncSqliteSaver,
+        add_messages=c.add_messages,
+        AIMessage=c.AIMessage,
+    )
+
+
+# ----------------------------------------------------------- shared pieces
+class ChainState(TypedDict):
+    x: int
+
+
+class LoopState(TypedDict):
+    i: int
+
+
+class SendState(TypedDict):
+    items: list[int]
+    results: Annotated[list[int], operator.add]
+
+
+class NativeGrowState(TypedDict):
+    i: int
+    messages: Annotated[list[dict[str, Any]], append]
+
+
+async def _noop(state: Any) -> None:
+    return None
+
+
+def dag_predecessors(size: int, per_node: int, seed: int = 8) -> list[list[int]]:
+    """A seeded random DAG: node i>0 has min(i, per_node) distinct predecessors among 0..i-1."""
+    rng = random.Random(seed)
+    return [sorted(rng.sample(range(i), min(i, per_node))) for i in range(size)]
+
+
+def _thread_ids() -> Callable[[], str]:
+    counter = itertools.count()
+    return lambda: f"t{next(counter)}"
+
+
+def _loop_nodes(iterations: int, end: Any) -> tuple[Any, Any]:
+    async def step(state: Any) -> dict[str, Any]:
+        return {"i": state["i"] + 1}
+
+    def route(state: Any) -> Any:
+        return end if state["i"] >= iterations else "step"
+
+    return step, route
+
+
+# --------------------------------------------- workloads on the LangGraph API
+def lg_chain(lg: Any, size: int) -> Any:
+    g = lg.StateGraph(ChainState)
+    for i in range(size):
+        g.add_node(f"n{i}", _noop)
+    g.add_edge(lg.START, "n0")
+    for i in range(size - 1):
+        g.add_edge(f"n{i}", f"n{i + 1}")
+    g.add_edge(f"n{size - 1}", lg.END)
+    return g.compile()
+
+
+def lg_fanout(lg: Any, width: int) -> Any:
+    g = lg.StateGraph(ChainState)
+    g.add_node("src", _noop)
+    g.add_node("sink", _noop)
+    g.add_edge(lg.START, "src")
+    for i in range(width):
+        g.add_node(f"w{i}", _noop)
+        g.add_edge("src", f"w{i}")
+        g.add_edge(f"w{i}", "sink")
+    g.add_edge("sink", lg.END)
+    return g.compile()
+
+
+def lg_loop(lg: Any, iterations: int, checkpointer: Any = None) -> Any:
+    step, route = _loop_nodes(iterations, lg.END)
+    g = lg.StateGraph(LoopState)
+    g.add_node("step", step)
+    g.add_edge(lg.START, "step")
+    g.add_conditional_edges("step", route, ["step", lg.END])
+    return g.compile(checkpointer=checkpointer)
+
+
+def lg_send(lg: Any, items: int) -> Any:
+    def fan(state: Any) -> list[Any]:
+        return [lg.Send("work", {"item": x}) for x in state["items"]]
+
+    async def work(arg: Any) -> dict[str, Any]:
+        return {"results": [arg["item"]]}
+
+    g = lg.StateGraph(SendState)
+    g.add_node("work", work)
+    g.add_node("reduce", _noop)
+    g.add_conditional_edges(lg.START, fan, ["work"])
+    g.add_edge("work", "reduce")
+    g.add_edge("reduce", lg.END)
+    return g.compile()
+
+
+def lg_dag(lg: Any, preds: list[list[int]]) -> Any:
+    g = lg.StateGraph(ChainState)
+    has_succ = [False] * len(preds)
+    for i in range(len(preds)):
+        g.add_node(f"n{i}", _noop)
+    g.add_edge(lg.START, "n0")
+    for i, ps in enumerate(preds[1:], start=1):
+        for p in ps:
+            has_succ[p] = True
+        g.add_edge(f"n{ps[0]}" if len(ps) == 1 else [f"n{p}" for p in ps], f"n{i}")
+    for i, succ in enumerate(has_succ):
+        if not succ:
+            g.add_edge(f"n{i}", lg.END)
+    return g.compile()
+
+
+def lg_grow(lg: Any, iterations: int, checkpointer: Any) -> Any:
+    # Functional syntax: the reducer comes from the backend, a local name that class syntax
+    # (string annotations under `from __future__ import annotations`) could not resolve.
+    state = TypedDict(  # type: ignore[misc]  # noqa: UP013
+        "GrowState", {"i": int, "messages": Annotated[list[Any], lg.add_messages]}
+    )
+
+    async def step(s: Any) -> dict[str, Any]:
+        n = s["i"] + 1
+        return {"i": n, "messages": [lg.AIMessage(content=f"message {n}: {LOREM}")]}
+
+    def route(s: Any) -> Any:
+        return lg.END if s["i"] >= iterations else "step"
+
+    g = lg.StateGraph(state)
+    g.add_node("step", step)
+    g.add_edge(lg.START, "step")
+    g.add_conditional_edges("step", route, ["step", lg.END])
+    return g.compile(checkpointer=checkpointer)
+
+
+def _lg_runner(app: Any, payload: Any, thread: bool = False) -> Runner:
+    new_thread = _thread_ids()
+
+    async def run() -> Any:
+        config: dict[str, Any] = {"recursion_limit": RECURSION}
+        if thread:
+            config["configurable"] = {"thread_id": new_thread()}
+            return await app.ainvoke(payload, config, durability="async")
+        return await app.ainvoke(payload, config)
+
+    return run
+
+
+# ------------------------------------------------- the same on flowcore.Graph
+def native_chain(size: int) -> Any:
+    g = Graph(ChainState, name=f"chain-{size}")
+    for i in range(size):
+        g.add_node(f"n{i}", _noop)
+    g.add_edge(START, "n0")
+    for i in range(size - 1):
+        g.add_edge(f"n{i}", f"n{i + 1}")
+    g.add_edge(f"n{size - 1}", END)
+    return g.compile()
+
+
+def native_fanout(width: int) -> Any:
+    g = Graph(ChainState, name=f"fanout-{width}")
+    g.add_node("src", _noop).add_node("sink", _noop)
+    g.add_edge(START, "src")
+    for i in range(width):
+        g.add_node(f"w{i}", _noop)
+        g.add_edge("src", f"w{i}")
+        g.add_edge(f"w{i}", "sink")
+    g.add_edge("sink", END)
+    return g.compile()
+
+
+def native_loop(iterations: int, checkpointer: Any = None) -> Any:
+    step, route = _loop_nodes(iterations, "done")
+    g = Graph(LoopState, name=f"loop-{iterations}")
+    g.add_node("step", step).add_edge(START, "step")
+    g.add_conditional_edges("step", route, {"step": "step", "done": END})
+    return g.compile(checkpointer=checkpointer)
+
+
+def native_dag(preds: list[list[int]]) -> Any:
+    g = Graph(ChainState, name=f"dag-{len(preds)}")
+    has_succ = [False] * len(preds)
+    for i in range(len(preds)):
+        g.add_node(f"n{i}", _noop)
+    g.add_edge(START, "n0")
+    for i, ps in enumerate(preds[1:], start=1):
+        for p in ps:
+            has_succ[p] = True
+        g.add_edge(f"n{ps[0]}" if len(ps) == 1 else [f"n{p}" for p in ps], f"n{i}")
+    for i, succ in enumerate(has_succ):
+        if not succ:
+            g.add_edge(f"n{i}", END)
+    return g.compile()
+
+
+def native_grow(iterations: int, checkpointer: Any) -> Any:
+    async def step(s: Any) -> dict[str, Any]:
+        n = s["i"] + 1
+        message = {"type": "ai", "content": f"message {n}: {LOREM}"}
+        return {"i": n, "messages": [message]}
+
+    def route(s: Any) -> str:
+        return "done" if s["i"] >= iterations else "again"
+
+    g = Graph(NativeGrowState, name=f"grow-{iterations}")
+    g.add_node("step", step).add_edge(START, "step")
+    g.add_conditional_edges("step", route, {"again": "step", "done": END})
+    return g.compile(checkpointer=checkpointer)
+
+
+def _native_runner(app: Any, payload: Any, thread: bool = False) -> Runner:
+    new_thread = _thread_ids()
+
+    async def run() -> Any:
+        if thread:
+            return await app.run(
+                payload, recursion_limit=RECURSION, thread_id=new_thread(), durability="async"
+            )
+        return await app.run(payload, recursion_limit=RECURSION)
+
+    return run
+
+
+# ------------------------------------------------------------ workload table
+@dataclass(frozen=True)
+class Workload:
+    """One workload: how to set it up on the LangGraph API and natively, and what to expect."""
+
+    key: str
+    title: str
+    lg: Callable[[Any, Sizes], Setup]
+    native: Callable[[Sizes], Setup] | None
+    expect: Callable[[Mapping[str, Any], Sizes], bool]
+    na_reason: str = ""
+    max_rounds: int | None = None
+    deadline: bool = False
+
+
+def _sync(build: Callable[[], Any], make_runner: Callable[[Any], Runner]) -> Setup:
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
+        return make_runner(build())
+
+    return setup
+
+
+def _memory_saver_setup(lg: Any, s: Sizes) -> Setup:
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
+        return _lg_runner(lg_loop(lg, s.loop, lg.InMemorySaver()), {"i": 0}, thread=True)
+
+    return setup
+
+
+def _sqlite_saver_setup(lg: Any, s: Sizes) -> Setup:
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
+        path = tmp / f"{lg.name}-{time.perf_counter_ns()}.db"
+        saver = await stack.enter_async_context(lg.AsyncSqliteSaver.from_conn_string(str(path)))
+        return _lg_runner(lg_loop(lg, s.loop, saver), {"i": 0}, thread=True)
+
+    return setup
+
+
+def _native_memory_setup(s: Sizes) -> Setup:
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
+        app = native_loop(s.loop, InMemoryCheckpointer())
+        return _native_runner(app, {"i": 0}, thread=True)
+
+    return setup
+
+
+async def _open_native_sqlite(stack: AsyncExitStack, path: Path) -> SqliteCheckpointer:
+    store = await SqliteCheckpointer.open(str(path))
+    stack.push_async_callback(store.aclose)
+    return store
+
+
+def _native_sqlite_setup(s: Sizes) -> Setup:
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
+        store = await _open_native_sqlite(stack, tmp / f"native-{time.perf_counter_ns()}.db")
+        return _native_runner(native_loop(s.loop, store), {"i": 0}, thread=True)
+
+    return setup
+
+
+def _grow_setup(lg: Any, s: Sizes) -> Setup:
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
+        path = tmp / f"{lg.name}-grow-{time.perf_counter_ns()}.db"
+        saver = await stack.enter_async_context(lg.AsyncSqliteSaver.from_conn_string(str(path)))
+        return _lg_runner(lg_grow(lg, s.grow, saver), {"i": 0, "messages": []}, thread=True)
+
+    return setup
+
+
+def _native_grow_setup(s: Sizes) -> Setup:
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
+        store = await _open_native_sqlite(stack, tmp / f"native-grow-{time.perf_counter_ns()}.db")
+        return _native_runner(native_grow(s.grow, store), {"i": 0, "messages": []}, thread=True)
+
+    return setup
+
+
+def _compile_setup(build: Callable[[], Any]) -> Setup:
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
+        async def run() -> Any:
+            build()
+            return {"compiled": True}
+
+        return run
+
+    return setup
+
+
+_DAG_CACHE: dict[tuple[int, int], list[list[int]]] = {}
+
+
+def _dag(s: Sizes) -> list[list[int]]:
+    key = (s.dag, s.dag_edges)
+    if key not in _DAG_CACHE:
+        _DAG_CACHE[key] = dag_predecessors(s.dag, s.dag_edges)
+    return _DAG_CACHE[key]
+
+
+WORKLOADS: tuple[Workload, ...] = (
+    Workload(
+        "a",
+        "chain",
+        lambda lg, s: _sync(lambda: lg_chain(lg, s.chain), lambda a: _lg_runner(a, {"x": 0})),
+        lambda s: _sync(lambda: native_chain(s.chain), lambda a: _native_runner(a, {"x": 0})),
+        lambda st, s: st["x"] == 0,
+    ),
+    Workload(
+        "b",
+        "fan-out/fan-in",
+        lambda lg, s: _sync(lambda: lg_fanout(lg, s.fanout), lambda a: _lg_runner(a, {"x": 0})),
+        lambda s: _sync(lambda: native_fanout(s.fanout), lambda a: _native_runner(a, {"x": 0})),
+        lambda st, s: st["x"] == 0,
+    ),
+    Workload(
+        "c",
+        "loop",
+        lambda lg, s: _sync(lambda: lg_loop(lg, s.loop), lambda a: _lg_runner(a, {"i": 0})),
+        lambda s: _sync(lambda: native_loop(s.loop), lambda a: _native_runner(a, {"i": 0})),
+        lambda st, s: st["i"] == s.loop,
+    ),
+    Workload(
+        "d",
+        "loop + in-memory checkpointer",
+        _memory_saver_setup,
+        _native_memory_setup,
+        lambda st, s: st["i"] == s.loop,
+    ),
+    Workload(
+        "e",
+        "loop + SQLite checkpointer",
+        _sqlite_saver_setup,
+        _native_sqlite_setup,
+        lambda st, s: st["i"] == s.loop,
+    ),
+    Workload(
+        "f",
+        "Send map-reduce",
+        lambda lg, s: _sync(
+            lambda: lg_send(lg, s.send),
+            lambda a: _lg_runner(a, {"items": list(range(s.send)), "results": []}),
+        ),
+        None,
+        lambda st, s: sorted(st["results"]) == list(range(s.send)),
+        na_reason="flowcore.Graph has no Send: its graphs are static, one task per node",
+    ),
+    Workload(
+        "g",
+        "build + compile chain",
+        lambda lg, s: _compile_setup(lambda: lg_chain(lg, s.compile_chain)),
+        lambda s: _compile_setup(lambda: native_chain(s.compile_chain)),
+        lambda st, s: bool(st["compiled"]),
+    ),
+    Workload(
+        "h",
+        "random DAG",
+        lambda lg, s: _sync(lambda: lg_dag(lg, _dag(s)), lambda a: _lg_runner(a, {"x": 0})),
+        lambda s: _sync(lambda: native_dag(_dag(s)), lambda a: _native_runner(a, {"x": 0})),
+        lambda st, s: st["x"] == 0,
+        max_rounds=3,
+        deadline=True,
+    ),
+    Workload(
+        "i",
+        "growing messages + SQLite",
+        _grow_setup,
+        _native_grow_setup,
+        lambda st, s: st["i"] == s.grow and len(st["messages"]) == s.grow,
+    ),
+)
+
+
+def describe(w: Workload, s: Sizes) -> str:
+    """The workload's label with its sizes, e.g. ``(a) chain 100``."""
+    size = {
+        "a": f"{s.chain} nodes",
+        "b": f"1 -> {s.fanout} -> 1",
+        "c": f"{s.loop} steps",
+        "d": f"{s.loop} steps",
+        "e": f"{s.loop} steps",
+        "f": f"{s.send} items",
+        "g": f"{s.compile_chain} nodes",
+        "h": f"{s.dag} nodes, ~{s.dag_edges} edges/node",
+        "i": f"{s.grow} steps",
+    }[w.key]
+    return f"({w.key}) {w.title}, {size}"
+
+
+# ------------------------------------------------------------------ running
+@dataclass
+class Row:
+    """The figures of one workload on one backend."""
+
+    workload: str
+    key: str
+    backend: str
+    status: str = "ok"  # ok | n/a | timeout
+    reason: str = ""
+    times_ms: list[float] = field(default_factory=list)
+    peak_bytes: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median_ms(self) -> float | None:
+        return statistics.median(self.times_ms) if self.times_ms else None
+
+    @property
+    def min_ms(self) -> float | None:
+        return min(self.times_ms) if self.times_ms else None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "key": self.key,
+            "backend": self.backend,
+            "status": self.status,
+            "reason": self.reason,
+            "rounds": len(self.times_ms),
+            "median_ms": self.median_ms,
+            "min_ms": self.min_ms,
+            "times_ms": self.times_ms,
+            "peak_bytes": self.peak_bytes,
+            **self.extra,
+        }
+
+
+def _state_of(result: Any) -> Mapping[str, Any]:
+    if isinstance(result, RunResult):
+        if result.status != "completed":
+            raise SystemExit(f"native run ended {result.status}")
+        return result.state
+    return dict(result)
+
+
+async def _timed(run: Runner) -> tuple[float, Any]:
+    gc.collect()
+    t0 = time.perf_counter()
+    result = await run()
+    return (time.perf_counter() - t0) * 1e3, result
+
+
+async def run_workload(
+    w: Workload, s: Sizes, rounds: int, backends: dict[str, Any], tmp: Path
+) -> list[Row]:
+    """Warm up each backend once (checking its result), then alternate them for ``rounds``."""
+    label = describe(w, s)
+    rows = {b: Row(label, w.key, b) for b in BACKENDS}
+    setups: dict[str, Setup] = {b: w.lg(ns, s) for b, ns in backends.items()}
+    if w.native is None:
+        rows["native"].status, rows["native"].reason = "n/a", w.na_reason
+    else:
+        setups["native"] = w.native(s)
+    n_rounds = rounds if w.max_rounds is None else min(rounds, w.max_rounds)
+    async with AsyncExitStack() as stack:
+        runners: dict[str, Runner] = {}
+        for b, setup in setups.items():
+            runners[b] = await setup(stack, tmp)
+            print(f"  {label}: warm-up {b}", file=sys.stderr, flush=True)
+            try:
+                timeout = s.deadline_s if w.deadline else None
+                ms, result = await asyncio.wait_for(_timed(runners[b]), timeout)
+            except TimeoutError:
+                rows[b].status = "timeout"
+                rows[b].reason = f"did not finish in {s.deadline_s:.0f} s"
+                del runners[b]
+                continue
+            if not w.expect(_state_of(result), s):
+                raise SystemExit(f"{label} on {b}: unexpected result {result!r:.300}")
+            if rounds == 0 or n_rounds == 0:
+                rows[b].times_ms.append(ms)
+        order = list(runners)
+        for r in range(n_rounds):
+            shift = r % len(order) if order else 0
+            for b in order[shift:] + order[:shift]:
+                ms, _ = await _timed(runners[b])
+                rows[b].times_ms.append(ms)
+    return list(rows.values())
+
+
+async def peak_memory(
+    w: Workload, s: Sizes, backends: dict[str, Any], rows: list[Row], tmp: Path
+) -> None:
+    """One untimed run per backend under tracemalloc; setup is outside the measurement."""
+    for row in rows:
+        if row.status != "ok":
+            continue
+        setup = w.lg(backends[row.backend], s) if row.backend in backends else None
+        if row.backend == "native" and w.native is not None:
+            setup = w.native(s)
+        if setup is None:
+            continue
+        async with AsyncExitStack() as stack:
+            run = await setup(stack, tmp)
+            gc.collect()
+            tracemalloc.start()
+            try:
+                await run()
+                row.peak_bytes = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+
+
+async def taskgroup_baseline(width: int, rounds: int) -> Row:
+    """A bare asyncio.TaskGroup creating ``width`` trivial tasks: the floor for (b)."""
+
+    async def trivial() -> None:
+        return None
+
+    async def run() -> None:
+        async with asyncio.TaskGroup() as tg:
+            for _ in range(width):
+                tg.create_task(trivial())
+
+    row = Row(f"(b) baseline: asyncio.TaskGroup x{width}", "b", "taskgroup")
+    ms, _ = await _timed(run)
+    for _ in range(rounds):
+        ms, _ = await _timed(run)
+        row.times_ms.append(ms)
+    if not row.times_ms:
+        row.times_ms.append(ms)
+    gc.collect()
+    tracemalloc.start()
+    await run()
+    row.peak_bytes = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return row
+
+
+# ------------------------------------------------------------------ storage
+async def stored_bytes(path: Path) -> int:
+    """Bytes held in every column of every table of a SQLite file (schema-agnostic)."""
+    total = 0
+    async with aiosqlite.connect(path) as db:
+        tables = await db.execute_fetchall("SELECT name FROM sqlite_master WHERE type='table'")
+        for (table,) in tables:
+            cols = await db.execute_fetchall(f'PRAGMA table_info("{table}")')
+            for col in cols:
+                rows = await db.execute_fetchall(
+                    f'SELECT COALESCE(SUM(LENGTH(CAST("{col[1]}" AS BLOB))), 0) FROM "{table}"'
+                )
+                total += int(next(iter(rows))[0])
+    return total
+
+
+async def storage_growth(backend: str, ns: Any, steps: int, tmp: Path) -> dict[str, Any]:
+    """Bytes stored by one run of (i) at steps/2 and at steps, each on a fresh SQLite file."""
+    figures: dict[int, tuple[int, int]] = {}
+    for n in (max(1, steps // 2), steps):
+        path = tmp / f"storage-{backend}-{n}.db"
+        async with AsyncExitStack() as stack:
+            if backend == "native":
+                store = await _open_native_sqlite(stack, path)
+                run = _native_runner(native_grow(n, store), {"i": 0, "messages": []}, True)
+            else:
+                saver = await stack.enter_async_context(
+                    ns.AsyncSqliteSaver.from_conn_string(str(path))
+                )
+                run = _lg_runner(lg_grow(ns, n, saver), {"i": 0, "messages": []}, True)
+            state = _state_of(await run())
+            if len(state["messages"]) != n:
+                raise SystemExit(f"storage run on {backend} stored {len(state['messages'])}")
+        file_bytes = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+        figures[n] = (await stored_bytes(path), file_bytes)
+    half, full = figures[max(1, steps // 2)], figures[steps]
+    # Bytes added by the second half of the steps / by the first half: about 1 when each
+    # checkpoint stores a delta, about 3 when each stores the whole (growing) state.
+    growth = (full[0] - half[0]) / half[0] if half[0] else float("nan")
+    return {
+        "stored_bytes": full[0],
+        "file_bytes": full[1],
+        "bytes_per_checkpoint": full[0] / steps,
+        "stored_bytes_half": half[0],
+        "second_half_over_first_half": growth,
+        "linear": growth < 1.5,
+    }
+
+
+# ------------------------------------------------------------------ output
+def _fmt(v: float | None, spec: str = ".2f") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def _ratio(lg: Row | None, other: Row | None) -> float | None:
+    if lg is None or other is None or lg.median_ms is None or other.median_ms is None:
+        return None
+    return lg.median_ms / other.median_ms if other.median_ms else None
+
+
+def render(rows: list[Row], meta: dict[str, Any]) -> str:
+    by = {(r.key, r.backend): r for r in rows}
+    out = [
+        "# flowcore vs LangGraph",
+        "",
+        f"Python {meta['python']} · {meta['cpus']} CPUs · langgraph {meta['langgraph']} · "
+        f"flowcore {meta['flowcore']} · {meta['settings']}, {meta['rounds']} rounds",
+        "",
+        TABLE_HEADER,
+        "|---|---|--:|--:|--:|--:|--:|",
+    ]
+    for r in rows:
+        if r.status != "ok":
+            out.append(f"| {r.workload} | {r.backend} | - | {r.status}: {r.reason} | | | |")
+            continue
+        ratio = None if r.backend == "langgraph" else _ratio(by.get((r.key, "langgraph")), r)
+        peak = None if r.peak_bytes is None else r.peak_bytes / 1024
+        out.append(
+            f"| {r.workload} | {r.backend} | {len(r.times_ms)} | {_fmt(r.median_ms)} "
+            f"| {_fmt(r.min_ms)} | {_fmt(peak, '.0f')} "
+            f"| {'-' if ratio is None else f'{ratio:.2f}x'} |"
+        )
+    out += [
+        "",
+        "## Ratios (LangGraph median / flowcore median; target: at least 10x)",
+        "",
+        "| workload | LangGraph / compat | LangGraph / native |",
+        "|---|--:|--:|",
+    ]
+    for key in dict.fromkeys(r.key for r in rows):
+        lg = by.get((key, "langgraph"))
+        cells = []
+        for b in ("compat", "native"):
+            other = by.get((key, b))
+            ratio = _ratio(lg, other)
+            if ratio is not None:
+                cells.append(f"{ratio:.2f}x")
+            elif other is not None and other.status != "ok":
+                cells.append(other.status)
+            elif lg is not None and lg.status != "ok":
+                cells.append(f"LangGraph {lg.status}")
+            else:
+                cells.append("-")
+        label = lg.workload if lg else key
+        out.append(f"| {label} | {cells[0]} | {cells[1]} |")
+    tg, nat = by.get(("b", "taskgroup")), by.get(("b", "native"))
+    if tg and nat and tg.median_ms and nat.median_ms:
+        out.append(
+            f"\nFan-out (b) native / bare TaskGroup: {nat.median_ms / tg.median_ms:.1f}x "
+            "(target: within 3x)"
+        )
+    grow = [r for r in rows if r.key == "i" and "stored_bytes" in r.extra]
+    if grow:
+        out += [
+            "",
+            "## Storage of (i): bytes each SQLite saver stores",
+            "",
+            "| backend | bytes stored | bytes / checkpoint | file bytes | "
+            "stored at half the steps | 2nd half / 1st half | linear |",
+            "|---|--:|--:|--:|--:|--:|---|",
+        ]
+        for r in grow:
+            e = r.extra
+            out.append(
+                f"| {r.backend} | {e['stored_bytes']} | {e['bytes_per_checkpoint']:.0f} "
+                f"| {e['file_bytes']} | {e['stored_bytes_half']} "
+                f"| {e['second_half_over_first_half']:.2f}x | {'yes' if e['linear'] else 'no'} |"
+            )
+    return "\n".join(out)
+
+
+def _langgraph_version() -> str:
+    from importlib.metadata import version
+
+    return version("langgraph")
+
+
+async def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="flowcore vs LangGraph benchmark")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one round")
+    parser.add_argument("--rounds", type=int, default=7, help="timed rounds per workload")
+    parser.add_argument("--only", default="", help="workloads to run, e.g. a,b,c")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    sizes = SMOKE if args.smoke else FULL
+    rounds = 1 if args.smoke else max(1, args.rounds)
+    only = {k.strip() for k in args.only.split(",") if k.strip()}
+    chosen = [w for w in WORKLOADS if not only or w.key in only]
+    if not chosen:
+        parser.error(f"--only {args.only!r} names no workload; choose from a..i")
+    backends = {"langgraph": langgraph_backend(), "compat": compat_backend()}
+    started = time.perf_counter()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for w in chosen:
+            print(f"running {describe(w, sizes)}", file=sys.stderr, flush=True)
+            found = await run_workload(w, sizes, rounds, backends, tmp)
+            await peak_memory(w, sizes, backends, found, tmp)
+            if w.key == "i":
+                for row in found:
+                    if row.status == "ok":
+                        ns = backends.get(row.backend)
+                        row.extra = await storage_growth(row.backend, ns, sizes.grow, tmp)
+            rows += found
+            if w.key == "b":
+                rows.append(await taskgroup_baseline(sizes.fanout, rounds))
+    meta = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "flowcore": flowcore.__version__,
+        "langgraph": _langgraph_version(),
+        "settings": sizes.label,
+        "rounds": rounds,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(render(rows, meta))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"meta": meta, "rows": [r.as_json() for r in rows]}
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main(sys.argv[1:])))
