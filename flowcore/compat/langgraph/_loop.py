@@ -684,7 +684,7 @@ class Run:
                 # under what the state says.
                 fresh = {**result, **fresh}
             picked = await call_with_config(
-                branch.path, fresh, scope.config, {}, graph.call_shape(branch.path)
+                branch.path, fresh, scope.config, {}, graph.call_shape(branch.path), inline=True
             )
             writes.extend(target_writes(graph.branch_targets(branch, picked)))
         if task.name != START:

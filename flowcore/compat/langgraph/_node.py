@@ -117,11 +117,14 @@ async def call_with_config(
     config: Mapping[str, Any],
     extras: Mapping[str, Any],
     shape: tuple[frozenset[str], bool] | None = None,
+    *,
+    inline: bool = False,
 ) -> Any:
     """Call a node or router: ``func(arg)``, passing ``config`` and extras it asks for by name.
 
     Sync functions run in a worker thread (the context, and so ``interrupt()``,
-    goes with them); coroutines are awaited. ``shape`` is
+    goes with them), or on the event loop with ``inline`` (routers: they are
+    meant to be quick); coroutines are awaited. ``shape`` is
     :func:`describe_callable`'s answer, when the caller has it cached.
     """
     names, is_async = shape if shape is not None else describe_callable(func)
@@ -134,7 +137,7 @@ async def call_with_config(
                 kwargs[key] = value
     if is_async:
         return await func(arg, **kwargs)
-    result = await asyncio.to_thread(func, arg, **kwargs)
+    result = func(arg, **kwargs) if inline else await asyncio.to_thread(func, arg, **kwargs)
     if inspect.isawaitable(result):
         return await result
     return result
