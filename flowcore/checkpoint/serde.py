@@ -87,7 +87,11 @@ class JsonSerializer:
         """
         if self.redactor is not None:
             value = scrub(value, self.redactor)
-        encoded = _encode(value, path or "value")
+        try:
+            encoded = _encode_fast(value)
+        except SerializationError:
+            # Encode again with paths, only to say exactly where the bad value is.
+            encoded = _encode(value, path or "value")
         return json.dumps(
             encoded, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         ).encode()
@@ -120,6 +124,29 @@ def _class_ref(cls: type, value: Any, path: str) -> str:
     if "<locals>" in cls.__qualname__:
         raise _unsupported(value, path, "is defined inside a function, so it cannot be imported")
     return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _encode_fast(value: Any) -> Any:
+    """:func:`_encode` without building error paths: the common case, JSON-native values.
+
+    Anything unusual goes through :func:`_encode`; a failure anywhere is
+    retried by the caller with paths, so error messages are unchanged.
+    """
+    kind = type(value)
+    if value is None or kind is str or kind is int or kind is bool:
+        return value
+    if kind is list:
+        return [_encode_fast(v) for v in value]
+    if kind is dict and _TAG not in value:
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                return _encode(value, "value")
+            out[k] = _encode_fast(v)
+        return out
+    if kind is tuple:
+        return {_TAG: "tuple", "v": [_encode_fast(v) for v in value]}
+    return _encode(value, "value")
 
 
 def _encode(value: Any, path: str) -> Any:
