@@ -26,12 +26,24 @@ class TaskScope:
 
     task_id: str
     node: str
-    config: dict[str, Any]
+    make_config: Callable[[], dict[str, Any]]
     writer: Callable[[Any], None]
     resume: list[Any] = field(default_factory=list)
     null_resume: list[Any] = field(default_factory=list)
     calls: int = 0
     new_answers: list[Any] = field(default_factory=list)
+    _config: dict[str, Any] | None = None
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The node's config, built the first time a node asks for it."""
+        if self._config is None:
+            self._config = self.make_config()
+        return self._config
+
+    def get_config(self) -> dict[str, Any]:
+        """The same as :attr:`config`, as a method to hand out unevaluated."""
+        return self.config
 
     def interrupt_id(self, index: int) -> str:
         """A stable id for the ``index``-th pause of this task."""

@@ -243,11 +243,7 @@ class Run:
         self.changed = None
 
     async def _put_checkpoint(self, source: str) -> None:
-        self.checkpoint = {
-            **self.checkpoint,
-            "id": new_checkpoint_id(self.checkpoint.get("id")),
-            "ts": datetime.now(UTC).isoformat(),
-        }
+        self.checkpoint = {**self.checkpoint, "id": new_checkpoint_id(self.checkpoint.get("id"))}
         self.metadata = {"source": source, "step": self.step, "parents": {}}
         if self.saver is not None and self.durability != "exit":
             await self._save()
@@ -280,6 +276,8 @@ class Run:
         }
         versions = self.checkpoint["channel_versions"]
         self.checkpoint["channel_values"] = self.graph.snapshot_channels(self.channels)
+        self.checkpoint["ts"] = datetime.now(UTC).isoformat()
+        self.checkpoint["updated_channels"] = sorted(self.updated)
         changed = {k: v for k, v in versions.items() if self.saved_versions.get(k) != v}
         new_config = await self.saver.aput(
             base, _copy_checkpoint(self.checkpoint), dict(self.metadata), changed
@@ -462,7 +460,7 @@ class Run:
                         self.live.add(chan)
         if bump:
             # One-step channels not written in this superstep are cleared.
-            for chan in sorted(self.live - updated):
+            for chan in self.live - updated:
                 channel = self.channels[chan]
                 if channel.update([]):
                     versions[chan] = nxt
@@ -482,7 +480,6 @@ class Run:
         if changed:
             self.top_version = nxt
         self.changed = changed
-        ckpt["updated_channels"] = sorted(updated)
         self.updated = updated
         return updated
 
@@ -572,7 +569,9 @@ class Run:
         scope = TaskScope(
             task_id=task.id,
             node=task.name,
-            config=self.graph.task_config(self.config, task, self.step, self.ns),
+            make_config=functools.partial(
+                self.graph.task_config, self.config, task, self.step, self.ns
+            ),
             writer=functools.partial(self._custom, task.name),
             resume=list(task.resume),
             null_resume=self.null_resume
@@ -661,7 +660,7 @@ class Run:
                 return await call_with_config(
                     action,
                     task.input,
-                    scope.config,
+                    scope.get_config,
                     {"writer": scope.writer},
                     graph.call_shape(action),
                 )
@@ -684,7 +683,12 @@ class Run:
                 # under what the state says.
                 fresh = {**result, **fresh}
             picked = await call_with_config(
-                branch.path, fresh, scope.config, {}, graph.call_shape(branch.path), inline=True
+                branch.path,
+                fresh,
+                scope.get_config,
+                {},
+                graph.call_shape(branch.path),
+                inline=True,
             )
             writes.extend(target_writes(graph.branch_targets(branch, picked)))
         if task.name != START:

@@ -114,7 +114,7 @@ def describe_callable(func: Callable[..., Any]) -> tuple[frozenset[str], bool]:
 async def call_with_config(
     func: Callable[..., Any],
     arg: Any,
-    config: Mapping[str, Any],
+    config: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
     extras: Mapping[str, Any],
     shape: tuple[frozenset[str], bool] | None = None,
     *,
@@ -131,7 +131,8 @@ async def call_with_config(
     kwargs: dict[str, Any] = {}
     if names:
         if "config" in names:
-            kwargs["config"] = config
+            # A callable config is built only now, when the function asks for it.
+            kwargs["config"] = config() if callable(config) else config
         for key, value in extras.items():
             if key in names:
                 kwargs[key] = value
