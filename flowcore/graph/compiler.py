@@ -36,6 +36,19 @@ _NODE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _NAMESPACES = ("input", "state", "memory", "user")
 
 
+def _shape_of(func: Any, node: str, cache: dict[Any, CallableShape]) -> CallableShape | str:
+    try:
+        known = cache.get(func)
+    except TypeError:  # an unhashable callable object
+        return inspect_callable(func, f"node {node!r}")
+    if known is not None:
+        return known
+    shape = inspect_callable(func, f"node {node!r}")
+    if isinstance(shape, CallableShape):
+        cache[func] = shape
+    return shape
+
+
 def compile_graph(
     state_schema: type[Any],
     *,
@@ -61,9 +74,11 @@ def compile_graph(
     node_names = [n.name for n in nodes]
     known = set(node_names)
     specs: list[NodeSpec] = []
+    # Graphs often reuse one function for many nodes: read each signature once.
+    shapes: dict[Any, CallableShape] = {}
     for index, pending in enumerate(nodes):
         problems.extend(_check_node_name(pending.name))
-        shape = inspect_callable(pending.func, f"node {pending.name!r}")
+        shape = _shape_of(pending.func, pending.name, shapes)
         if isinstance(shape, str):
             problems.append(shape)
             shape = CallableShape(is_async=False, takes_context=False)
@@ -85,6 +100,12 @@ def compile_graph(
     edge_specs: list[EdgeSpec] = []
     seen_edges: set[tuple[tuple[str, ...], str]] = set()
     for sources, target in edges:
+        # Fast path: a plain edge between known nodes (most edges) needs no checks.
+        if len(sources) == 1 and target in known and (sources[0] in known or sources[0] == START):
+            if (sources, target) not in seen_edges:
+                seen_edges.add((sources, target))
+                edge_specs.append(EdgeSpec(sources, target))
+            continue
         label = f"edge {' + '.join(sources)} -> {target}"
         bad = False
         for src in sources:

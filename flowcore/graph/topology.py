@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from flowcore.graph.constants import END, START
 from flowcore.graph.spec import EdgeSpec, RouterSpec
+
+T = TypeVar("T")
 
 __all__ = ["NodeTriggers", "PassPlan", "Topology"]
 
@@ -130,15 +133,20 @@ class Topology:
         }
         self.triggers: dict[str, NodeTriggers] = {}
         self.dag_succ: dict[str, list[str]] = {n: [] for n in self.order}
+        index = self.index
         for name in self.order:
-            preds = [*plain[name], *(s for g in joins[name] for s in g), *routed_by[name]]
-            preds = [p for p in dict.fromkeys(preds) if p in self.index]
+            node_plain, node_joins, node_routed = plain[name], joins[name], routed_by[name]
+            if node_joins or node_routed or len(node_plain) > 1:
+                merged = [*node_plain, *(s for g in node_joins for s in g), *node_routed]
+                preds = [p for p in dict.fromkeys(merged) if p in index]
+            else:  # the common case of at most one plain predecessor
+                preds = [p for p in node_plain if p in index]
             for p in preds:
                 self.dag_succ[p].append(name)
             self.triggers[name] = NodeTriggers(
-                plain=tuple(dict.fromkeys(plain[name])),
-                joins=tuple(dict.fromkeys(joins[name])),
-                routed_by=tuple(dict.fromkeys(routed_by[name])),
+                plain=_unique(node_plain),
+                joins=_unique(node_joins),
+                routed_by=_unique(node_routed),
                 preds=tuple(preds),
             )
         self._plans: dict[frozenset[str], PassPlan] = {}
@@ -191,6 +199,11 @@ class Topology:
             seen.add(n)
             stack.extend(preds.get(n, ()))
         return frozenset(seen)
+
+
+def _unique(items: list[T]) -> tuple[T, ...]:
+    """``items`` without repeats, in order (most lists here hold zero or one item)."""
+    return tuple(items) if len(items) < 2 else tuple(dict.fromkeys(items))
 
 
 def _find_back_edges(adjacency: Mapping[str, Sequence[str]]) -> frozenset[tuple[str, str]]:
