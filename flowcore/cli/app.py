@@ -16,6 +16,7 @@ from typing import TextIO
 
 from flowcore.cli.commands import COMMANDS
 from flowcore.cli.redaction import redacted_output
+from flowcore.cli.render import one_line
 from flowcore.cli.workspace import PROVIDERS, default_db_path
 from flowcore.errors import FlowcoreError
 from flowcore.secrets import SecretRedactor, scrub_error
@@ -177,7 +178,7 @@ def main(
         try:
             return asyncio.run(COMMANDS[args.command](args, out))
         except FlowcoreError as exc:
-            err.write(f"flowcore: error: {_one_line(str(exc))}\n")
+            err.write(f"flowcore: error: {one_line(str(exc))}\n")
             return EXIT_USAGE
         except KeyboardInterrupt:
             err.write("flowcore: interrupted\n")
@@ -188,7 +189,3 @@ def main(
             if safe is exc:
                 raise
             raise safe from None
-
-
-def _one_line(text: str) -> str:
-    return "; ".join(part.strip(" -") for part in text.splitlines() if part.strip())

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from flowcore.blocks.definition import BlockDefinition
-from flowcore.cli.render import ProgressPrinter, record_to_json, short, table
+from flowcore.cli.render import ProgressPrinter, one_line, record_to_json, short, table
 from flowcore.cli.workspace import (
     CliError,
     OverlayBlockStore,
@@ -28,7 +28,7 @@ from flowcore.cli.workspace import (
 from flowcore.errors import BlockDefinitionError, InvalidInputError
 from flowcore.history import RunRecord
 from flowcore.pipeline.model import Pipeline
-from flowcore.pipeline.plan import TaskPlan, load_definition
+from flowcore.pipeline.plan import TaskPlan, as_pipeline, load_definition
 from flowcore.pipeline.runner import check_run_inputs
 from flowcore.result import RunResult
 
@@ -62,7 +62,7 @@ def read_blocks(paths: Sequence[str]) -> list[BlockDefinition]:
             try:
                 blocks.append(BlockDefinition.from_data(item))
             except BlockDefinitionError as exc:
-                raise CliError(f"blocks file {path!r}: {_one_line(str(exc))}") from None
+                raise CliError(f"blocks file {path!r}: {one_line(str(exc))}") from None
     return blocks
 
 
@@ -112,14 +112,6 @@ def parse_inputs(items: Sequence[str]) -> dict[str, Any]:
     return inputs
 
 
-def _one_line(text: str) -> str:
-    return "; ".join(part.strip(" -") for part in text.splitlines() if part.strip())
-
-
-def _as_pipeline(definition: Pipeline | TaskPlan) -> Pipeline:
-    return definition if isinstance(definition, Pipeline) else definition.to_pipeline()
-
-
 def _dump(out: TextIO, data: Any) -> None:
     out.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
 
@@ -165,7 +157,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         overlay = OverlayBlockStore(ws.blocks, extra)
         runner = ws.runner(provider, choice.model, tools, overlay)
         # Everything is checked before anything is written.
-        pipeline = _as_pipeline(definition)
+        pipeline = as_pipeline(definition)
         await runner.compile(pipeline)
         problems = check_run_inputs(pipeline, inputs)
         if problems:
@@ -235,7 +227,7 @@ async def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 
     definition = read_definition(args.file)
     extra = read_blocks(args.blocks)
-    pipeline = _as_pipeline(definition)
+    pipeline = as_pipeline(definition)
     async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
         store = OverlayBlockStore(ws.blocks, extra)
         blocks, problems = await load_pipeline_blocks(pipeline, store)

@@ -19,7 +19,7 @@ from flowcore.events import (
 )
 from flowcore.history import RunRecord
 
-__all__ = ["ProgressPrinter", "record_to_json", "short", "table"]
+__all__ = ["ProgressPrinter", "one_line", "record_to_json", "short", "table"]
 
 
 def short(value: Any, width: int = 60) -> str:
@@ -32,6 +32,16 @@ def short(value: Any, width: int = 60) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def one_line(text: str) -> str:
+    """A multi-line error message (a list of problems) as one line.
+
+    Example:
+        >>> one_line("2 problems:" + chr(10) + "  - a" + chr(10) + "  - b")
+        '2 problems:; a; b'
+    """
+    return "; ".join(part.strip(" -") for part in text.splitlines() if part.strip())
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

@@ -2,7 +2,13 @@
 
 from flowcore.pipeline.compiler import check_pipeline, compile_pipeline, load_pipeline_blocks
 from flowcore.pipeline.model import Pipeline, PipelineEdge, PipelineError, PipelineNode
-from flowcore.pipeline.plan import PlanStep, TaskPlan, compile_task_plan, load_definition
+from flowcore.pipeline.plan import (
+    PlanStep,
+    TaskPlan,
+    as_pipeline,
+    compile_task_plan,
+    load_definition,
+)
 from flowcore.pipeline.runner import (
     EventCallback,
     PipelineRunner,
@@ -23,6 +29,7 @@ __all__ = [
     "ScheduleError",
     "ScheduleSpec",
     "TaskPlan",
+    "as_pipeline",
     "check_pipeline",
     "check_run_inputs",
     "compile_pipeline",

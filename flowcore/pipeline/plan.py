@@ -32,7 +32,7 @@ from flowcore.pipeline.compiler import compile_pipeline
 from flowcore.pipeline.model import Pipeline, PipelineEdge, PipelineError, PipelineNode
 from flowcore.pipeline.schedule import ScheduleSpec
 
-__all__ = ["PlanStep", "TaskPlan", "compile_task_plan", "load_definition"]
+__all__ = ["PlanStep", "TaskPlan", "as_pipeline", "compile_task_plan", "load_definition"]
 
 
 class PlanStep(BaseModel):
@@ -233,6 +233,16 @@ async def compile_task_plan(
     return await compile_pipeline(
         plan.to_pipeline(), store, executor, memory=memory, checkpointer=checkpointer
     )
+
+
+def as_pipeline(definition: Pipeline | TaskPlan) -> Pipeline:
+    """The pipeline a definition compiles as: a Pipeline itself, or a TaskPlan's ``to_pipeline()``.
+
+    Example:
+        >>> as_pipeline(Pipeline.from_data({"id": "p", "name": "P", "nodes": []})).id
+        'p'
+    """
+    return definition if isinstance(definition, Pipeline) else definition.to_pipeline()
 
 
 def load_definition(data: Any) -> Pipeline | TaskPlan:

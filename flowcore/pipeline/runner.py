@@ -34,7 +34,7 @@ from flowcore.interrupts import Resume
 from flowcore.memory.manager import MemoryManager
 from flowcore.pipeline.compiler import compile_pipeline, load_pipeline_blocks
 from flowcore.pipeline.model import Pipeline
-from flowcore.pipeline.plan import TaskPlan, load_definition
+from flowcore.pipeline.plan import TaskPlan, as_pipeline, load_definition
 from flowcore.refs.resolver import extract_references
 from flowcore.result import RunResult
 from flowcore.secrets import Redactor, Secret
@@ -96,10 +96,6 @@ def check_run_inputs(pipeline: Pipeline, inputs: Mapping[str, Any]) -> list[str]
     return problems
 
 
-def _as_pipeline(definition: Pipeline | TaskPlan) -> Pipeline:
-    return definition if isinstance(definition, Pipeline) else definition.to_pipeline()
-
-
 def _source(definition: Pipeline | TaskPlan) -> dict[str, Any]:
     document: dict[str, Any] = definition.model_dump(mode="json", by_alias=True)
     return document
@@ -135,7 +131,7 @@ class PipelineRunner:
             >>> # graph = await runner.compile(pipeline)
         """
         return await compile_pipeline(
-            _as_pipeline(definition),
+            as_pipeline(definition),
             self.blocks,
             self.executor,
             memory=self.memory,
@@ -162,7 +158,7 @@ class PipelineRunner:
         Example:
             >>> # result = await runner.run(plan, {"request": "lunch"}, user_id="ada")
         """
-        pipeline = _as_pipeline(definition)
+        pipeline = as_pipeline(definition)
         given = dict(inputs or {})
         problems = check_run_inputs(pipeline, given)
         if problems:
@@ -250,7 +246,7 @@ class PipelineRunner:
                 "'flowcore runs list', or pass the pipeline to resume(definition=...)",
                 thread_id=thread_id,
             )
-        pipeline = _as_pipeline(definition)
+        pipeline = as_pipeline(definition)
         graph = await self.compile(pipeline)
         return await self._execute(
             graph,

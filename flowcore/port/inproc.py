@@ -30,7 +30,7 @@ from flowcore.graph.compiled import CompiledGraph, RunStream
 from flowcore.history import record_from_result
 from flowcore.interrupts import Resume
 from flowcore.pipeline.model import Pipeline
-from flowcore.pipeline.plan import TaskPlan
+from flowcore.pipeline.plan import TaskPlan, as_pipeline
 from flowcore.pipeline.runner import PipelineRunner, check_run_inputs
 from flowcore.port.errors import HandleConsumedError, InvalidTargetError, UnknownTargetError
 from flowcore.port.events import AiEvent
@@ -455,7 +455,7 @@ class InProcExecutor:
                 "executor, memory, checkpointer); create the executor with "
                 "InProcExecutor(runner=PipelineRunner(...))"
             )
-        pipeline = definition if isinstance(definition, Pipeline) else definition.to_pipeline()
+        pipeline = as_pipeline(definition)
         if run_input is None or isinstance(run_input, Mapping):
             given = dict(run_input or {})
             if run_input is not None or request.options.thread_id is None:
