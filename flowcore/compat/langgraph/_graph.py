@@ -128,6 +128,10 @@ class StateGraph:
         self.waiting_edges: list[tuple[tuple[str, ...], str]] = []
         self.branches: dict[str, dict[str, BranchSpec]] = {}
         self.compiled = False
+        # Graphs often reuse one function for many nodes, and reading its type hints costs
+        # far more than the rest of add_node. Keyed by id, with the action kept alive so the
+        # id cannot be reused, because callable objects need not be hashable.
+        self._param_schemas: dict[int, tuple[Any, Any]] = {}
 
     def _add_schema(self, schema: Any) -> None:
         if schema not in self.schemas:
@@ -152,12 +156,13 @@ class StateGraph:
         Example:
             >>> # graph.add_node("summarize", summarize, retry_policy=RetryPolicy())
         """
-        if "retry" in legacy:
-            retry_policy = legacy.pop("retry")
-        if "input" in legacy:
-            input_schema = legacy.pop("input")
         if legacy:
-            raise TypeError(f"add_node() got unexpected arguments: {sorted(legacy)}")
+            if "retry" in legacy:
+                retry_policy = legacy.pop("retry")
+            if "input" in legacy:
+                input_schema = legacy.pop("input")
+            if legacy:
+                raise TypeError(f"add_node() got unexpected arguments: {sorted(legacy)}")
         if not isinstance(node, str):
             action, node = node, _node_name(node)
         if action is None:
@@ -168,15 +173,21 @@ class StateGraph:
             raise ValueError(f"Node `{node}` already present.")
         if node in (START, END):
             raise ValueError(f"Node `{node}` is reserved.")
-        for char in _RESERVED_CHARS:
-            if char in node:
-                raise ValueError(
-                    f"'{char}' is a reserved character and is not allowed in node names."
-                )
+        if ":" in node or "|" in node:
+            for char in _RESERVED_CHARS:
+                if char in node:
+                    raise ValueError(
+                        f"'{char}' is a reserved character and is not allowed in node names."
+                    )
         schema = input_schema
         if schema is None:
-            schema = _first_param_schema(action, self.state_schema)
-        self._add_schema(schema)
+            cached = self._param_schemas.get(id(action))
+            if cached is None:
+                cached = (action, _first_param_schema(action, self.state_schema))
+                self._param_schemas[id(action)] = cached
+            schema = cached[1]
+        if schema not in self.schemas:
+            self.schemas[schema] = SchemaInfo(schema)
         # A dict of destinations maps node names to edge labels: only the names matter here.
         dests = tuple(destinations) if destinations is not None else None
         self.nodes[node] = NodeSpec(node, action, schema, defer, retry_policy, metadata, dests)
@@ -282,23 +293,30 @@ class StateGraph:
     # -------------------------------------------------------------- compile
     def validate(self, interrupt: Sequence[str] | None = None) -> None:
         """Raise ``ValueError`` naming the first thing that makes the graph unrunnable."""
-        sources = {s for s, _ in self.edges} | {
-            s for starts, _ in self.waiting_edges for s in starts
-        }
-        sources |= set(self.branches)
-        for source in sources:
-            if source not in self.nodes and source != START:
-                raise ValueError(f"Found edge starting at unknown node '{source}'")
+        nodes = self.nodes
+        sources = {s for s, _ in self.edges}
+        for starts, _ in self.waiting_edges:
+            sources.update(starts)
+        sources.update(self.branches)
+        # Set differences find the unknown names at C speed; the loops below only run to
+        # name the first one in the order the checks have always reported.
+        unknown = sources.difference(nodes)
+        unknown.discard(START)
+        if unknown:
+            for source in sources:
+                if source in unknown:
+                    raise ValueError(f"Found edge starting at unknown node '{source}'")
         if START not in sources:
             raise ValueError(
                 "Graph must have an entrypoint: add at least one edge from START to another node"
             )
-        targets = {t for _, t in self.edges} | {t for _, t in self.waiting_edges}
+        targets = {t for _, t in self.edges}
+        targets.update(t for _, t in self.waiting_edges)
         for source, branches in self.branches.items():
             for branch in branches.values():
                 if branch.ends is not None:
                     for end in branch.ends:
-                        if end != END and end not in self.nodes:
+                        if end != END and end not in nodes:
                             raise ValueError(
                                 f"At '{source}' node, '{branch.name}' branch found unknown "
                                 f"target '{end}'"
@@ -306,13 +324,16 @@ class StateGraph:
                         targets.add(end)
                 else:
                     targets.add(END)
-                    targets.update(self.nodes)
-        for node in self.nodes.values():
+                    targets.update(nodes)
+        for node in nodes.values():
             if node.destinations:
                 targets.update(node.destinations)
-        for target in targets:
-            if target not in self.nodes and target != END:
-                raise ValueError(f"Found edge ending at unknown node `{target}`")
+        unknown = targets.difference(nodes)
+        unknown.discard(END)
+        if unknown:
+            for target in targets:
+                if target in unknown:
+                    raise ValueError(f"Found edge ending at unknown node `{target}`")
         for name in interrupt or ():
             if name not in self.nodes and name != "*":
                 raise ValueError(f"Interrupt node `{name}` not found")

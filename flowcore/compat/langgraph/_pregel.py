@@ -81,6 +81,21 @@ class _Topic(Channel):
         self.value = [Send(s["node"], s["arg"]) for s in stored] if stored else MISSING
 
 
+_ONE_STEP = (True, False)
+_FINISHABLE = (False, True)
+_PLAIN = (False, False)
+
+
+def _role(channel: Channel) -> tuple[bool, bool]:
+    """Whether a channel is cleared when a superstep leaves it unwritten, and whether it opens
+    when the run would otherwise end."""
+    one_step = isinstance(channel, EphemeralValue | _Topic)
+    finishable = isinstance(channel, LastValueAfterFinish) or (
+        isinstance(channel, NamedBarrierValue) and channel.deferred
+    )
+    return (one_step, finishable)
+
+
 class CompiledStateGraph:
     """A compiled ``StateGraph``: LangGraph's run API on flowcore's compat runtime.
 
@@ -115,6 +130,9 @@ class CompiledStateGraph:
         self.input_keys = self.infos[builder.input_schema].keys
         self.output_keys = self.infos[builder.output_schema].keys
         self._channel_makers: dict[str, Callable[[], Channel]] = {}
+        # Each channel's role (one-step, finishable), recorded with its maker so that
+        # compiling never builds a channel only to look at its class.
+        self._roles: dict[str, tuple[bool, bool]] = {}
         self.state_keys: list[str] = []
         for info in self.infos.values():
             for key in info.keys:
@@ -122,53 +140,59 @@ class CompiledStateGraph:
         # Streams and snapshots show every state key, private ones included;
         # invoke() returns the output schema's keys.
         self.stream_keys: list[str] = list(self.state_keys)
-        self._channel_makers[START] = functools.partial(EphemeralValue, START)
-        self._channel_makers[TASKS] = functools.partial(_Topic, TASKS)
-        self.triggers: dict[str, list[str]] = {START: [START]}
-        self.static_writes: dict[str, list[tuple[str, Any]]] = {START: []}
+        makers = self._channel_makers
+        roles = self._roles
+        makers[START] = functools.partial(EphemeralValue, START)
+        roles[START] = _ONE_STEP
+        makers[TASKS] = functools.partial(_Topic, TASKS)
+        roles[TASKS] = _ONE_STEP
+        triggers: dict[str, list[str]] = {START: [START]}
+        static_writes: dict[str, list[tuple[str, Any]]] = {START: []}
+        self.triggers = triggers
+        self.static_writes = static_writes
         for name_, spec in self.nodes.items():
             chan = branch_channel(name_)
-            kind: type[Channel] = LastValueAfterFinish if spec.defer else EphemeralValue
-            self._channel_makers[chan] = functools.partial(kind, chan)
-            self.triggers[name_] = [chan]
-            self.static_writes[name_] = []
+            if spec.defer:
+                makers[chan] = functools.partial(LastValueAfterFinish, chan)
+                roles[chan] = _FINISHABLE
+            else:
+                makers[chan] = functools.partial(EphemeralValue, chan)
+                roles[chan] = _ONE_STEP
+            triggers[name_] = [chan]
+            static_writes[name_] = []
         for source, target in builder.edge_order:
             if target != END:
-                self.static_writes[source].append((branch_channel(target), None))
+                static_writes[source].append((branch_channel(target), None))
         for starts, end in builder.waiting_edges:
             if end == END:
                 continue
             chan = f"join:{'+'.join(starts)}:{end}"
             deferred = self.nodes[end].defer
-            self._channel_makers[chan] = functools.partial(
+            makers[chan] = functools.partial(
                 NamedBarrierValue, chan, set(starts), deferred=deferred
             )
-            self.triggers[end].append(chan)
+            roles[chan] = _FINISHABLE if deferred else _PLAIN
+            triggers[end].append(chan)
             for start in starts:
-                self.static_writes[start].append((chan, start))
+                static_writes[start].append((chan, start))
         self.branches: dict[str, list[BranchSpec]] = {
             source: list(specs.values()) for source, specs in builder.branches.items()
         }
-        self.trigger_channels = frozenset(c for chans in self.triggers.values() for c in chans)
-        order = {name: i for i, name in enumerate(self.node_order)}
+        # The nodes each trigger channel wakes; their order does not matter, because
+        # nodes_triggered_by() sorts what it collects.
         by_channel: dict[str, list[str]] = {}
-        for name_, chans in self.triggers.items():
+        for name_, chans in triggers.items():
             for chan in chans:
-                by_channel.setdefault(chan, []).append(name_)
-        self._trigger_to_nodes = {
-            c: sorted(ns, key=order.__getitem__) for c, ns in by_channel.items()
-        }
-        self._node_rank = order
-        sample = self.new_channels()
-        self.ephemeral_channels = frozenset(
-            name_ for name_, ch in sample.items() if isinstance(ch, EphemeralValue | _Topic)
-        )
-        self.finishable_channels = tuple(
-            name_
-            for name_, ch in sample.items()
-            if isinstance(ch, LastValueAfterFinish)
-            or (isinstance(ch, NamedBarrierValue) and ch.deferred)
-        )
+                woken = by_channel.get(chan)
+                if woken is None:
+                    by_channel[chan] = [name_]
+                else:
+                    woken.append(name_)
+        self._trigger_to_nodes = by_channel
+        self.trigger_channels = frozenset(by_channel)
+        self._node_rank = {name: i for i, name in enumerate(self.node_order)}
+        self.ephemeral_channels = frozenset(n for n, role in roles.items() if role[0])
+        self.finishable_channels = tuple(n for n, role in roles.items() if role[1])
         self._param_names: dict[Any, tuple[frozenset[str], bool]] = {}
 
     def _add_state_key(self, info: SchemaInfo, key: str) -> None:
@@ -176,10 +200,12 @@ class CompiledStateGraph:
         if key not in self._channel_makers:
             self.state_keys.append(key)
             self._channel_makers[key] = functools.partial(info.channel, key)
+            self._roles[key] = _role(made)
         elif isinstance(made, BinaryOperatorAggregate):
             existing = self._channel_makers[key]()
             if isinstance(existing, LastValue):
                 self._channel_makers[key] = functools.partial(info.channel, key)
+                self._roles[key] = _role(made)
 
     # ------------------------------------------------------------- channels
     def new_channels(self) -> dict[str, Channel]:
