@@ -2,16 +2,20 @@
 
 from flowcore.checkpoint.memory import InMemoryCheckpointer
 from flowcore.checkpoint.protocol import (
+    BatchCheckpointer,
     Checkpoint,
     Checkpointer,
     MaintainableCheckpointer,
     PendingWrite,
+    StoreItem,
+    WriteAt,
     WriteGroup,
 )
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
 from flowcore.checkpoint.sqlite import SqliteCheckpointer
 
 __all__ = [
+    "BatchCheckpointer",
     "Checkpoint",
     "Checkpointer",
     "InMemoryCheckpointer",
@@ -20,5 +24,7 @@ __all__ = [
     "PendingWrite",
     "Serializer",
     "SqliteCheckpointer",
+    "StoreItem",
+    "WriteAt",
     "WriteGroup",
 ]

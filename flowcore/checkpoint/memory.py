@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from flowcore.checkpoint.protocol import Checkpoint, PendingWrite
+from flowcore.checkpoint.protocol import Checkpoint, PendingWrite, StoreItem, WriteAt
 from flowcore.checkpoint.records import checkpoint_from_record, checkpoint_to_record
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
 from flowcore.errors import CheckpointError, CheckpointNotFoundError
@@ -46,39 +46,85 @@ class InMemoryCheckpointer:
 
     async def put(self, checkpoint: Checkpoint) -> None:
         """Store a new checkpoint (see :class:`Checkpointer.put`)."""
-        thread = self._threads.get(checkpoint.thread_id)
-        if thread is not None and checkpoint.checkpoint_id in thread.checkpoints:
-            raise CheckpointError(
-                f"checkpoint {checkpoint.checkpoint_id!r} already exists in thread "
-                f"{checkpoint.thread_id!r}; checkpoint ids must be new"
-            )
-        if checkpoint.parent_id is not None and (
-            thread is None or checkpoint.parent_id not in thread.checkpoints
-        ):
-            raise CheckpointNotFoundError(
-                f"parent checkpoint {checkpoint.parent_id!r} is not in thread "
-                f"{checkpoint.thread_id!r}",
-                thread_id=checkpoint.thread_id,
-                checkpoint_id=checkpoint.parent_id,
-            )
-        data = self._serde.dumps(checkpoint_to_record(checkpoint), path="checkpoint")
-        if thread is None:
-            thread = self._threads[checkpoint.thread_id] = _Thread()
-        thread.order.append(checkpoint.checkpoint_id)
-        thread.checkpoints[checkpoint.checkpoint_id] = data
-        thread.parents[checkpoint.checkpoint_id] = checkpoint.parent_id
+        self._apply(self._encode([checkpoint]))
 
     async def put_write(self, thread_id: str, checkpoint_id: str, write: PendingWrite) -> None:
         """Store or replace one node's pending write (see :class:`Checkpointer.put_write`)."""
+        self._apply(self._encode([WriteAt(thread_id, checkpoint_id, write)]))
+
+    async def put_many(self, items: Sequence[StoreItem]) -> None:
+        """Store checkpoints and writes in order, all or none (see :class:`BatchCheckpointer`).
+
+        Example:
+            >>> import asyncio
+            >>> from flowcore.checkpoint import Checkpoint, PendingWrite, WriteAt
+            >>> store = InMemoryCheckpointer()
+            >>> asyncio.run(store.put_many([
+            ...     Checkpoint("t", "c1", None, step=0, created_at=0.0),
+            ...     WriteAt("t", "c1", PendingWrite("search", {"hits": 3})),
+            ... ]))
+            >>> [w.node for w in asyncio.run(store.get_writes("t", "c1"))]
+            ['search']
+        """
+        self._apply(self._encode(items))
+
+    def _encode(self, items: Sequence[StoreItem]) -> list[tuple[StoreItem, bytes]]:
+        """Check every item against the store plus the batch before it, and serialize it.
+
+        Nothing is stored here, so a failing item leaves the store as it was.
+        """
+        added: set[tuple[str, str]] = set()
+        encoded: list[tuple[StoreItem, bytes]] = []
+        for item in items:
+            if isinstance(item, WriteAt):
+                if not self._known(item.thread_id, item.checkpoint_id, added):
+                    raise CheckpointNotFoundError(
+                        f"checkpoint {item.checkpoint_id!r} is not in thread {item.thread_id!r}",
+                        thread_id=item.thread_id,
+                        checkpoint_id=item.checkpoint_id,
+                    )
+                data = self._serde.dumps(
+                    dict(item.write.payload), path=f"write of node {item.write.node!r}"
+                )
+            else:
+                cp = item
+                if self._known(cp.thread_id, cp.checkpoint_id, added):
+                    raise CheckpointError(
+                        f"checkpoint {cp.checkpoint_id!r} already exists in thread "
+                        f"{cp.thread_id!r}; checkpoint ids must be new"
+                    )
+                if cp.parent_id is not None and not self._known(cp.thread_id, cp.parent_id, added):
+                    raise CheckpointNotFoundError(
+                        f"parent checkpoint {cp.parent_id!r} is not in thread {cp.thread_id!r}",
+                        thread_id=cp.thread_id,
+                        checkpoint_id=cp.parent_id,
+                    )
+                data = self._serde.dumps(checkpoint_to_record(cp), path="checkpoint")
+                added.add((cp.thread_id, cp.checkpoint_id))
+            encoded.append((item, data))
+        return encoded
+
+    def _known(self, thread_id: str, checkpoint_id: str, added: set[tuple[str, str]]) -> bool:
         thread = self._threads.get(thread_id)
-        if thread is None or checkpoint_id not in thread.checkpoints:
-            raise CheckpointNotFoundError(
-                f"checkpoint {checkpoint_id!r} is not in thread {thread_id!r}",
-                thread_id=thread_id,
-                checkpoint_id=checkpoint_id,
+        return (thread is not None and checkpoint_id in thread.checkpoints) or (
+            thread_id,
+            checkpoint_id,
+        ) in added
+
+    def _apply(self, encoded: list[tuple[StoreItem, bytes]]) -> None:
+        for item, data in encoded:
+            if isinstance(item, WriteAt):
+                thread = self._threads[item.thread_id]
+                writes = thread.writes.setdefault(item.checkpoint_id, {})
+                # A replaced write moves to the end, as if saved anew (oldest first).
+                writes[item.write.node] = (next(self._seq), data)
+                continue
+            thread = self._threads.get(item.thread_id) or self._threads.setdefault(
+                item.thread_id, _Thread()
             )
-        data = self._serde.dumps(dict(write.payload), path=f"write of node {write.node!r}")
-        thread.writes.setdefault(checkpoint_id, {})[write.node] = (next(self._seq), data)
+            thread.order.append(item.checkpoint_id)
+            thread.checkpoints[item.checkpoint_id] = data
+            thread.parents[item.checkpoint_id] = item.parent_id
 
     async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """A checkpoint by id, or the latest (see :class:`Checkpointer.get`)."""

@@ -48,7 +48,7 @@ from flowcore._sqlite import (
     close_quietly,
     upgrade,
 )
-from flowcore.checkpoint.protocol import Checkpoint, PendingWrite
+from flowcore.checkpoint.protocol import Checkpoint, PendingWrite, StoreItem, WriteAt
 from flowcore.checkpoint.records import checkpoint_from_record, checkpoint_to_record
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
 from flowcore.errors import (
@@ -434,48 +434,7 @@ class SqliteCheckpointer:
         Example:
             >>> # await store.put(Checkpoint("t", "c2", "c1", step=1, created_at=0.0))
         """
-        self._require_open()
-        cp = checkpoint
-        # Serialize before queueing: an unstorable value fails before any lock is taken.
-        blob = self._serde.dumps(checkpoint_to_record(cp), path="checkpoint")
-        row = {
-            "thread_id": cp.thread_id,
-            "checkpoint_id": cp.checkpoint_id,
-            "parent_id": cp.parent_id,
-            "step": cp.step,
-            "created_at": cp.created_at,
-            "is_snapshot": int(cp.snapshot is not None),
-            "record": blob,
-        }
-
-        async def insert(conn: aiosqlite.Connection) -> None:
-            found = {
-                str(r[0])
-                for r in await conn.execute_fetchall(
-                    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = :thread_id "
-                    "AND checkpoint_id IN (:checkpoint_id, :parent_id)",
-                    row,
-                )
-            }
-            if cp.checkpoint_id in found:
-                raise CheckpointError(
-                    f"checkpoint {cp.checkpoint_id!r} already exists in thread "
-                    f"{cp.thread_id!r}; checkpoint ids must be new"
-                )
-            if cp.parent_id is not None and cp.parent_id not in found:
-                raise CheckpointNotFoundError(
-                    f"parent checkpoint {cp.parent_id!r} is not in thread {cp.thread_id!r}",
-                    thread_id=cp.thread_id,
-                    checkpoint_id=cp.parent_id,
-                )
-            await conn.execute_fetchall(
-                "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, "
-                "created_at, is_snapshot, record) VALUES (:thread_id, :checkpoint_id, "
-                ":parent_id, :step, :created_at, :is_snapshot, :record)",
-                row,
-            )
-
-        await self._write(insert)
+        await self.put_many((checkpoint,))
 
     async def put_write(self, thread_id: str, checkpoint_id: str, write: PendingWrite) -> None:
         """Store or replace one node's pending write (see :meth:`Checkpointer.put_write`).
@@ -483,31 +442,69 @@ class SqliteCheckpointer:
         Example:
             >>> # await store.put_write("t", "c1", PendingWrite("search", {"hits": 3}))
         """
+        await self.put_many((WriteAt(thread_id, checkpoint_id, write),))
+
+    async def put_many(self, items: Sequence[StoreItem]) -> None:
+        """Store checkpoints and writes in order, in one transaction (:class:`BatchCheckpointer`).
+
+        Example:
+            >>> # await store.put_many([checkpoint, WriteAt("t", checkpoint.checkpoint_id, write)])
+        """
         self._require_open()
-        payload = self._serde.dumps(dict(write.payload), path=f"write of node {write.node!r}")
-        row = {"t": thread_id, "c": checkpoint_id, "node": write.node, "payload": payload}
+        # Serialize before queueing: an unstorable value fails before any lock is taken.
+        rows = [self._row(item) for item in items]
+        if not rows:
+            return
+        checkpoints = [row for row in rows if "record" in row]
+        writes = [row for row in rows if "payload" in row]
 
-        async def upsert(conn: aiosqlite.Connection) -> None:
-            exists = await conn.execute_fetchall(
-                "SELECT 1 FROM checkpoints WHERE thread_id = :t AND checkpoint_id = :c", row
-            )
-            if not list(exists):
-                raise CheckpointNotFoundError(
-                    f"checkpoint {checkpoint_id!r} is not in thread {thread_id!r}",
-                    thread_id=thread_id,
-                    checkpoint_id=checkpoint_id,
-                )
-            # A replaced write moves to the end, as if saved anew (oldest first).
-            await conn.execute_fetchall(
-                "INSERT INTO writes (thread_id, checkpoint_id, node, seq, payload) "
-                "VALUES (:t, :c, :node, (SELECT COALESCE(MAX(seq), 0) + 1 FROM writes "
-                "WHERE thread_id = :t AND checkpoint_id = :c), :payload) "
-                "ON CONFLICT (thread_id, checkpoint_id, node) "
-                "DO UPDATE SET seq = excluded.seq, payload = excluded.payload",
-                row,
-            )
+        async def insert_all(conn: aiosqlite.Connection) -> None:
+            # One statement per kind for the whole batch; each one checks the parent
+            # or target checkpoint itself, so a missing one shows as a short rowcount.
+            try:
+                if checkpoints:
+                    cursor = await conn.executemany(_INSERT_CHECKPOINT, checkpoints)
+                    if cursor.rowcount != len(checkpoints):
+                        raise _Recheck
+                if writes:
+                    cursor = await conn.executemany(_UPSERT_WRITE, writes)
+                    if cursor.rowcount != len(writes):
+                        raise _Recheck
+            except sqlite3.IntegrityError as exc:  # an id that already exists
+                raise _Recheck from exc
 
-        await self._write(upsert)
+        if not _writes_before_their_checkpoint(rows):
+            try:
+                await self._write(insert_all)
+                return
+            except _Recheck:
+                pass  # rolled back; the checked path below names the item at fault
+
+        async def insert_checked(conn: aiosqlite.Connection) -> None:
+            for row in rows:
+                await (_insert_checkpoint if "record" in row else _upsert_write)(conn, row)
+
+        await self._write(insert_checked)
+
+    def _row(self, item: StoreItem) -> dict[str, Any]:
+        if isinstance(item, WriteAt):
+            write = item.write
+            payload = self._serde.dumps(dict(write.payload), path=f"write of node {write.node!r}")
+            return {
+                "thread_id": item.thread_id,
+                "checkpoint_id": item.checkpoint_id,
+                "node": write.node,
+                "payload": payload,
+            }
+        return {
+            "thread_id": item.thread_id,
+            "checkpoint_id": item.checkpoint_id,
+            "parent_id": item.parent_id,
+            "step": item.step,
+            "created_at": item.created_at,
+            "is_snapshot": int(item.snapshot is not None),
+            "record": self._serde.dumps(checkpoint_to_record(item), path="checkpoint"),
+        }
 
     async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """A checkpoint by id, or the thread's latest (see :meth:`Checkpointer.get`).
@@ -706,3 +703,76 @@ def _not_replaceable(thread_id: str, checkpoint_id: str) -> CheckpointNotFoundEr
         thread_id=thread_id,
         checkpoint_id=checkpoint_id,
     )
+
+
+class _Recheck(Exception):
+    """The one-statement-per-kind path of ``put_many`` met an item it cannot store."""
+
+
+_INSERT_CHECKPOINT = (
+    "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, created_at, "
+    "is_snapshot, record) SELECT :thread_id, :checkpoint_id, :parent_id, :step, :created_at, "
+    ":is_snapshot, :record WHERE :parent_id IS NULL OR EXISTS (SELECT 1 FROM checkpoints "
+    "WHERE thread_id = :thread_id AND checkpoint_id = :parent_id)"
+)
+# A replaced write moves to the end, as if saved anew (oldest first).
+_UPSERT_WRITE = (
+    "INSERT INTO writes (thread_id, checkpoint_id, node, seq, payload) "
+    "SELECT :thread_id, :checkpoint_id, :node, (SELECT COALESCE(MAX(seq), 0) + 1 FROM writes "
+    "WHERE thread_id = :thread_id AND checkpoint_id = :checkpoint_id), :payload "
+    "WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = :thread_id "
+    "AND checkpoint_id = :checkpoint_id) "
+    "ON CONFLICT (thread_id, checkpoint_id, node) "
+    "DO UPDATE SET seq = excluded.seq, payload = excluded.payload"
+)
+
+
+def _writes_before_their_checkpoint(rows: Sequence[dict[str, Any]]) -> bool:
+    """True if a write comes before the checkpoint of the same batch it belongs to.
+
+    The fast path stores all checkpoints first, which would accept such a
+    write; stored one by one, in order, it must fail.
+    """
+    later = {(r["thread_id"], r["checkpoint_id"]) for r in rows if "record" in r}
+    for row in rows:
+        key = (row["thread_id"], row["checkpoint_id"])
+        if "record" in row:
+            later.discard(key)
+        elif key in later:
+            return True
+    return False
+
+
+async def _insert_checkpoint(conn: aiosqlite.Connection, row: dict[str, Any]) -> None:
+    found = {
+        str(r[0])
+        for r in await conn.execute_fetchall(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = :thread_id "
+            "AND checkpoint_id IN (:checkpoint_id, :parent_id)",
+            row,
+        )
+    }
+    thread_id, parent_id = row["thread_id"], row["parent_id"]
+    if row["checkpoint_id"] in found:
+        raise CheckpointError(
+            f"checkpoint {row['checkpoint_id']!r} already exists in thread "
+            f"{thread_id!r}; checkpoint ids must be new"
+        )
+    if parent_id is not None and parent_id not in found:
+        raise CheckpointNotFoundError(
+            f"parent checkpoint {parent_id!r} is not in thread {thread_id!r}",
+            thread_id=thread_id,
+            checkpoint_id=parent_id,
+        )
+    await conn.execute_fetchall(_INSERT_CHECKPOINT, row)
+
+
+async def _upsert_write(conn: aiosqlite.Connection, row: dict[str, Any]) -> None:
+    cursor = await conn.execute(_UPSERT_WRITE, row)
+    if cursor.rowcount != 1:
+        thread_id, checkpoint_id = row["thread_id"], row["checkpoint_id"]
+        raise CheckpointNotFoundError(
+            f"checkpoint {checkpoint_id!r} is not in thread {thread_id!r}",
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+        )

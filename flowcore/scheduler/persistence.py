@@ -5,9 +5,11 @@ a chain of checkpoints and writes checkpoints with the durability the run
 asked for:
 
 * ``sync``: every checkpoint and node write is stored before the run goes on;
-* ``async``: stored by a background task, never more than one checkpoint
-  behind (the next checkpoint waits for the previous one), so memory stays
-  bounded;
+* ``async``: stored by a background task while the run goes on. What the
+  run saves while the store is busy is queued and handed over as one batch
+  (one transaction on SQLite: group commit), in order. The queue holds at
+  most ``MAX_QUEUED_ITEMS`` items: a run that outpaces its store waits there,
+  so memory stays bounded;
 * ``exit``: kept in memory and stored once, when the run ends however it
   ends (completed, failed, interrupted or cancelled).
 
@@ -27,12 +29,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from flowcore.checkpoint.protocol import Checkpoint, Checkpointer, PendingWrite, WriteGroup
+from flowcore.checkpoint.protocol import (
+    BatchCheckpointer,
+    Checkpoint,
+    Checkpointer,
+    PendingWrite,
+    StoreItem,
+    WriteAt,
+    WriteGroup,
+)
 from flowcore.errors import CheckpointNotFoundError, CheckpointStoreError
 from flowcore.state.schema import StateSchema
 
 __all__ = [
     "MAX_DELTAS_PER_SNAPSHOT",
+    "MAX_QUEUED_ITEMS",
     "CheckpointWriter",
     "Durability",
     "SavedPoint",
@@ -46,6 +57,10 @@ Durability = Literal["sync", "async", "exit"]
 
 MAX_DELTAS_PER_SNAPSHOT = 200
 """Checkpoints allowed between two snapshots, whatever their weight."""
+
+
+MAX_QUEUED_ITEMS = 256
+"""Checkpoints and node writes an ``async`` run may have queued for its store."""
 
 
 def new_checkpoint_id() -> str:
@@ -185,9 +200,8 @@ class CheckpointWriter:
     persisted_id: str | None
     _held: list[Checkpoint] = field(default_factory=list)
     _held_writes: dict[str, PendingWrite] = field(default_factory=dict)
-    _queue: asyncio.Queue[tuple[str, Any]] | None = None
+    _queued: list[StoreItem] = field(default_factory=list)
     _worker: asyncio.Task[None] | None = None
-    _previous: asyncio.Future[None] | None = None
     _failure: BaseException | None = None
 
     # ------------------------------------------------------------- writing
@@ -201,11 +215,7 @@ class CheckpointWriter:
             self._held.append(cp)
             self._held_writes.clear()
         else:
-            if self._previous is not None:
-                # Never more than one checkpoint behind: wait for the last one.
-                await asyncio.shield(self._previous)
-                self._raise_failure()
-            self._previous = self._submit("put", cp)
+            await self._enqueue(cp)
 
     async def node_write(self, checkpoint_id: str, write: PendingWrite) -> None:
         """Store one node's write against the checkpoint its superstep started from."""
@@ -215,7 +225,7 @@ class CheckpointWriter:
         elif self.durability == "exit":
             self._held_writes[write.node] = write
         else:
-            self._submit("write", (checkpoint_id, write))
+            await self._enqueue(WriteAt(self.thread_id, checkpoint_id, write))
 
     async def close(self, head_snapshot: Mapping[str, Any] | None = None) -> None:
         """Store whatever is still held or queued; then stop the background task.
@@ -227,12 +237,11 @@ class CheckpointWriter:
         try:
             if self.durability == "exit":
                 await self._flush_held(head_snapshot)
-            elif self.durability == "async" and self._queue is not None:
-                done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                self._queue.put_nowait(("flush", done))
-                await done
+            elif self._worker is not None:
+                await asyncio.shield(self._worker)
         finally:
             if self._worker is not None:
+                # Only left running when close itself was cancelled.
                 self._worker.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._worker
@@ -245,34 +254,41 @@ class CheckpointWriter:
             failure, self._failure = self._failure, None
             raise failure
 
-    def _submit(self, kind: str, item: Any) -> asyncio.Future[None]:
-        loop = asyncio.get_running_loop()
-        if self._queue is None:
-            self._queue = asyncio.Queue()
-            self._worker = loop.create_task(self._work(self._queue))
-        done: asyncio.Future[None] = loop.create_future()
-        self._queue.put_nowait((kind, (item, done)))
-        return done
+    async def _enqueue(self, item: StoreItem) -> None:
+        self._queued.append(item)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.get_running_loop().create_task(self._drain())
+        elif len(self._queued) >= MAX_QUEUED_ITEMS:
+            # The store is this far behind: let it catch up before running on.
+            await asyncio.shield(self._worker)
+            self._raise_failure()
 
-    async def _work(self, queue: asyncio.Queue[tuple[str, Any]]) -> None:
-        while True:
-            kind, item = await queue.get()
-            if kind == "flush":
-                item.set_result(None)
-                continue
-            payload, done = item
+    async def _drain(self) -> None:
+        """Hand the queue to the store, batch after batch, until it is empty."""
+        while self._queued:
+            batch, self._queued = self._queued, []
+            if self._failure is not None:
+                continue  # the run learns of the failure; what follows is not stored
             try:
-                if self._failure is None:
-                    if kind == "put":
-                        await self.store.put(payload)
-                        self.persisted_id = payload.checkpoint_id
-                    else:
-                        checkpoint_id, write = payload
-                        await self.store.put_write(self.thread_id, checkpoint_id, write)
+                if isinstance(self.store, BatchCheckpointer):
+                    await self.store.put_many(batch)
+                else:
+                    for item in batch:
+                        if isinstance(item, WriteAt):
+                            await self.store.put_write(
+                                item.thread_id, item.checkpoint_id, item.write
+                            )
+                        else:
+                            await self.store.put(item)
+                            self.persisted_id = item.checkpoint_id
             except Exception as exc:
                 # Surfaced to the run at its next checkpoint or at close().
                 self._failure = exc
-            done.set_result(None)
+                continue
+            for item in reversed(batch):
+                if isinstance(item, Checkpoint):
+                    self.persisted_id = item.checkpoint_id
+                    break
 
     async def _flush_held(self, head_snapshot: Mapping[str, Any] | None) -> None:
         if self._held:

@@ -22,7 +22,13 @@ from typing import Any
 
 import pytest
 
-from flowcore.checkpoint import Checkpoint, Checkpointer, PendingWrite
+from flowcore.checkpoint import (
+    BatchCheckpointer,
+    Checkpoint,
+    Checkpointer,
+    PendingWrite,
+    WriteAt,
+)
 from flowcore.errors import CheckpointError, CheckpointNotFoundError, SerializationError
 
 __all__ = ["CheckpointerContract", "make_cp"]
@@ -376,6 +382,88 @@ class CheckpointerContract(abc.ABC):
         with pytest.raises(SerializationError):
             await store.put_write("t", "c1", PendingWrite("b", {"v": object()}))
         assert await store.get_writes("t", "c1") == (PendingWrite("a", {"v": 1}),)
+
+    # ----------------------------------------------------------------- batches
+
+    async def test_a_batch_stores_a_chain_and_its_writes_in_order(
+        self, store: Checkpointer
+    ) -> None:
+        assert isinstance(store, BatchCheckpointer)
+        await put_chain(store, "t", ["c0"])
+        await store.put_many(
+            [
+                make_cp("t", "c1", "c0", step=1),
+                WriteAt("t", "c1", PendingWrite("a", {"v": 1})),
+                WriteAt("t", "c0", PendingWrite("late", {"v": 0})),
+                make_cp("t", "c2", "c1", step=2, snapshot={"values": {"x": 2}, "outputs": {}}),
+                WriteAt("t", "c1", PendingWrite("b", {"v": 2})),
+                WriteAt("t", "c1", PendingWrite("a", {"v": 3})),
+            ]
+        )
+        assert ids_of(await store.history("t")) == ["c2", "c1", "c0"]
+        assert await store.get_writes("t", "c1") == (
+            PendingWrite("b", {"v": 2}),
+            PendingWrite("a", {"v": 3}),
+        )
+        assert await store.get_writes("t", "c0") == (PendingWrite("late", {"v": 0}),)
+        head = await store.get("t")
+        assert head is not None
+        assert head.snapshot == {"values": {"x": 2}, "outputs": {}}
+        await store.put_many([])
+        assert ids_of(await store.history("t")) == ["c2", "c1", "c0"]
+
+    async def test_a_batch_with_a_missing_parent_stores_none_of_it(
+        self, store: Checkpointer
+    ) -> None:
+        assert isinstance(store, BatchCheckpointer)
+        await put_chain(store, "t", ["c0"])
+        with pytest.raises(CheckpointNotFoundError, match="'nope'") as caught:
+            await store.put_many(
+                [
+                    make_cp("t", "c1", "c0"),
+                    WriteAt("t", "c0", PendingWrite("a", {"v": 1})),
+                    make_cp("t", "c2", "nope"),
+                ]
+            )
+        assert caught.value.checkpoint_id == "nope"
+        assert ids_of(await store.history("t")) == ["c0"]
+        assert await store.get_writes("t", "c0") == ()
+
+    async def test_a_batch_repeating_an_id_stores_none_of_it(self, store: Checkpointer) -> None:
+        assert isinstance(store, BatchCheckpointer)
+        await put_chain(store, "t", ["c0"])
+        for batch in (
+            [make_cp("t", "c1", "c0"), make_cp("t", "c0")],
+            [make_cp("t", "c1", "c0"), make_cp("t", "c1", "c0")],
+        ):
+            with pytest.raises(CheckpointError, match="already exists") as caught:
+                await store.put_many(batch)
+            assert type(caught.value) is CheckpointError
+            assert ids_of(await store.history("t")) == ["c0"]
+
+    async def test_a_write_before_its_checkpoint_in_a_batch_fails(
+        self, store: Checkpointer
+    ) -> None:
+        # In order, one by one, the write would find no checkpoint: so must the batch.
+        assert isinstance(store, BatchCheckpointer)
+        with pytest.raises(CheckpointNotFoundError, match="'c1'"):
+            await store.put_many(
+                [WriteAt("t", "c1", PendingWrite("a", {"v": 1})), make_cp("t", "c1")]
+            )
+        assert await store.get("t") is None
+        with pytest.raises(CheckpointNotFoundError, match="'c9'"):
+            await store.put_many([make_cp("t", "c1"), WriteAt("t", "c9", PendingWrite("a", {}))])
+        assert await store.get("t") is None
+
+    async def test_an_unstorable_value_in_a_batch_stores_none_of_it(
+        self, store: Checkpointer
+    ) -> None:
+        assert isinstance(store, BatchCheckpointer)
+        with pytest.raises(SerializationError):
+            await store.put_many(
+                [make_cp("t", "c1"), WriteAt("t", "c1", PendingWrite("a", {"v": object()}))]
+            )
+        assert await store.get("t") is None
 
     # ----------------------------------------------------------------- concurrency
 
