@@ -161,6 +161,36 @@ def _versions(cp: Checkpoint) -> Mapping[str, Any]:
     return (cp.cursor or {}).get("checkpoint", {}).get("channel_versions", {})  # type: ignore[no-any-return]
 
 
+class _Latest:
+    """The checkpoint this core last stored in a thread, as a later ``put`` reads its parent.
+
+    ``written``: the tasks whose writes against it are stored (by this core).
+    """
+
+    __slots__ = ("blob_at", "checkpoint_id", "versions", "written")
+
+    def __init__(self, checkpoint_id: str, versions: dict[str, Any], blob_at: dict[str, str]):
+        self.checkpoint_id = checkpoint_id
+        self.versions = versions
+        self.blob_at = blob_at
+        self.written: set[str] = set()
+
+
+_REMEMBERED_THREADS = 256
+
+
+class _StaleMemory(Exception):
+    """The parent a put remembered is no longer in the store."""
+
+
+def _round_trips(versions: Mapping[Any, Any]) -> bool:
+    """Whether these versions read back from any store exactly as they are."""
+    for channel, version in versions.items():
+        if type(channel) is not str or type(version) not in (int, str):
+            return False
+    return True
+
+
 class _Flat(NamedTuple):
     """One stored write, with what sorts it."""
 
@@ -196,8 +226,13 @@ class SaverCore:
         >>> # await core.put({"configurable": {"thread_id": "1"}}, checkpoint, {}, {})
     """
 
-    def __init__(self, store: MaintainableCheckpointer) -> None:
+    def __init__(self, store: MaintainableCheckpointer, *, sole_writer: bool = False) -> None:
         self.store = store
+        # A store only this core writes to (an InMemorySaver's own) cannot change behind its
+        # back, so what it just stored can stand in for reading the parent back on the next
+        # put (decoding it costs more than the rest of put) and for reading a new
+        # checkpoint's writes (there are none until this core stores some).
+        self._latest: dict[str, _Latest] | None = {} if sole_writer else None
 
     # ------------------------------------------------------------------ reading
 
@@ -330,12 +365,21 @@ class SaverCore:
         cid = str(checkpoint["id"])
         parent_id = conf.get("checkpoint_id") or None
         parent_id = None if parent_id is None else str(parent_id)
-        parent = None
+        stored_parent: str | None = None
+        remembered = False
+        parent_versions: Mapping[str, Any] = {}
+        parent_blobs: Mapping[str, str] = {}
         if parent_id is not None and parent_id != cid:
-            parent = await self.store.get(key, parent_id)
+            latest = None if self._latest is None else self._latest.get(key)
+            if latest is not None and latest.checkpoint_id == parent_id:
+                stored_parent, remembered = parent_id, True
+                parent_versions, parent_blobs = latest.versions, latest.blob_at
+            else:
+                parent = await self.store.get(key, parent_id)
+                if parent is not None:
+                    stored_parent = parent.checkpoint_id
+                    parent_versions, parent_blobs = _versions(parent), _blob_at(parent)
         versions = checkpoint.get("channel_versions") or {}
-        parent_versions = {} if parent is None else _versions(parent)
-        parent_blobs = {} if parent is None else _blob_at(parent)
         delta: dict[str, Any] = {}
         blob_at: dict[str, str] = {}
         for channel, value in (checkpoint.get("channel_values") or {}).items():
@@ -355,7 +399,7 @@ class SaverCore:
         record = Checkpoint(
             thread_id=key,
             checkpoint_id=cid,
-            parent_id=None if parent is None else parent.checkpoint_id,
+            parent_id=stored_parent,
             step=step if isinstance(step, int) and not isinstance(step, bool) else 0,
             created_at=_created_at(checkpoint),
             writes=(((_CHANNELS, delta),),) if delta else (),
@@ -366,21 +410,46 @@ class SaverCore:
             },
             metadata=merged_metadata(config, metadata),
         )
-        await self._store_checkpoint(record)
+        if self._latest is not None:
+            self._latest.pop(key, None)
+        try:
+            fresh = await self._store_checkpoint(record, remembered=remembered)
+        except _StaleMemory:
+            # Someone removed the parent from the store itself: read everything from it.
+            self._forget()
+            return await self.put(config, checkpoint, metadata, new_versions)
+        if self._latest is not None and fresh and _round_trips(versions):
+            self._remember(key, _Latest(cid, dict(versions), blob_at))
         return _config(thread_id, ns, cid)
 
-    async def _store_checkpoint(self, record: Checkpoint) -> None:
+    def _remember(self, key: str, latest: _Latest) -> None:
+        assert self._latest is not None
+        self._latest[key] = latest
+        if len(self._latest) > _REMEMBERED_THREADS:
+            del self._latest[next(iter(self._latest))]
+
+    def _forget(self) -> None:
+        """Maintenance changes stored checkpoints: read them from the store again."""
+        if self._latest is not None:
+            self._latest.clear()
+
+    async def _store_checkpoint(self, record: Checkpoint, *, remembered: bool = False) -> bool:
+        """Store ``record``; False when it replaced a checkpoint (whose writes stay)."""
         try:
             await self.store.put(record)
         except CheckpointNotFoundError:
+            if remembered:
+                raise _StaleMemory from None
             # The parent went away between our read and the write: keep the record.
-            await self._store_checkpoint(dc_replace(record, parent_id=None))
+            return await self._store_checkpoint(dc_replace(record, parent_id=None))
         except CheckpointError as exc:
             existing = await self.store.get(record.thread_id, record.checkpoint_id)
             if existing is None or type(exc) is not CheckpointError:
                 raise
             # LangGraph overwrites a checkpoint saved again under the same id.
             await self.store.rewrite(record.thread_id, replace=[record])
+            return False
+        return True
 
     async def put_writes(
         self,
@@ -398,11 +467,15 @@ class SaverCore:
                 "the writes belong to; pass the config put() returned"
             )
         key = _thread_key(str(conf["thread_id"]), str(conf.get("checkpoint_ns") or ""))
-        saved = await self.store.get_writes(key, str(cid))
+        latest = None if self._latest is None else self._latest.get(key)
+        if latest is not None and latest.checkpoint_id != str(cid):
+            latest = None
         entries: dict[int, dict[str, Any]] = {}
-        for w in saved:
-            if w.node == task_id:
-                entries = {int(e["idx"]): dict(e) for e in w.payload.get("writes", ())}
+        if latest is None or task_id in latest.written:
+            saved = await self.store.get_writes(key, str(cid))
+            for w in saved:
+                if w.node == task_id:
+                    entries = {int(e["idx"]): dict(e) for e in w.payload.get("writes", ())}
         changed = False
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, position)
@@ -413,16 +486,20 @@ class SaverCore:
         if changed:
             payload = {"writes": [entries[i] for i in sorted(entries)]}
             await self.store.put_write(key, str(cid), PendingWrite(task_id, payload))
+            if latest is not None:
+                latest.written.add(task_id)
 
     # ------------------------------------------------------------------ maintenance
 
     async def delete_thread(self, thread_id: str) -> None:
         """Remove every checkpoint and write of a thread, in every namespace."""
+        self._forget()
         for key in await self.store.threads(_thread_prefix(str(thread_id))):
             await self.store.delete_thread(key)
 
     async def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint and write of a thread to a new thread, keeping the ids."""
+        self._forget()
         sources = await self.store.threads(_thread_prefix(str(source_thread_id)))
         if await self.store.threads(_thread_prefix(str(target_thread_id))):
             raise CheckpointError(
@@ -438,6 +515,7 @@ class SaverCore:
 
     async def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep only the latest checkpoint per namespace (``keep_latest``) or none (``delete``)."""
+        self._forget()
         if strategy not in ("keep_latest", "delete"):
             raise InvalidInputError(
                 f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"
@@ -455,6 +533,7 @@ class SaverCore:
 
     async def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Remove the checkpoints (and their writes) whose metadata names one of ``run_ids``."""
+        self._forget()
         runs = {str(r) for r in run_ids}
         if not runs:
             return

@@ -65,7 +65,7 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
 
     def __init__(self, *, serializer: Serializer | None = None) -> None:
         self.store = InMemoryCheckpointer(serializer)
-        self._core = SaverCore(self.store)
+        self._core = SaverCore(self.store, sole_writer=True)
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ context managers
