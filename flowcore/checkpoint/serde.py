@@ -87,14 +87,15 @@ class JsonSerializer:
         """
         if self.redactor is not None:
             value = scrub(value, self.redactor)
+        if _is_plain_json(value):
+            # Nothing to tag: the JSON encoder can take the value as it is.
+            return _JSON.encode(value).encode()
         try:
             encoded = _encode_fast(value)
         except SerializationError:
             # Encode again with paths, only to say exactly where the bad value is.
             encoded = _encode(value, path or "value")
-        return json.dumps(
-            encoded, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        ).encode()
+        return _JSON.encode(encoded).encode()
 
     def loads(self, data: bytes) -> Any:
         """Decode bytes written by :meth:`dumps`.
@@ -124,6 +125,37 @@ def _class_ref(cls: type, value: Any, path: str) -> str:
     if "<locals>" in cls.__qualname__:
         raise _unsupported(value, path, "is defined inside a function, so it cannot be imported")
     return f"{cls.__module__}:{cls.__qualname__}"
+
+
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _is_plain_json(value: Any) -> bool:
+    """True if ``value`` is made only of types JSON writes and reads back unchanged.
+
+    Exact types only: a subclass (an enum, an ``OrderedDict``) needs a tag,
+    and so do tuples, non-finite floats and dicts with a key that is not a
+    string or that looks like a tag.
+    """
+    kind = type(value)
+    if kind is str or kind is int or value is None or kind is bool:
+        return True
+    if kind is dict:
+        if _TAG in value:
+            return False
+        # Plain loops, not all(): no generator per container on this hot path.
+        for k, v in value.items():  # noqa: SIM110
+            if type(k) is not str or not _is_plain_json(v):
+                return False
+        return True
+    if kind is list:
+        for v in value:  # noqa: SIM110
+            if not _is_plain_json(v):
+                return False
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    return False
 
 
 def _encode_fast(value: Any) -> Any:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -71,7 +71,7 @@ def new_checkpoint_id() -> str:
         32
     """
     # Nanosecond time first so ids sort roughly by creation, random tail for uniqueness.
-    return f"{time.time_ns():016x}{uuid.uuid4().hex[:16]}"
+    return f"{time.time_ns():016x}{os.urandom(8).hex()}"
 
 
 @dataclass(slots=True)
@@ -150,6 +150,16 @@ def weigh(value: Any) -> int:
         >>> weigh({"a": [1, "xyz"]})
         20
     """
+    kind = type(value)
+    # Exact-type fast paths for what state is usually made of; same figures as below.
+    if kind is str:
+        return len(value) + 2
+    if kind is int or kind is float or kind is bool or value is None:
+        return 8
+    if kind is dict:
+        return 2 + sum(weigh(k) + weigh(v) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return 2 + sum(weigh(v) for v in value)
     if isinstance(value, str | bytes):
         return len(value) + 2
     if isinstance(value, Mapping):

@@ -87,6 +87,27 @@ def test_the_bytes_are_plain_compact_json() -> None:
     assert SERDE.dumps({"a": [1, "x"], "b": None}) == b'{"a":[1,"x"],"b":null}'
 
 
+class Level(enum.StrEnum):
+    HIGH = "high"
+
+
+class Tally(dict[str, int]):
+    pass
+
+
+def test_subclasses_of_plain_types_are_not_taken_for_plain_json() -> None:
+    # A str enum or a dict subclass would pass through the JSON encoder as its
+    # base type and load back as one: each must keep its own type.
+    value = {"level": Level.HIGH, "nested": [[{"deep": Level.HIGH}]], "ok": [True, 1.5]}
+    restored = SERDE.loads(SERDE.dumps(value))
+
+    assert type(restored["level"]) is Level
+    assert type(restored["nested"][0][0]["deep"]) is Level
+    assert restored["ok"] == [True, 1.5]
+    with pytest.raises(SerializationError, match="Tally"):
+        SERDE.dumps({"counts": Tally(a=1)})
+
+
 def test_equal_sets_give_equal_bytes_whatever_their_insertion_order() -> None:
     assert SERDE.dumps({"s": {"b", "a", "c"}}) == SERDE.dumps({"s": {"c", "a", "b"}})
 
