@@ -79,11 +79,22 @@ class Sizes:
     dag: int = 10_000
     dag_edges: int = 3
     grow: int = 100
+    long_chain: int = 10_000
     deadline_s: float = 60.0
 
 
 FULL = Sizes("full")
-SMOKE = Sizes("smoke", chain=10, fanout=20, loop=10, send=20, compile_chain=20, dag=200, grow=10)
+SMOKE = Sizes(
+    "smoke",
+    chain=10,
+    fanout=20,
+    loop=10,
+    send=20,
+    compile_chain=20,
+    dag=200,
+    grow=10,
+    long_chain=100,
+)
 
 
 # --------------------------------------------------------------- backends
@@ -515,6 +526,15 @@ WORKLOADS: tuple[Workload, ...] = (
         _native_grow_setup,
         lambda st, s: st["i"] == s.grow and len(st["messages"]) == s.grow,
     ),
+    Workload(
+        "j",
+        "chain (per-node overhead at scale, against (a))",
+        lambda lg, s: _sync(lambda: lg_chain(lg, s.long_chain), lambda a: _lg_runner(a, {"x": 0})),
+        lambda s: _sync(lambda: native_chain(s.long_chain), lambda a: _native_runner(a, {"x": 0})),
+        lambda st, s: st["x"] == 0,
+        max_rounds=3,
+        deadline=True,
+    ),
 )
 
 
@@ -530,6 +550,7 @@ def describe(w: Workload, s: Sizes) -> str:
         "g": f"{s.compile_chain} nodes",
         "h": f"{s.dag} nodes, ~{s.dag_edges} edges/node",
         "i": f"{s.grow} steps",
+        "j": f"{s.long_chain} nodes",
     }[w.key]
     return f"({w.key}) {w.title}, {size}"
 
@@ -785,6 +806,7 @@ def render(rows: list[Row], meta: dict[str, Any]) -> str:
             f"\nFan-out (b) native / bare TaskGroup: {nat.median_ms / tg.median_ms:.1f}x "
             "(target: within 3x)"
         )
+    out += _flatness(by, meta)
     grow = [r for r in rows if r.key == "i" and "stored_bytes" in r.extra]
     if grow:
         out += [
@@ -805,6 +827,25 @@ def render(rows: list[Row], meta: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _flatness(by: Mapping[tuple[str, str], Row], meta: Mapping[str, Any]) -> list[str]:
+    """Per-node time of the long chain (j) over the short one (a), per backend."""
+    short, long = meta["chain_sizes"]
+    lines = [
+        "",
+        f"## Per-node overhead: chain of {short} (a) vs {long} (j) nodes (target: within 1.5x)",
+        "",
+        f"| backend | µs/node at {short} | µs/node at {long} | ratio |",
+        "|---|--:|--:|--:|",
+    ]
+    for backend in ("langgraph", "compat", "native"):
+        a, j = by.get(("a", backend)), by.get(("j", backend))
+        if not (a and j and a.median_ms and j.median_ms):
+            continue
+        per_a, per_j = a.median_ms * 1e3 / short, j.median_ms * 1e3 / long
+        lines.append(f"| {backend} | {per_a:.1f} | {per_j:.1f} | {per_j / per_a:.2f}x |")
+    return lines if len(lines) > 5 else []
+
+
 def _langgraph_version() -> str:
     from importlib.metadata import version
 
@@ -823,7 +864,7 @@ async def main(argv: list[str]) -> int:
     only = {k.strip() for k in args.only.split(",") if k.strip()}
     chosen = [w for w in WORKLOADS if not only or w.key in only]
     if not chosen:
-        parser.error(f"--only {args.only!r} names no workload; choose from a..i")
+        parser.error(f"--only {args.only!r} names no workload; choose from a..j")
     backends = {"langgraph": langgraph_backend(), "compat": compat_backend()}
     started = time.perf_counter()
     rows: list[Row] = []
@@ -851,6 +892,7 @@ async def main(argv: list[str]) -> int:
         "langgraph": _langgraph_version(),
         "settings": sizes.label,
         "rounds": rounds,
+        "chain_sizes": [sizes.chain, sizes.long_chain],
         "seconds": round(time.perf_counter() - started, 1),
     }
     print(render(rows, meta))
