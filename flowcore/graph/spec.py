@@ -7,7 +7,7 @@ import inspect
 import typing
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, NamedTuple, get_args, get_origin
 
 from flowcore.graph.constants import END
 from flowcore.graph.policy import RetryPolicy
@@ -119,9 +119,13 @@ class NodeSpec:
     output_view: Callable[[Mapping[str, Any]], Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class EdgeSpec:
-    """A plain edge; with several sources it is a join that waits for all of them."""
+class EdgeSpec(NamedTuple):
+    """A plain edge; with several sources it is a join that waits for all of them.
+
+    A named tuple rather than a frozen dataclass: as immutable, and several
+    times cheaper to build, which counts when compiling graphs of thousands
+    of edges.
+    """
 
     sources: tuple[str, ...]
     target: str
