@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from flowcore.checkpoint.protocol import Checkpoint
 
 __all__ = ["checkpoint_from_record", "checkpoint_to_record"]
@@ -15,11 +18,17 @@ def checkpoint_to_record(cp: Checkpoint) -> dict[str, object]:
         "parent_id": cp.parent_id,
         "step": cp.step,
         "created_at": cp.created_at,
-        "writes": [[[node, dict(update)] for node, update in group] for group in cp.writes],
-        "snapshot": None if cp.snapshot is None else dict(cp.snapshot),
-        "cursor": None if cp.cursor is None else dict(cp.cursor),
-        "metadata": dict(cp.metadata),
+        "writes": [[[node, _plain(update)] for node, update in group] for group in cp.writes],
+        "snapshot": None if cp.snapshot is None else _plain(cp.snapshot),
+        "cursor": None if cp.cursor is None else _plain(cp.cursor),
+        "metadata": _plain(cp.metadata),
     }
+
+
+def _plain(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    # The serializer only reads the record, so a dict needs no copy; other mappings
+    # (read-only views, custom types) become dicts.
+    return mapping if type(mapping) is dict else dict(mapping)
 
 
 def checkpoint_from_record(rec: dict[str, object]) -> Checkpoint:

@@ -156,10 +156,17 @@ def weigh(value: Any) -> int:
         return len(value) + 2
     if kind is int or kind is float or kind is bool or value is None:
         return 8
+    # Plain loops rather than sum() over generators: weigh runs at every checkpoint.
     if kind is dict:
-        return 2 + sum(weigh(k) + weigh(v) for k, v in value.items())
+        total = 2
+        for k, v in value.items():
+            total += (len(k) + 2 if type(k) is str else weigh(k)) + weigh(v)
+        return total
     if kind is list or kind is tuple:
-        return 2 + sum(weigh(v) for v in value)
+        total = 2
+        for v in value:
+            total += weigh(v)
+        return total
     if isinstance(value, str | bytes):
         return len(value) + 2
     if isinstance(value, Mapping):
@@ -180,7 +187,8 @@ class SnapshotPolicy:
 
     def wants_snapshot(self, groups: Sequence[WriteGroup]) -> bool:
         """Account for a new checkpoint's writes; True if it should be a snapshot."""
-        self.weight_since += sum(weigh(g) for g in groups)
+        for group in groups:
+            self.weight_since += weigh(group)
         self.deltas_since += 1
         return (
             self.force
