@@ -5,8 +5,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from flowcore.compat.langgraph._errors import GraphInterrupt
 from flowcore.compat.langgraph._types import Interrupt
@@ -14,36 +13,73 @@ from flowcore.compat.langgraph._types import Interrupt
 __all__ = ["TaskScope", "current_scope", "get_config", "get_stream_writer", "interrupt"]
 
 
-@dataclass(slots=True)
+class ScopeHost(Protocol):
+    """The run a task belongs to, as its scope needs it."""
+
+    def scope_config(self, task: Any, step: int) -> dict[str, Any]:
+        """The config of ``task``, which runs in superstep ``step``."""
+        ...
+
+    def write_custom(self, node: str, chunk: Any) -> None:
+        """Send a custom stream chunk written by ``node``."""
+        ...
+
+
 class TaskScope:
     """The running task: its answers to earlier pauses and where custom chunks go.
 
     ``resume`` holds the answers given so far, in order; the n-th
     ``interrupt()`` call of the task returns the n-th answer. ``null_resume``
     is a run-level answer (``Command(resume=value)``) taken by the first call
-    that has no answer of its own.
+    that has no answer of its own. The task's id and config are only worked
+    out when something asks for them: most nodes never do.
     """
 
-    task_id: str
-    node: str
-    make_config: Callable[[], dict[str, Any]]
-    writer: Callable[[Any], None]
-    resume: list[Any] = field(default_factory=list)
-    null_resume: list[Any] = field(default_factory=list)
-    calls: int = 0
-    new_answers: list[Any] = field(default_factory=list)
-    _config: dict[str, Any] | None = None
+    __slots__ = ("_config", "calls", "host", "new_answers", "null_resume", "resume", "step", "task")
+
+    def __init__(
+        self,
+        host: ScopeHost,
+        task: Any,
+        step: int,
+        resume: list[Any],
+        null_resume: list[Any],
+    ) -> None:
+        self.host = host
+        self.task = task
+        self.step = step
+        self.resume = resume
+        self.null_resume = null_resume
+        self.calls = 0
+        self.new_answers: list[Any] = []
+        self._config: dict[str, Any] | None = None
+
+    @property
+    def task_id(self) -> str:
+        """The running task's id."""
+        task_id: str = self.task.id
+        return task_id
+
+    @property
+    def node(self) -> str:
+        """The running node's name."""
+        name: str = self.task.name
+        return name
 
     @property
     def config(self) -> dict[str, Any]:
         """The node's config, built the first time a node asks for it."""
         if self._config is None:
-            self._config = self.make_config()
+            self._config = self.host.scope_config(self.task, self.step)
         return self._config
 
     def get_config(self) -> dict[str, Any]:
         """The same as :attr:`config`, as a method to hand out unevaluated."""
         return self.config
+
+    def writer(self, chunk: Any) -> None:
+        """Send ``chunk`` to ``stream_mode="custom"`` consumers."""
+        self.host.write_custom(self.task.name, chunk)
 
     def interrupt_id(self, index: int) -> str:
         """A stable id for the ``index``-th pause of this task."""

@@ -13,12 +13,11 @@ follow LangGraph 1.2's rules.
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +53,9 @@ NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 PULL = "__pregel_pull"
 PUSH = "__pregel_push"
 _SPECIAL = frozenset({INTERRUPT, RESUME, ERROR, NO_WRITES})
+_TASK_MODES = frozenset({"debug", "tasks"})
+_CHECKPOINT_MODES = frozenset({"debug", "checkpoints"})
+_NO_VERSIONS: Mapping[str, Any] = {}
 
 Sink = Callable[[tuple[str, ...], str, Any], None]
 
@@ -97,25 +99,94 @@ def _path_key(path: Sequence[Any]) -> str:
     return "~" + ", ".join(parts)
 
 
-@dataclass(slots=True)
-class Task:
-    """One node execution in a superstep."""
+class _UnreadId:
+    """The id of a checkpoint that a run without a saver has not needed yet.
 
-    id: str
-    name: str
-    path: tuple[Any, ...]
-    input: Any
-    triggers: tuple[str, ...]
-    writes: list[tuple[str, Any]] = field(default_factory=list)
-    interrupts: tuple[Interrupt, ...] = ()
-    error: BaseException | None = None
-    done: bool = False
-    resume: list[Any] = field(default_factory=list)
+    Such a run stores nothing, so only the ids of the tasks that run after a
+    checkpoint read its id; it is made when the first of them is read.
+    """
+
+    __slots__ = ("checkpoint", "run")
+
+    def __init__(self, run: Run, checkpoint: dict[str, Any]) -> None:
+        self.run = run
+        self.checkpoint = checkpoint
+
+    def get(self) -> str:
+        checkpoint_id: str | None = self.checkpoint["id"]
+        if checkpoint_id is None:
+            checkpoint_id = new_checkpoint_id(self.run.last_checkpoint_id)
+            self.checkpoint["id"] = self.run.last_checkpoint_id = checkpoint_id
+        return checkpoint_id
+
+
+class Task:
+    """One node execution in a superstep.
+
+    Its ``id`` is worked out from ``id_from`` (the checkpoint id, or where to get
+    it, the namespace and the step) the first time it is read.
+    """
+
+    __slots__ = (
+        "_id",
+        "_id_from",
+        "_sort_key",
+        "done",
+        "error",
+        "input",
+        "interrupts",
+        "name",
+        "path",
+        "resume",
+        "triggers",
+        "writes",
+    )
+
+    def __init__(
+        self,
+        id: str | None,
+        name: str,
+        path: tuple[Any, ...],
+        input: Any,
+        triggers: tuple[str, ...],
+        writes: list[tuple[str, Any]] | None = None,
+        *,
+        id_from: tuple[str | _UnreadId, str, int] | None = None,
+    ) -> None:
+        self._id = id
+        self._id_from = id_from
+        self.name = name
+        self.path = path
+        self.input = input
+        self.triggers = triggers
+        self.writes: list[tuple[str, Any]] = [] if writes is None else writes
+        self.interrupts: tuple[Interrupt, ...] = ()
+        self.error: BaseException | None = None
+        self.done = False
+        self.resume: list[Any] = []
+        self._sort_key: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The task's id: the same for the same checkpoint, namespace, step, node and path."""
+        task_id = self._id
+        if task_id is None:
+            assert self._id_from is not None
+            source, ns, step = self._id_from
+            checkpoint_id = source if isinstance(source, str) else source.get()
+            task_id = self._id = _task_id(checkpoint_id, ns, step, self.name, self.path)
+        return task_id
 
     @property
     def sort_key(self) -> str:
         """Writes are applied in this order: pull tasks by name, then sends by index."""
-        return _path_key(self.path)
+        key = self._sort_key
+        if key is None:
+            key = self._sort_key = _path_key(self.path)
+        return key
+
+    def __repr__(self) -> str:
+        return f"Task({self.name!r}, {self.path!r})"
 
 
 def _newer(version: Any, seen: Any) -> bool:
@@ -177,6 +248,8 @@ class Run:
         self.max_concurrency = config.get("max_concurrency")
         self.channels: dict[str, Channel] = {}
         self.checkpoint: dict[str, Any] = empty_checkpoint()
+        # The newest checkpoint id this run made, so that ids made later sort after it.
+        self.last_checkpoint_id: str | None = self.checkpoint["id"]
         self.metadata: dict[str, Any] = {"step": -2}
         self.saved_config: dict[str, Any] | None = None
         self.parent_config: dict[str, Any] | None = None
@@ -205,8 +278,13 @@ class Run:
         """Hand one stream chunk (or internal event) to whoever runs this graph."""
         self.sink(self.ns_path, mode, chunk)
 
-    def _custom(self, node: str, chunk: Any) -> None:
+    def write_custom(self, node: str, chunk: Any) -> None:
+        """Send a custom stream chunk written by node ``node``."""
         self.emit("custom", (node, chunk))
+
+    def scope_config(self, task: Task, step: int) -> dict[str, Any]:
+        """The config task ``task`` of superstep ``step`` receives, when it asks for it."""
+        return self.graph.task_config(self.config, task, step, self.ns)
 
     # ------------------------------------------------------------ persistence
     def _ckpt_config(self) -> dict[str, Any]:
@@ -243,14 +321,19 @@ class Run:
         self.changed = None
 
     async def _put_checkpoint(self, source: str) -> None:
-        self.checkpoint = {**self.checkpoint, "id": new_checkpoint_id(self.checkpoint.get("id"))}
+        if self.saver is None:
+            # Made only if a task id needs it (see _UnreadId).
+            self.checkpoint = {**self.checkpoint, "id": None}
+        else:
+            after = self.checkpoint.get("id") or self.last_checkpoint_id
+            self.checkpoint = {**self.checkpoint, "id": new_checkpoint_id(after)}
         self.metadata = {"source": source, "step": self.step, "parents": {}}
         if self.saver is not None and self.durability != "exit":
             await self._save()
         else:
             # Values are read when (and if) the checkpoint is saved.
             self.dirty = True
-        if self.saver is not None and self.wants & {"debug", "checkpoints"}:
+        if self.saver is not None and self.wants & _CHECKPOINT_MODES:
             self._checkpoint_event()
         self.step += 1
 
@@ -373,47 +456,46 @@ class Run:
     def prepare(self, *, for_execution: bool = True) -> list[Task]:
         """The tasks of the next superstep."""
         tasks: list[Task] = []
-        ckpt_id = str(self.checkpoint["id"])
-        sends = self.channels[TASKS].get() if TASKS in self.channels else MISSING
+        graph = self.graph
+        channels = self.channels
+        ckpt_id = self.checkpoint["id"]
+        id_from = (
+            _UnreadId(self, self.checkpoint) if ckpt_id is None else str(ckpt_id),
+            self.ns,
+            self.step,
+        )
+        sends = channels[TASKS].get() if TASKS in channels else MISSING
         if sends is not MISSING:
             for index, send in enumerate(sends):
-                if send.node not in self.graph.nodes:
+                if send.node not in graph.nodes:
                     raise InvalidUpdateError(f"Invalid node name {send.node} in Send")
-                push_path: tuple[Any, ...] = (PUSH, index)
                 tasks.append(
-                    Task(
-                        _task_id(ckpt_id, self.ns, self.step, send.node, push_path),
-                        send.node,
-                        push_path,
-                        send.arg,
-                        (PUSH,),
-                    )
+                    Task(None, send.node, (PUSH, index), send.arg, (PUSH,), id_from=id_from)
                 )
         versions = self.checkpoint["channel_versions"]
         if self.changed is None:
-            candidates: Sequence[str] = self.graph.node_order
+            candidates: Sequence[str] = graph.node_order
         else:
             # Only a node one of whose triggers changed can have become due.
-            candidates = self.graph.nodes_triggered_by(self.changed)
+            candidates = graph.nodes_triggered_by(self.changed)
+        versions_seen = self.checkpoint["versions_seen"]
+        triggers = graph.triggers
+        steps = (self.step, self.stop)
         for name in candidates:
-            seen = self.checkpoint["versions_seen"].get(name, {})
-            triggered = [
-                chan
-                for chan in self.graph.triggers[name]
-                if self.channels[chan].is_available() and _newer(versions.get(chan), seen.get(chan))
-            ]
-            if not triggered:
+            seen = versions_seen.get(name, _NO_VERSIONS)
+            for chan in triggers[name]:
+                if channels[chan].is_available() and _newer(versions.get(chan), seen.get(chan)):
+                    break
+            else:
                 continue
-            path = (PULL, name)
             tasks.append(
                 Task(
-                    _task_id(ckpt_id, self.ns, self.step, name, path),
+                    None,
                     name,
-                    path,
-                    self.graph.read_input(name, self.channels, (self.step, self.stop))
-                    if for_execution
-                    else None,
-                    tuple(self.graph.triggers[name]),
+                    (PULL, name),
+                    graph.read_input(name, channels, steps) if for_execution else None,
+                    tuple(triggers[name]),
+                    id_from=id_from,
                 )
             )
         return tasks
@@ -496,7 +578,8 @@ class Run:
         by_task: dict[str, list[tuple[str, Any]]] = {}
         for task_id, chan, value in self.pending:
             by_task.setdefault(task_id, []).append((chan, value))
-        for task in self.tasks:
+        # Without saved writes there is nothing to mark done and no answer to hand out.
+        for task in self.tasks if by_task else ():
             saved = by_task.get(task.id, [])
             for chan, value in saved:
                 if chan == RESUME:
@@ -513,7 +596,8 @@ class Run:
         if self.interrupt_before and self._should_interrupt(self.interrupt_before):
             self.status = "interrupt_before"
             raise GraphInterrupt(())
-        self.emit("debug_tasks", (self.step, self.tasks))
+        if self.wants & _TASK_MODES:
+            self.emit("debug_tasks", (self.step, self.tasks))
         for task in self.tasks:
             if task.done:
                 self.emit_task_updates(task, task.writes)
@@ -567,16 +651,11 @@ class Run:
     async def _run_task(self, task: Task) -> None:
         node = self.graph.nodes.get(task.name)
         scope = TaskScope(
-            task_id=task.id,
-            node=task.name,
-            make_config=functools.partial(
-                self.graph.task_config, self.config, task, self.step, self.ns
-            ),
-            writer=functools.partial(self._custom, task.name),
-            resume=list(task.resume),
-            null_resume=self.null_resume
-            if self.parent_scope is None
-            else self.parent_scope.null_resume,
+            self,
+            task,
+            self.step,
+            list(task.resume),
+            self.null_resume if self.parent_scope is None else self.parent_scope.null_resume,
         )
         token = set_scope(scope)
         try:
@@ -617,14 +696,22 @@ class Run:
         stored = task.writes or [(NO_WRITES, None)]
         if scope.resume:
             stored = [*stored, (RESUME, list(scope.resume))]
-        await self._put_writes(task, stored)
-        self.pending.extend((task.id, c, v) for c, v in stored)
+        if self.saver is not None:
+            await self._put_writes(task, stored)
+            task_id = task.id
+            self.pending.extend([(task_id, c, v) for c, v in stored])
+        elif not self.pending:
+            # Without a saver the writes of finished tasks are never read back from
+            # pending; after a pause only whether it is empty matters (execute()).
+            self.pending.append((NO_WRITES, NO_WRITES, None))
         if task.name != START:
-            self.emit_task_updates(task, task.writes)
-            self._task_result(task, error=None)
+            if "updates" in self.wants:
+                self.emit_task_updates(task, task.writes)
+            if self.wants & _TASK_MODES:
+                self._task_result(task, error=None)
 
     def _task_result(self, task: Task, *, error: str | None) -> None:
-        if task.name == START or not self.wants & {"debug", "tasks"}:
+        if task.name == START or not self.wants & _TASK_MODES:
             return
         keys = set(self.output_keys)
         result = {c: v for c, v in task.writes if c in keys}
@@ -641,7 +728,7 @@ class Run:
         graph = self.graph
         if task.name == START:
             result = task.input
-            writes = update_writes(result, graph.input_keys)
+            writes = update_writes(result, graph.input_key_set)
         else:
             spec = graph.nodes[task.name]
             action = spec.action
@@ -649,31 +736,45 @@ class Run:
             if "messages" in self.wants:
                 self.emit("messages_seen", task.input)
 
-            async def attempt() -> Any:
+            if spec.retry is None and not hasattr(action, "_arun_subgraph"):
+                # Nothing to retry and no subgraph: the plain call, without the wrappers.
                 scope.calls = 0
-                if hasattr(action, "_arun_subgraph"):
-                    try:
-                        return await action._arun_subgraph(task.input, scope, self)
-                    except ParentCommand as exc:
-                        # A node of the subgraph addressed this graph: it is this node's result.
-                        return replace(exc.command, graph=None)
-                return await call_with_config(
+                result = await call_with_config(
                     action,
                     task.input,
                     scope.get_config,
                     {"writer": scope.writer},
                     graph.call_shape(action),
                 )
+            else:
 
-            result = await retry_call(attempt, spec.retry)
-            parent_commands = [
-                c
-                for c in (result if isinstance(result, list | tuple) else [result])
-                if isinstance(c, Command) and c.graph == Command.PARENT
-            ]
-            if parent_commands:
-                raise ParentCommand(replace(parent_commands[0], graph=None))
-            writes = update_writes(result, graph.state_keys)
+                async def attempt() -> Any:
+                    scope.calls = 0
+                    if hasattr(action, "_arun_subgraph"):
+                        try:
+                            return await action._arun_subgraph(task.input, scope, self)
+                        except ParentCommand as exc:
+                            # A node of the subgraph addressed this graph: it is this
+                            # node's result.
+                            return replace(exc.command, graph=None)
+                    return await call_with_config(
+                        action,
+                        task.input,
+                        scope.get_config,
+                        {"writer": scope.writer},
+                        graph.call_shape(action),
+                    )
+
+                result = await retry_call(attempt, spec.retry)
+            if isinstance(result, Command | list | tuple):
+                parent_commands = [
+                    c
+                    for c in (result if isinstance(result, list | tuple) else [result])
+                    if isinstance(c, Command) and c.graph == Command.PARENT
+                ]
+                if parent_commands:
+                    raise ParentCommand(replace(parent_commands[0], graph=None))
+            writes = update_writes(result, graph.state_key_set)
         writes.extend(control_writes(result))
         writes.extend(graph.static_writes[task.name])
         for branch in graph.branches.get(task.name, ()):
@@ -691,7 +792,7 @@ class Run:
                 inline=True,
             )
             writes.extend(target_writes(graph.branch_targets(branch, picked)))
-        if task.name != START:
+        if task.name != START and "messages" in self.wants:
             self.emit("messages_from", (task, result))
         return writes
 

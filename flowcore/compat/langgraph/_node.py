@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from flowcore.compat.langgraph._errors import GraphBubbleUp, InvalidUpdateError, ParentCommand
@@ -30,7 +30,7 @@ def branch_channel(node: str) -> str:
     return f"branch:to:{node}"
 
 
-def _object_items(value: Any, keys: Sequence[str]) -> list[tuple[str, Any]] | None:
+def _object_items(value: Any, keys: Collection[str]) -> list[tuple[str, Any]] | None:
     fields = getattr(type(value), "model_fields", None)
     if isinstance(fields, dict):
         return [(k, getattr(value, k)) for k in fields if k in keys]
@@ -39,16 +39,16 @@ def _object_items(value: Any, keys: Sequence[str]) -> list[tuple[str, Any]] | No
     return None
 
 
-def update_writes(value: Any, keys: Sequence[str]) -> list[tuple[str, Any]]:
+def update_writes(value: Any, keys: Collection[str]) -> list[tuple[str, Any]]:
     """The state writes a node's return value makes (keys outside the state are dropped).
 
     Example:
         >>> update_writes({"a": 1, "zz": 2}, ["a"])
         [('a', 1)]
     """
-    known = set(keys)
     if value is None:
         return []
+    known = keys if isinstance(keys, frozenset | set) else set(keys)
     if isinstance(value, dict):
         return [(k, v) for k, v in value.items() if k in known]
     if isinstance(value, Command):

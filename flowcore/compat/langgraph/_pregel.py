@@ -140,6 +140,8 @@ class CompiledStateGraph:
         # Streams and snapshots show every state key, private ones included;
         # invoke() returns the output schema's keys.
         self.stream_keys: list[str] = list(self.state_keys)
+        self.state_key_set = frozenset(self.state_keys)
+        self.input_key_set = frozenset(self.input_keys)
         makers = self._channel_makers
         roles = self._roles
         makers[START] = functools.partial(EphemeralValue, START)
