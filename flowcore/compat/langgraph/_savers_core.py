@@ -42,6 +42,7 @@ Where this differs from LangGraph's savers, and why:
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import heapq
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -86,6 +87,8 @@ def _configurable(config: Mapping[str, Any] | None, what: str) -> Mapping[str, A
     return conf
 
 
+# Every put and put_writes names its thread; a run names the same one each superstep.
+@functools.lru_cache(maxsize=1024)
 def _thread_key(thread_id: str, ns: str) -> str:
     return f"{_thread_prefix(thread_id)}{quote(ns, safe='')}"
 
