@@ -6,6 +6,7 @@ behaviour against LangGraph itself.
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from typing import Annotated, Any, TypedDict
 
@@ -112,3 +113,33 @@ def test_a_router_sees_the_nodes_own_update_and_may_return_end() -> None:
     graph.add_conditional_edges("inc", lambda s: "inc" if s["n"] < 3 else END)
 
     assert graph.compile().invoke({"n": 0}) == {"n": 3, "log": []}
+
+
+@pytest.mark.parametrize("max_concurrency", [None, 3])
+async def test_a_failing_node_cancels_the_nodes_running_beside_it(
+    max_concurrency: int | None,
+) -> None:
+    seen: list[str] = []
+
+    async def slow(state: State) -> dict[str, Any]:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            seen.append("slow cancelled")
+            raise
+        return {"log": ["slow"]}
+
+    async def fail(state: State) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        raise ValueError("boom")
+
+    graph = StateGraph(State)
+    graph.add_node("slow", slow).add_node("fail", fail).add_node("after", logger("after"))
+    graph.add_edge(START, "slow").add_edge(START, "fail")
+    graph.add_edge("slow", "after").add_edge("fail", "after")
+    config: dict[str, Any] = {}
+    if max_concurrency is not None:
+        config["max_concurrency"] = max_concurrency
+    with pytest.raises(ValueError, match="boom"):
+        await asyncio.wait_for(graph.compile().ainvoke({"n": 0}, config), 10)
+    assert seen == ["slow cancelled"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import operator
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -56,6 +57,7 @@ _SPECIAL = frozenset({INTERRUPT, RESUME, ERROR, NO_WRITES})
 _TASK_MODES = frozenset({"debug", "tasks"})
 _CHECKPOINT_MODES = frozenset({"debug", "checkpoints"})
 _NO_VERSIONS: Mapping[str, Any] = {}
+_SORT_KEY = operator.attrgetter("sort_key")
 
 Sink = Callable[[tuple[str, ...], str, Any], None]
 
@@ -481,6 +483,8 @@ class Run:
         versions_seen = self.checkpoint["versions_seen"]
         triggers = graph.triggers
         steps = (self.step, self.stop)
+        # Tasks of one superstep read the same state: read it once per input schema.
+        reads: dict[int, Any] = {}
         for name in candidates:
             seen = versions_seen.get(name, _NO_VERSIONS)
             for chan in triggers[name]:
@@ -493,7 +497,7 @@ class Run:
                     None,
                     name,
                     (PULL, name),
-                    graph.read_input(name, channels, steps) if for_execution else None,
+                    graph.read_input(name, channels, steps, reads) if for_execution else None,
                     tuple(triggers[name]),
                     id_from=id_from,
                 )
@@ -505,7 +509,7 @@ class Run:
     ) -> set[str]:
         """Fold the writes of a superstep into the channels, in task-path order."""
         ckpt = self.checkpoint
-        ordered = list(tasks) if len(tasks) < 2 else sorted(tasks, key=lambda t: t.sort_key)
+        ordered = list(tasks) if len(tasks) < 2 else sorted(tasks, key=_SORT_KEY)
         bump = bool(ordered)
         for task in ordered:
             seen = ckpt["versions_seen"].setdefault(task.name, {})
@@ -624,22 +628,21 @@ class Run:
                 self.interrupts.extend(task.interrupts)
                 raise GraphInterrupt(tuple(task.interrupts))
             return
-        limit = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
         failure: list[BaseException] = []
+        running: list[asyncio.Task[None]] = []
+        group = (failure, running)
+        loop = asyncio.get_running_loop()
+        if self.max_concurrency:
+            limit = asyncio.Semaphore(self.max_concurrency)
 
-        async def one(task: Task) -> None:
-            if limit is not None:
+            async def one(task: Task) -> None:
                 async with limit:
-                    await self._run_task(task)
-            else:
-                await self._run_task(task)
-            if task.error is not None and not failure:
-                failure.append(task.error)
-                for other in running:
-                    if other is not asyncio.current_task():
-                        other.cancel()
+                    await self._run_task(task, group)
 
-        running = [asyncio.ensure_future(one(t)) for t in todo]
+            running.extend([loop.create_task(one(t)) for t in todo])
+        else:
+            # No wrapper coroutine per task: _run_task itself stops the others on a failure.
+            running.extend([loop.create_task(self._run_task(t, group)) for t in todo])
         await asyncio.gather(*running, return_exceptions=True)
         if failure:
             raise failure[0]
@@ -648,7 +651,8 @@ class Run:
             self.interrupts.extend(interrupted)
             raise GraphInterrupt(tuple(interrupted))
 
-    async def _run_task(self, task: Task) -> None:
+    async def _run_task(self, task: Task, group: _Group | None = None) -> None:
+        """Run one task; in a ``group``, its failure cancels the group's other tasks."""
         node = self.graph.nodes.get(task.name)
         scope = TaskScope(
             self,
@@ -679,6 +683,7 @@ class Run:
                 task.error = InvalidUpdateError("There is no parent graph")
             else:
                 task.error = exc
+            _stop_group(task, group)
             return
         except asyncio.CancelledError:
             task.error = task.error or asyncio.CancelledError()
@@ -688,6 +693,7 @@ class Run:
             await self._put_writes(task, [(ERROR, repr(exc))])
             self.pending.append((task.id, ERROR, repr(exc)))
             self._task_result(task, error=repr(exc))
+            _stop_group(task, group)
             return
         finally:
             set_scope(None)
@@ -877,6 +883,23 @@ class Run:
                         await self.saver.aput_writes(
                             self.saved_config, encoded, task.id, _path_key(task.path)
                         )
+
+
+_Group = tuple[list[BaseException], list["asyncio.Task[None]"]]
+"""The tasks of one superstep running together, and the first failure among them."""
+
+
+def _stop_group(task: Task, group: _Group | None) -> None:
+    """The first task of a group to fail cancels the others."""
+    if group is None or task.error is None:
+        return
+    failure, running = group
+    if not failure:
+        failure.append(task.error)
+        current = asyncio.current_task()
+        for other in running:
+            if other is not current:
+                other.cancel()
 
 
 class _Multi(list[Any]):

@@ -259,27 +259,49 @@ class CompiledStateGraph:
         schema = spec.input_schema if spec is not None else self.builder.state_schema
         return self.infos.get(schema) or SchemaInfo(schema)
 
-    def _read(
+    def _values(
         self,
         info: SchemaInfo,
         channels: Mapping[str, Channel],
         steps: tuple[int, int] | None = None,
-    ) -> Any:
+    ) -> dict[str, Any]:
         values = {
             k: channels[k].get() for k in info.keys if k in channels and channels[k].is_available()
         }
         if steps is not None:
             for key, managed in info.managed.items():
                 values[key] = managed.compute(*steps)
-        return info.coerce(values)
+        return values
+
+    def _read(
+        self,
+        info: SchemaInfo,
+        channels: Mapping[str, Channel],
+        steps: tuple[int, int] | None = None,
+    ) -> Any:
+        return info.coerce(self._values(info, channels, steps))
 
     def read_input(
-        self, node: str, channels: Mapping[str, Channel], steps: tuple[int, int] | None = None
+        self,
+        node: str,
+        channels: Mapping[str, Channel],
+        steps: tuple[int, int] | None = None,
+        reads: dict[int, Any] | None = None,
     ) -> Any:
-        """What node ``node`` receives: the state as its input schema (``steps``: step, stop)."""
+        """What node ``node`` receives: the state as its input schema (``steps``: step, stop).
+
+        ``reads`` keeps what was read per schema, for several nodes reading the same
+        unchanged channels; each node still gets its own dict (or object).
+        """
         if node == START:
             return channels[START].get()
-        return self._read(self._schema_of(node), channels, steps)
+        info = self._schema_of(node)
+        if reads is None:
+            return self._read(info, channels, steps)
+        read = reads.get(id(info))
+        if read is None or read[0] is not info:
+            read = reads[id(info)] = (info, self._values(info, channels, steps))
+        return info.coerce(dict(read[1]))
 
     def read_output(
         self, channels: Mapping[str, Channel], keys: Sequence[str] | None = None
