@@ -742,7 +742,11 @@ class Run:
             if "messages" in self.wants:
                 self.emit("messages_seen", task.input)
 
-            if spec.retry is None and not hasattr(action, "_arun_subgraph"):
+            direct = graph.direct_call(task.name)
+            if direct is not None:
+                scope.calls = 0
+                result = await direct(task.input)
+            elif spec.retry is None and not hasattr(action, "_arun_subgraph"):
                 # Nothing to retry and no subgraph: the plain call, without the wrappers.
                 scope.calls = 0
                 result = await call_with_config(

@@ -81,6 +81,10 @@ class _Topic(Channel):
         self.value = [Send(s["node"], s["arg"]) for s in stored] if stored else MISSING
 
 
+_UNKNOWN: Any = object()
+_INJECTED = frozenset({"config", "writer"})
+"""The keyword arguments a node may ask for (see call_with_config)."""
+
 _ONE_STEP = (True, False)
 _FINISHABLE = (False, True)
 _PLAIN = (False, False)
@@ -196,6 +200,7 @@ class CompiledStateGraph:
         self.ephemeral_channels = frozenset(n for n, role in roles.items() if role[0])
         self.finishable_channels = tuple(n for n, role in roles.items() if role[1])
         self._param_names: dict[Any, tuple[frozenset[str], bool]] = {}
+        self._direct: dict[str, Any] = {}
 
     def _add_state_key(self, info: SchemaInfo, key: str) -> None:
         made = info.channel(key)
@@ -358,6 +363,23 @@ class CompiledStateGraph:
         if shape is None:
             shape = self._param_names[func] = describe_callable(func)
         return shape
+
+    def direct_call(self, name: str) -> Any:
+        """Node ``name``'s function when running it is just ``await fn(state)``, else None.
+
+        That is a coroutine function that asks for neither ``config`` nor ``writer``, has
+        no retry policy and is not a compiled graph (worked out once per node).
+        """
+        known = self._direct.get(name, _UNKNOWN)
+        if known is _UNKNOWN:
+            spec = self.nodes[name]
+            known = None
+            if spec.retry is None and not hasattr(spec.action, "_arun_subgraph"):
+                names, is_async = self.call_shape(spec.action)
+                if is_async and not names & _INJECTED:
+                    known = spec.action
+            self._direct[name] = known
+        return known
 
     def is_subgraph_node(self, name: str) -> bool:
         """Whether node ``name`` runs a compiled graph."""
