@@ -509,29 +509,39 @@ class Run:
     ) -> set[str]:
         """Fold the writes of a superstep into the channels, in task-path order."""
         ckpt = self.checkpoint
+        channels = self.channels
         ordered = list(tasks) if len(tasks) < 2 else sorted(tasks, key=_SORT_KEY)
         bump = bool(ordered)
-        for task in ordered:
-            seen = ckpt["versions_seen"].setdefault(task.name, {})
-            for chan in task.triggers:
-                if chan in ckpt["channel_versions"]:
-                    seen[chan] = ckpt["channel_versions"][chan]
         versions = ckpt["channel_versions"]
-        nxt = _next_version(self.top_version)
+        versions_seen = ckpt["versions_seen"]
+        for task in ordered:
+            seen = versions_seen.setdefault(task.name, {})
+            for chan in task.triggers:
+                if chan in versions:
+                    seen[chan] = versions[chan]
+        top = self.top_version
+        nxt = top + 1 if type(top) is int else _next_version(top)
         changed: set[str] = set()
-        for chan in {c for t in ordered for c in t.triggers if c in self.channels}:
-            if self.channels[chan].consume():
+        consumed = (
+            ordered[0].triggers if len(ordered) == 1 else {c for t in ordered for c in t.triggers}
+        )
+        for chan in consumed:
+            channel = channels.get(chan)
+            if channel is not None and channel.consume():
                 versions[chan] = nxt
                 changed.add(chan)
         grouped: dict[str, list[Any]] = {}
         for task in ordered:
             for chan, value in task.writes:
-                if chan in _SPECIAL:
+                if chan in _SPECIAL or chan not in channels:
                     continue
-                if chan in self.channels:
-                    grouped.setdefault(chan, []).append(value)
+                found = grouped.get(chan)
+                if found is None:
+                    grouped[chan] = [value]
+                else:
+                    found.append(value)
         for chan, value in extra:
-            if chan in self.channels:
+            if chan in channels:
                 grouped.setdefault(chan, []).append(value)
         updated: set[str] = set()
         ephemeral = self.graph.ephemeral_channels

@@ -353,8 +353,13 @@ class CompiledStateGraph:
     def nodes_triggered_by(self, channels: set[str]) -> list[str]:
         """The nodes one of whose triggers is in ``channels``, in declaration order."""
         found: set[str] = set()
+        woken = self._trigger_to_nodes
         for chan in channels:
-            found.update(self._trigger_to_nodes.get(chan, ()))
+            nodes = woken.get(chan)
+            if nodes is not None:
+                found.update(nodes)
+        if len(found) < 2:
+            return list(found)
         return sorted(found, key=self._node_rank.__getitem__)
 
     def call_shape(self, func: Any) -> tuple[frozenset[str], bool]:
