@@ -39,6 +39,8 @@ from flowcore.compat.langgraph._node import (
     target_writes,
     update_writes,
 )
+from flowcore.compat.langgraph._savers_core import SaveBatch
+from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._types import START, Command, Interrupt
 
 if TYPE_CHECKING:
@@ -275,6 +277,9 @@ class Run:
         self.top_version: Any = None
         self.output_keys: list[str] = list(graph.stream_keys)
         self.saved_versions: dict[str, Any] = {}
+        # Under durability "async" saves are queued (see SaveBatch), opened at the first save.
+        self.batch: SaveBatch | None = None
+        self.batch_asked = False
 
     def emit(self, mode: str, chunk: Any) -> None:
         """Hand one stream chunk (or internal event) to whoever runs this graph."""
@@ -364,7 +369,9 @@ class Run:
         self.checkpoint["ts"] = datetime.now(UTC).isoformat()
         self.checkpoint["updated_channels"] = sorted(self.updated)
         changed = {k: v for k, v in versions.items() if self.saved_versions.get(k) != v}
-        new_config = await self.saver.aput(
+        batch = self._batch()
+        put = self.saver.aput if batch is None else batch.put
+        new_config = await put(
             base, _copy_checkpoint(self.checkpoint), dict(self.metadata), changed
         )
         self.parent_config = self.saved_config
@@ -376,7 +383,22 @@ class Run:
         if self.saver is None or self.saved_config is None or self.durability == "exit":
             return
         encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
-        await self.saver.aput_writes(self.saved_config, encoded, task.id, _path_key(task.path))
+        batch = self._batch()
+        put_writes = self.saver.aput_writes if batch is None else batch.put_writes
+        await put_writes(self.saved_config, encoded, task.id, _path_key(task.path))
+
+    def _batch(self) -> SaveBatch | None:
+        if not self.batch_asked:
+            self.batch_asked = True
+            if self.durability == "async" and isinstance(self.saver, SaverShell):
+                self.batch = self.saver._open_batch()
+        return self.batch
+
+    async def _close_batch(self) -> None:
+        """Wait for the queued saves: a run returns, pauses or fails only once they are stored."""
+        if self.batch is not None:
+            batch, self.batch = self.batch, None
+            await batch.close()
 
     # ------------------------------------------------------------------ input
     async def first(self) -> None:
@@ -853,7 +875,11 @@ class Run:
     async def execute(self) -> None:
         """Run to the end, a pause, or an error (which propagates)."""
         await self.load()
-        await self.first()
+        try:
+            await self.first()
+        except BaseException:
+            await self._close_batch()
+            raise
         try:
             while await self.tick():
                 await self.run_tasks()
@@ -885,6 +911,7 @@ class Run:
             )
 
     async def _exit(self) -> None:
+        await self._close_batch()
         if self.saver is not None and self.durability == "exit" and self.dirty:
             await self._save()
             if self.pending:

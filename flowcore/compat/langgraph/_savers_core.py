@@ -41,6 +41,7 @@ Where this differs from LangGraph's savers, and why:
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import functools
 import heapq
@@ -50,11 +51,19 @@ from dataclasses import replace as dc_replace
 from typing import Any, NamedTuple
 from urllib.parse import quote, unquote
 
-from flowcore.checkpoint import Checkpoint, MaintainableCheckpointer, PendingWrite
+from flowcore.checkpoint import (
+    BatchCheckpointer,
+    Checkpoint,
+    MaintainableCheckpointer,
+    PendingWrite,
+    StoreItem,
+    WriteAt,
+)
 from flowcore.compat.langgraph._savers import WRITES_IDX_MAP, CheckpointTuple, RunnableConfig
 from flowcore.errors import CheckpointError, CheckpointNotFoundError, InvalidInputError
+from flowcore.scheduler.persistence import MAX_QUEUED_ITEMS
 
-__all__ = ["SaverCore", "merged_metadata"]
+__all__ = ["SaveBatch", "SaverCore", "merged_metadata"]
 
 _PREFIX = "langgraph/"
 _CHANNELS = "channels"
@@ -214,6 +223,75 @@ def _flatten(writes: Iterable[PendingWrite]) -> list[tuple[str, str, Any]]:
     return [(f.task_id, f.channel, f.value) for f in flat]
 
 
+def _record(
+    key: str,
+    config: RunnableConfig,
+    checkpoint: Mapping[str, Any],
+    metadata: Mapping[str, Any],
+    new_versions: Mapping[str, Any],
+    parent_id: str | None,
+    stored_parent: str | None,
+    parent_versions: Mapping[str, Any],
+    parent_blobs: Mapping[str, str],
+) -> tuple[Checkpoint, dict[str, str]]:
+    """The flowcore record of a LangGraph checkpoint, and its ``blob_at``."""
+    cid = str(checkpoint["id"])
+    versions = checkpoint.get("channel_versions") or {}
+    delta: dict[str, Any] = {}
+    blob_at: dict[str, str] = {}
+    for channel, value in (checkpoint.get("channel_values") or {}).items():
+        version = versions.get(channel)
+        unchanged = (
+            channel not in new_versions
+            and version is not None
+            and parent_versions.get(channel) == version
+            and channel in parent_blobs
+        )
+        if unchanged:
+            blob_at[channel] = parent_blobs[channel]
+        else:
+            delta[channel] = value
+            blob_at[channel] = cid
+    step = metadata.get("step")
+    record = Checkpoint(
+        thread_id=key,
+        checkpoint_id=cid,
+        parent_id=stored_parent,
+        step=step if isinstance(step, int) and not isinstance(step, bool) else 0,
+        created_at=_created_at(checkpoint),
+        writes=(((_CHANNELS, delta),),) if delta else (),
+        cursor={
+            "checkpoint": {k: v for k, v in checkpoint.items() if k != "channel_values"},
+            "parent": parent_id,
+            "blob_at": blob_at,
+        },
+        metadata=merged_metadata(config, metadata),
+    )
+    return record, blob_at
+
+
+def _merged_writes(
+    entries: dict[int, dict[str, Any]], writes: Sequence[tuple[str, Any]], task_path: str
+) -> bool:
+    """Add a task's new ``writes`` to its stored ``entries``; whether any changed."""
+    changed = False
+    for position, (channel, value) in enumerate(writes):
+        idx = WRITES_IDX_MAP.get(channel, position)
+        if idx >= 0 and idx in entries:
+            continue  # a regular write is saved once: the first one stays
+        entries[idx] = {"idx": idx, "channel": channel, "path": task_path, "value": value}
+        changed = True
+    return changed
+
+
+def _stored_entries(saved: Iterable[PendingWrite], task_id: str) -> dict[int, dict[str, Any]]:
+    entries: dict[int, dict[str, Any]] = {}
+    for w in saved:
+        if w.node == task_id:
+            entries = {int(e["idx"]): dict(e) for e in w.payload.get("writes", ())}
+    return entries
+
+
 # ---------------------------------------------------------------------- the core
 
 
@@ -236,11 +314,15 @@ class SaverCore:
         # put (decoding it costs more than the rest of put) and for reading a new
         # checkpoint's writes (there are none until this core stores some).
         self._latest: dict[str, _Latest] | None = {} if sole_writer else None
+        # Bumped by maintenance: what a batch remembers of the store may be stale.
+        self.generation = 0
+        self.batches: set[SaveBatch] = set()
 
     # ------------------------------------------------------------------ reading
 
     async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the latest of its thread and namespace."""
+        await self._settle()
         conf = _configurable(config, "get_tuple")
         thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")
         wanted = conf.get("checkpoint_id") or None
@@ -259,6 +341,7 @@ class SaverCore:
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Checkpoints matching ``config``, ``filter`` and ``before``, newest first."""
+        await self._settle()
         if config is None:
             keys = await self.store.threads(_PREFIX)
             wanted = None
@@ -362,6 +445,7 @@ class SaverCore:
         new_versions: Mapping[str, Any],
     ) -> RunnableConfig:
         """Store ``checkpoint`` as the child of the checkpoint ``config`` names."""
+        await self._settle(writing=True)
         conf = _configurable(config, "put")
         thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")
         key = _thread_key(thread_id, ns)
@@ -382,36 +466,16 @@ class SaverCore:
                 if parent is not None:
                     stored_parent = parent.checkpoint_id
                     parent_versions, parent_blobs = _versions(parent), _blob_at(parent)
-        versions = checkpoint.get("channel_versions") or {}
-        delta: dict[str, Any] = {}
-        blob_at: dict[str, str] = {}
-        for channel, value in (checkpoint.get("channel_values") or {}).items():
-            version = versions.get(channel)
-            unchanged = (
-                channel not in new_versions
-                and version is not None
-                and parent_versions.get(channel) == version
-                and channel in parent_blobs
-            )
-            if unchanged:
-                blob_at[channel] = parent_blobs[channel]
-            else:
-                delta[channel] = value
-                blob_at[channel] = cid
-        step = metadata.get("step")
-        record = Checkpoint(
-            thread_id=key,
-            checkpoint_id=cid,
-            parent_id=stored_parent,
-            step=step if isinstance(step, int) and not isinstance(step, bool) else 0,
-            created_at=_created_at(checkpoint),
-            writes=(((_CHANNELS, delta),),) if delta else (),
-            cursor={
-                "checkpoint": {k: v for k, v in checkpoint.items() if k != "channel_values"},
-                "parent": parent_id,
-                "blob_at": blob_at,
-            },
-            metadata=merged_metadata(config, metadata),
+        record, blob_at = _record(
+            key,
+            config,
+            checkpoint,
+            metadata,
+            new_versions,
+            parent_id,
+            stored_parent,
+            parent_versions,
+            parent_blobs,
         )
         if self._latest is not None:
             self._latest.pop(key, None)
@@ -421,6 +485,7 @@ class SaverCore:
             # Someone removed the parent from the store itself: read everything from it.
             self._forget()
             return await self.put(config, checkpoint, metadata, new_versions)
+        versions = checkpoint.get("channel_versions") or {}
         if self._latest is not None and fresh and _round_trips(versions):
             self._remember(key, _Latest(cid, dict(versions), blob_at))
         return _config(thread_id, ns, cid)
@@ -433,8 +498,23 @@ class SaverCore:
 
     def _forget(self) -> None:
         """Maintenance changes stored checkpoints: read them from the store again."""
+        self.generation += 1
         if self._latest is not None:
             self._latest.clear()
+
+    async def _settle(self, *, writing: bool = False) -> None:
+        """Let the batches of running runs reach the store before this operation.
+
+        Every operation starts here, so it reads what those runs saved so far
+        and comes after it in the store. No batch: nothing is awaited (an
+        ``InMemorySaver`` relies on its operations never suspending).
+        """
+        if self.batches:
+            for batch in list(self.batches):
+                await batch.flush()
+            if writing:
+                # A write beside a batch may touch what the batch remembers.
+                self.generation += 1
 
     async def _store_checkpoint(self, record: Checkpoint, *, remembered: bool = False) -> bool:
         """Store ``record``; False when it replaced a checkpoint (whose writes stay)."""
@@ -462,6 +542,7 @@ class SaverCore:
         task_path: str = "",
     ) -> None:
         """Store a task's writes against the checkpoint ``config`` names."""
+        await self._settle(writing=True)
         conf = _configurable(config, "put_writes")
         cid = conf.get("checkpoint_id")
         if not cid:
@@ -475,18 +556,8 @@ class SaverCore:
             latest = None
         entries: dict[int, dict[str, Any]] = {}
         if latest is None or task_id in latest.written:
-            saved = await self.store.get_writes(key, str(cid))
-            for w in saved:
-                if w.node == task_id:
-                    entries = {int(e["idx"]): dict(e) for e in w.payload.get("writes", ())}
-        changed = False
-        for position, (channel, value) in enumerate(writes):
-            idx = WRITES_IDX_MAP.get(channel, position)
-            if idx >= 0 and idx in entries:
-                continue  # a regular write is saved once: the first one stays
-            entries[idx] = {"idx": idx, "channel": channel, "path": task_path, "value": value}
-            changed = True
-        if changed:
+            entries = _stored_entries(await self.store.get_writes(key, str(cid)), task_id)
+        if _merged_writes(entries, writes, task_path):
             payload = {"writes": [entries[i] for i in sorted(entries)]}
             await self.store.put_write(key, str(cid), PendingWrite(task_id, payload))
             if latest is not None:
@@ -496,12 +567,14 @@ class SaverCore:
 
     async def delete_thread(self, thread_id: str) -> None:
         """Remove every checkpoint and write of a thread, in every namespace."""
+        await self._settle()
         self._forget()
         for key in await self.store.threads(_thread_prefix(str(thread_id))):
             await self.store.delete_thread(key)
 
     async def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint and write of a thread to a new thread, keeping the ids."""
+        await self._settle()
         self._forget()
         sources = await self.store.threads(_thread_prefix(str(source_thread_id)))
         if await self.store.threads(_thread_prefix(str(target_thread_id))):
@@ -518,6 +591,7 @@ class SaverCore:
 
     async def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep only the latest checkpoint per namespace (``keep_latest``) or none (``delete``)."""
+        await self._settle()
         self._forget()
         if strategy not in ("keep_latest", "delete"):
             raise InvalidInputError(
@@ -536,6 +610,7 @@ class SaverCore:
 
     async def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Remove the checkpoints (and their writes) whose metadata names one of ``run_ids``."""
+        await self._settle()
         self._forget()
         runs = {str(r) for r in run_ids}
         if not runs:
@@ -578,6 +653,213 @@ class SaverCore:
             writes=(((_CHANNELS, delta),),) if delta else (),
             cursor={**(cp.cursor or {}), "blob_at": blob_at},
         )
+
+
+# ---------------------------------------------------------------------- batched saving
+
+
+class _Built:
+    """A checkpoint a batch built, as the batch's next put and put_writes read it back."""
+
+    __slots__ = ("blob_at", "checkpoint_id", "entries", "generation", "versions")
+
+    def __init__(
+        self, checkpoint_id: str, versions: Mapping[str, Any], blob_at: dict[str, str], gen: int
+    ) -> None:
+        self.checkpoint_id = checkpoint_id
+        self.versions = versions
+        self.blob_at = blob_at
+        self.generation = gen
+        # Per task: the write entries queued against this checkpoint so far.
+        self.entries: dict[str, dict[int, dict[str, Any]]] = {}
+
+
+class SaveBatch:
+    """One run's saves under LangGraph's ``durability="async"``: queued, stored in batches.
+
+    ``put`` and ``put_writes`` build the same records :class:`SaverCore`
+    stores, but take the parent and the task's earlier writes from what this
+    batch built last instead of reading the store, and queue the records; a
+    background task hands what queued up while the store was busy to
+    ``put_many`` (one transaction on SQLite). So a run waits for neither its
+    store's reads nor its commits. When the batch did not build what it needs
+    (the run's first checkpoint, writes against a loaded one, maintenance in
+    between) it lets the queue reach the store and reads from it, as
+    ``SaverCore`` does. Every ``SaverCore`` operation first waits for the
+    queues of the open batches, so nothing reads around them.
+
+    A failed store write is raised by the next ``put``, ``put_writes`` or
+    :meth:`close`; what was queued before it is stored, what came after is not.
+
+    Example:
+        >>> # batch = SaveBatch(core); config = await batch.put(...); await batch.close()
+    """
+
+    def __init__(self, core: SaverCore) -> None:
+        self.core = core
+        self._built: dict[str, _Built] = {}
+        self._queued: list[StoreItem] = []
+        self._worker: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+        core.batches.add(self)
+
+    def _remembered(self, key: str, checkpoint_id: str) -> _Built | None:
+        built = self._built.get(key)
+        if (
+            built is None
+            or built.checkpoint_id != checkpoint_id
+            or built.generation != self.core.generation
+        ):
+            return None
+        return built
+
+    async def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> RunnableConfig:
+        """Queue ``checkpoint`` as the child of the checkpoint ``config`` names; its config."""
+        self._raise_failure()
+        conf = _configurable(config, "put")
+        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")
+        key = _thread_key(thread_id, ns)
+        cid = str(checkpoint["id"])
+        parent_id = conf.get("checkpoint_id") or None
+        parent_id = None if parent_id is None else str(parent_id)
+        store = self.core.store
+        if parent_id == cid or self._built.get(key, _NOT_BUILT).checkpoint_id == cid:
+            # Saved again under the same id: the store decides, as for a single put.
+            await self.flush()
+            self._raise_failure()
+            self._built.pop(key, None)
+            return await self.core.put(config, checkpoint, metadata, new_versions)
+        stored_parent: str | None = None
+        parent_versions: Mapping[str, Any] = {}
+        parent_blobs: Mapping[str, str] = {}
+        if parent_id is not None:
+            built = self._remembered(key, parent_id)
+            if built is not None:
+                stored_parent = parent_id
+                parent_versions, parent_blobs = built.versions, built.blob_at
+            else:
+                await self.flush()
+                self._raise_failure()
+                parent = await store.get(key, parent_id)
+                if parent is not None:
+                    stored_parent = parent.checkpoint_id
+                    parent_versions, parent_blobs = _versions(parent), _blob_at(parent)
+        record, blob_at = _record(
+            key,
+            config,
+            checkpoint,
+            metadata,
+            new_versions,
+            parent_id,
+            stored_parent,
+            parent_versions,
+            parent_blobs,
+        )
+        versions = checkpoint.get("channel_versions") or {}
+        if _round_trips(versions):
+            self._built[key] = _Built(cid, dict(versions), blob_at, self.core.generation)
+        else:
+            # The next put compares versions as a single put reads them back from the store.
+            self._built.pop(key, None)
+        await self._enqueue(record)
+        return _config(thread_id, ns, cid)
+
+    async def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Queue a task's writes against the checkpoint ``config`` names."""
+        self._raise_failure()
+        conf = _configurable(config, "put_writes")
+        cid = conf.get("checkpoint_id")
+        if not cid:
+            raise InvalidInputError(
+                "put_writes needs config['configurable']['checkpoint_id'], the checkpoint "
+                "the writes belong to; pass the config put() returned"
+            )
+        cid = str(cid)
+        key = _thread_key(str(conf["thread_id"]), str(conf.get("checkpoint_ns") or ""))
+        built = self._remembered(key, cid)
+        if built is not None:
+            entries = dict(built.entries.get(task_id, {}))
+        else:
+            await self.flush()
+            self._raise_failure()
+            entries = _stored_entries(await self.core.store.get_writes(key, cid), task_id)
+        if _merged_writes(entries, writes, task_path):
+            if built is not None:
+                built.entries[task_id] = entries
+            payload = {"writes": [entries[i] for i in sorted(entries)]}
+            await self._enqueue(WriteAt(key, cid, PendingWrite(task_id, payload)))
+
+    async def flush(self) -> None:
+        """Wait until everything queued so far was handed to the store (failures are kept)."""
+        while self._worker is not None and not self._worker.done():
+            await asyncio.shield(self._worker)
+
+    async def close(self) -> None:
+        """Store what is queued, stop batching, and raise a store failure if there was one."""
+        try:
+            await self.flush()
+        finally:
+            self.core.batches.discard(self)
+            self._built.clear()
+        self._raise_failure()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+
+    async def _enqueue(self, item: StoreItem) -> None:
+        self._queued.append(item)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.get_running_loop().create_task(self._drain())
+        elif len(self._queued) >= MAX_QUEUED_ITEMS:
+            # The store is this far behind: let it catch up, so memory stays bounded.
+            await asyncio.shield(self._worker)
+            self._raise_failure()
+
+    async def _drain(self) -> None:
+        store = self.core.store
+        while self._queued:
+            batch, self._queued = self._queued, []
+            if self._failure is not None:
+                continue  # the run learns of the failure; what follows is not stored
+            try:
+                if not isinstance(store, BatchCheckpointer):
+                    raise _OneByOne
+                await store.put_many(batch)
+            except Exception:
+                # The batch was stored all or none; one by one, what came before the
+                # failing item is stored and the failure is the one a single save raises.
+                try:
+                    for item in batch:
+                        await self._store_one(item)
+                except Exception as exc:
+                    self._failure = exc
+
+    async def _store_one(self, item: StoreItem) -> None:
+        if isinstance(item, WriteAt):
+            await self.core.store.put_write(item.thread_id, item.checkpoint_id, item.write)
+        else:
+            await self.core._store_checkpoint(item)
+
+
+class _OneByOne(Exception):
+    """The store has no ``put_many``."""
+
+
+_NOT_BUILT = _Built("", {}, {}, -1)
 
 
 async def _newest_first(

@@ -21,7 +21,7 @@ from flowcore.compat.langgraph._savers import (
     RunnableConfig,
     next_version,
 )
-from flowcore.compat.langgraph._savers_core import SaverCore
+from flowcore.compat.langgraph._savers_core import SaveBatch, SaverCore
 
 __all__ = ["Listing", "Operation", "SaverShell", "SaverShellWithSyncMaintenance"]
 
@@ -72,6 +72,15 @@ class SaverShell(BaseCheckpointSaver[str]):
     def _iter_async(self, listing: Listing) -> AsyncIterator[CheckpointTuple]:
         """The items of ``listing``, for async code."""
         raise NotImplementedError
+
+    def _open_batch(self) -> SaveBatch | None:
+        """A :class:`SaveBatch` for one run's ``durability="async"`` saves, or None.
+
+        None (the default) keeps every save a call of :meth:`aput` or
+        :meth:`aput_writes`; a shell whose operations run on the caller's event
+        loop may batch them instead.
+        """
+        return None
 
     # ------------------------------------------------------------------ sync API
 

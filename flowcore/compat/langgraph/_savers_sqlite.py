@@ -25,7 +25,7 @@ import aiosqlite
 
 from flowcore.checkpoint import Serializer, SqliteCheckpointer
 from flowcore.compat.langgraph._savers import CheckpointTuple
-from flowcore.compat.langgraph._savers_core import SaverCore
+from flowcore.compat.langgraph._savers_core import SaveBatch, SaverCore
 from flowcore.compat.langgraph._savers_shell import Listing, Operation, SaverShell
 from flowcore.errors import CheckpointError
 
@@ -192,6 +192,18 @@ class AsyncSqliteSaver(SaverShell):
                 await asyncio.to_thread(shutil.rmtree, tmp, True)
 
     # ------------------------------------------------------------------ how operations run
+
+    def _open_batch(self) -> SaveBatch | None:
+        cls = type(self)
+        # A subclass that changes how saves or operations run must see every save.
+        own = (
+            cls.aput is SaverShell.aput
+            and cls.aput_writes is SaverShell.aput_writes
+            and cls._run_async is AsyncSqliteSaver._run_async
+        )
+        if not own or self._core is None:
+            return None
+        return SaveBatch(self._core)
 
     async def _run_async(self, op: Operation[T]) -> T:
         return await op(await self._ready())
