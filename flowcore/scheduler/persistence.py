@@ -21,16 +21,14 @@ replays at most about one state's worth of writes.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from flowcore.checkpoint.batching import MAX_QUEUED_ITEMS, BatchQueue
 from flowcore.checkpoint.protocol import (
-    BatchCheckpointer,
     Checkpoint,
     Checkpointer,
     PendingWrite,
@@ -57,10 +55,6 @@ Durability = Literal["sync", "async", "exit"]
 
 MAX_DELTAS_PER_SNAPSHOT = 200
 """Checkpoints allowed between two snapshots, whatever their weight."""
-
-
-MAX_QUEUED_ITEMS = 256
-"""Checkpoints and node writes an ``async`` run may have queued for its store."""
 
 
 def new_checkpoint_id() -> str:
@@ -218,14 +212,11 @@ class CheckpointWriter:
     persisted_id: str | None
     _held: list[Checkpoint] = field(default_factory=list)
     _held_writes: dict[str, PendingWrite] = field(default_factory=dict)
-    _queued: list[StoreItem] = field(default_factory=list)
-    _worker: asyncio.Task[None] | None = None
-    _failure: BaseException | None = None
+    _queue: BatchQueue | None = None
 
     # ------------------------------------------------------------- writing
     async def checkpoint(self, cp: Checkpoint) -> None:
         """Store a new checkpoint (or hold it, in ``exit`` mode)."""
-        self._raise_failure()
         if self.durability == "sync":
             await self.store.put(cp)
             self.persisted_id = cp.checkpoint_id
@@ -233,17 +224,16 @@ class CheckpointWriter:
             self._held.append(cp)
             self._held_writes.clear()
         else:
-            await self._enqueue(cp)
+            await self._batches().add(cp)
 
     async def node_write(self, checkpoint_id: str, write: PendingWrite) -> None:
         """Store one node's write against the checkpoint its superstep started from."""
-        self._raise_failure()
         if self.durability == "sync":
             await self.store.put_write(self.thread_id, checkpoint_id, write)
         elif self.durability == "exit":
             self._held_writes[write.node] = write
         else:
-            await self._enqueue(WriteAt(self.thread_id, checkpoint_id, write))
+            await self._batches().add(WriteAt(self.thread_id, checkpoint_id, write))
 
     async def close(self, head_snapshot: Mapping[str, Any] | None = None) -> None:
         """Store whatever is still held or queued; then stop the background task.
@@ -252,61 +242,26 @@ class CheckpointWriter:
         ``head_snapshot`` (the full state at that checkpoint), with the newest
         stored checkpoint as its parent.
         """
-        try:
-            if self.durability == "exit":
-                await self._flush_held(head_snapshot)
-            elif self._worker is not None:
-                await asyncio.shield(self._worker)
-        finally:
-            if self._worker is not None:
-                # Only left running when close itself was cancelled.
-                self._worker.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._worker
-                self._worker = None
-        self._raise_failure()
+        if self.durability == "exit":
+            await self._flush_held(head_snapshot)
+        elif self._queue is not None:
+            await self._queue.close()
 
     # ------------------------------------------------------------ internals
-    def _raise_failure(self) -> None:
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise failure
+    def _batches(self) -> BatchQueue:
+        if self._queue is None:
+            self._queue = BatchQueue(self.store, self._store_one, self._stored)
+        return self._queue
 
-    async def _enqueue(self, item: StoreItem) -> None:
-        self._queued.append(item)
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.get_running_loop().create_task(self._drain())
-        elif len(self._queued) >= MAX_QUEUED_ITEMS:
-            # The store is this far behind: let it catch up before running on.
-            await asyncio.shield(self._worker)
-            self._raise_failure()
+    async def _store_one(self, item: StoreItem) -> None:
+        if isinstance(item, WriteAt):
+            await self.store.put_write(item.thread_id, item.checkpoint_id, item.write)
+        else:
+            await self.store.put(item)
 
-    async def _drain(self) -> None:
-        """Hand the queue to the store, batch after batch, until it is empty."""
-        while self._queued:
-            batch, self._queued = self._queued, []
-            if self._failure is not None:
-                continue  # the run learns of the failure; what follows is not stored
-            try:
-                if isinstance(self.store, BatchCheckpointer):
-                    await self.store.put_many(batch)
-                else:
-                    for item in batch:
-                        if isinstance(item, WriteAt):
-                            await self.store.put_write(
-                                item.thread_id, item.checkpoint_id, item.write
-                            )
-                        else:
-                            await self.store.put(item)
-                            self.persisted_id = item.checkpoint_id
-            except Exception as exc:
-                # Surfaced to the run at its next checkpoint or at close().
-                self._failure = exc
-                continue
-            for item in reversed(batch):
-                if isinstance(item, Checkpoint):
-                    self.persisted_id = item.checkpoint_id
-                    break
+    def _stored(self, item: StoreItem) -> None:
+        if isinstance(item, Checkpoint):
+            self.persisted_id = item.checkpoint_id
 
     async def _flush_held(self, head_snapshot: Mapping[str, Any] | None) -> None:
         if self._held:

@@ -41,7 +41,6 @@ Where this differs from LangGraph's savers, and why:
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import functools
 import heapq
@@ -52,16 +51,15 @@ from typing import Any, NamedTuple
 from urllib.parse import quote, unquote
 
 from flowcore.checkpoint import (
-    BatchCheckpointer,
     Checkpoint,
     MaintainableCheckpointer,
     PendingWrite,
     StoreItem,
     WriteAt,
 )
+from flowcore.checkpoint.batching import BatchQueue
 from flowcore.compat.langgraph._savers import WRITES_IDX_MAP, CheckpointTuple, RunnableConfig
 from flowcore.errors import CheckpointError, CheckpointNotFoundError, InvalidInputError
-from flowcore.scheduler.persistence import MAX_QUEUED_ITEMS
 
 __all__ = ["SaveBatch", "SaverCore", "merged_metadata"]
 
@@ -698,9 +696,7 @@ class SaveBatch:
     def __init__(self, core: SaverCore) -> None:
         self.core = core
         self._built: dict[str, _Built] = {}
-        self._queued: list[StoreItem] = []
-        self._worker: asyncio.Task[None] | None = None
-        self._failure: BaseException | None = None
+        self._queue = BatchQueue(core.store, self._store_one)
         core.batches.add(self)
 
     def _remembered(self, key: str, checkpoint_id: str) -> _Built | None:
@@ -803,60 +799,27 @@ class SaveBatch:
 
     async def flush(self) -> None:
         """Wait until everything queued so far was handed to the store (failures are kept)."""
-        while self._worker is not None and not self._worker.done():
-            await asyncio.shield(self._worker)
+        await self._queue.flush()
 
     async def close(self) -> None:
         """Store what is queued, stop batching, and raise a store failure if there was one."""
         try:
-            await self.flush()
+            await self._queue.close()
         finally:
             self.core.batches.discard(self)
             self._built.clear()
-        self._raise_failure()
 
     def _raise_failure(self) -> None:
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise failure
+        self._queue.raise_failure()
 
     async def _enqueue(self, item: StoreItem) -> None:
-        self._queued.append(item)
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.get_running_loop().create_task(self._drain())
-        elif len(self._queued) >= MAX_QUEUED_ITEMS:
-            # The store is this far behind: let it catch up, so memory stays bounded.
-            await asyncio.shield(self._worker)
-            self._raise_failure()
-
-    async def _drain(self) -> None:
-        store = self.core.store
-        while self._queued:
-            batch, self._queued = self._queued, []
-            if self._failure is not None:
-                continue  # the run learns of the failure; what follows is not stored
-            try:
-                if not isinstance(store, BatchCheckpointer):
-                    raise _OneByOne
-                await store.put_many(batch)
-            except Exception:
-                # The batch was stored all or none; one by one, what came before the
-                # failing item is stored and the failure is the one a single save raises.
-                try:
-                    for item in batch:
-                        await self._store_one(item)
-                except Exception as exc:
-                    self._failure = exc
+        await self._queue.add(item)
 
     async def _store_one(self, item: StoreItem) -> None:
         if isinstance(item, WriteAt):
             await self.core.store.put_write(item.thread_id, item.checkpoint_id, item.write)
         else:
             await self.core._store_checkpoint(item)
-
-
-class _OneByOne(Exception):
-    """The store has no ``put_many``."""
 
 
 _NOT_BUILT = _Built("", {}, {}, -1)
