@@ -1,0 +1,90 @@
+"""Spec: the in-memory store copies values exactly, by marshal where that is exact.
+
+Values made only of exact builtin types take the marshal path; everything
+else (enums, models, sets, bytearrays, types JSON cannot hold) goes through
+the JSON serializer, so the in-memory store accepts and rejects what SQLite
+does and hands back the same types.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import Any
+
+import pytest
+
+from flowcore.checkpoint import Checkpoint, InMemoryCheckpointer, PendingWrite
+from flowcore.errors import SerializationError
+
+
+class Colour(enum.StrEnum):
+    RED = "red"
+
+
+def _cp(values: dict[str, Any]) -> Checkpoint:
+    snapshot = {"values": values, "outputs": {}}
+    return Checkpoint("t", "c1", None, step=0, created_at=0.0, snapshot=snapshot)
+
+
+async def _round_trip(values: dict[str, Any]) -> dict[str, Any]:
+    store = InMemoryCheckpointer()
+    await store.put(_cp(values))
+    got = await store.get("t")
+    assert got is not None
+    assert got.snapshot is not None
+    return dict(got.snapshot["values"])
+
+
+async def test_builtin_values_come_back_with_their_exact_types() -> None:
+    values = {
+        "pair": (1, ("a", None)),
+        "keys": {7: "int", 2.5: "float", True: "bool", None: "none"},
+        "blob": b"\x00\xff",
+        "big": 2**80,
+        "nested": [{"x": [1, 2.0, "3"]}],
+    }
+    got = await _round_trip(values)
+    assert got == values
+    assert type(got["pair"]) is tuple
+    assert type(got["pair"][1]) is tuple
+    assert type(got["blob"]) is bytes
+
+
+async def test_non_finite_floats_survive() -> None:
+    got = await _round_trip({"nan": math.nan, "inf": -math.inf})
+    assert math.isnan(got["nan"])
+    assert got["inf"] == -math.inf
+
+
+async def test_a_subclass_of_a_builtin_keeps_its_type() -> None:
+    # A str enum passes every isinstance check for str: it must not be copied as one.
+    got = await _round_trip({"colour": Colour.RED, "in_list": [Colour.RED]})
+    assert got["colour"] is Colour.RED
+    assert got["in_list"][0] is Colour.RED
+
+
+async def test_a_bytearray_stays_a_bytearray() -> None:
+    # marshal would hand it back as bytes; the serializer keeps its type.
+    got = await _round_trip({"buffer": bytearray(b"x")})
+    assert type(got["buffer"]) is bytearray
+    assert got["buffer"] == bytearray(b"x")
+
+
+@pytest.mark.parametrize("bad", [1j, Ellipsis], ids=["complex", "ellipsis"])
+async def test_what_marshal_could_copy_but_json_cannot_store_is_rejected(bad: Any) -> None:
+    store = InMemoryCheckpointer()
+    with pytest.raises(SerializationError):
+        await store.put(_cp({"bad": [bad]}))
+    assert await store.get("t") is None
+
+
+async def test_writes_take_the_same_paths() -> None:
+    store = InMemoryCheckpointer()
+    await store.put(_cp({}))
+    update = {"pair": (1, 2), "colour": Colour.RED}
+    await store.put_write("t", "c1", PendingWrite("a", {"update": update}))
+    (write,) = await store.get_writes("t", "c1")
+    assert write.payload == {"update": update}
+    assert type(write.payload["update"]["pair"]) is tuple
+    assert write.payload["update"]["colour"] is Colour.RED
