@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from graphlib import TopologicalSorter
 from typing import NamedTuple, TypeVar
 
 from flowcore.graph.constants import END, START
+from flowcore.graph.sorting import SorterTemplate
 from flowcore.graph.spec import EdgeSpec, RouterSpec
 
 T = TypeVar("T")
@@ -44,6 +46,21 @@ class PassPlan:
     nodes: tuple[str, ...]
     preds: Mapping[str, tuple[str, ...]]
     _ancestors: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
+    _sorters: SorterTemplate | None = field(default=None, compare=False, repr=False)
+
+    def sorter(self) -> TopologicalSorter[str]:
+        """A fresh, prepared ``graphlib`` sorter over this plan (see ``flowcore.graph.sorting``).
+
+        Example:
+            >>> plan = PassPlan(frozenset({"a"}), ("a", "b"), {"a": (), "b": ("a",)})
+            >>> plan.sorter().get_ready()
+            ('a',)
+        """
+        sorters = self._sorters
+        if sorters is None:
+            sorters = SorterTemplate(self.preds)
+            object.__setattr__(self, "_sorters", sorters)
+        return sorters.sorter()
 
     def ancestors(self, node: str) -> frozenset[str]:
         """Every node of this plan with a path to ``node`` (cached per node).

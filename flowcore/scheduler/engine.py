@@ -463,8 +463,7 @@ class RunEngine:
         if restored is None:
             self._pass_base = self.step
         base = self._pass_base
-        sorter: TopologicalSorter[str] = TopologicalSorter(plan.preds)
-        sorter.prepare()
+        sorter = plan.sorter()
         index = self._topo.index
         thread = self._thread
         carried: list[str] = []
@@ -632,9 +631,11 @@ class RunEngine:
         results: list[_Outcome | None] = [None] * len(batch)
         tasks: list[asyncio.Task[None]] = []
         fail_fast = self._fail_fast
+        # Without a concurrency cap, skip the frame that would only check for one.
+        run_node = self._run_node if self._sem is not None else self._run_node_now
 
         async def one(i: int, spec: NodeSpec) -> None:
-            out = await self._run_node(spec, values, level)
+            out = await run_node(spec, values, level)
             results[i] = out
             if out.error is not None and fail_fast:
                 me = asyncio.current_task()
@@ -677,8 +678,7 @@ class RunEngine:
         base = self.step
         start_values = self.values
         index = self._topo.index
-        sorter: TopologicalSorter[str] = TopologicalSorter(plan.preds)
-        sorter.prepare()
+        sorter = plan.sorter()
         done_q: asyncio.Queue[_Outcome] = asyncio.Queue()
         views: dict[str, Mapping[str, Any]] = {}
         updates: dict[str, Mapping[str, Any] | None] = {}
@@ -939,9 +939,17 @@ class RunEngine:
             scope = InterruptScope(name, self._interrupt_key(), self._resumes_for(name))
             token = current_scope().set(scope)
             try:
-                result, out.attempts = await invoke_with_policy(
-                    name, call, retry=spec.retry, timeout=spec.timeout
-                )
+                if spec.retry is None and spec.timeout is None:
+                    # No policy to apply: one attempt, without the policy frames.
+                    try:
+                        result = await call(1)
+                    except Exception as exc:
+                        raise NodeError(node=name, attempts=1, cause=exc) from exc
+                    out.attempts = 1
+                else:
+                    result, out.attempts = await invoke_with_policy(
+                        name, call, retry=spec.retry, timeout=spec.timeout
+                    )
             finally:
                 current_scope().reset(token)
             # Secrets in what a node returns never reach state, events or checkpoints.
