@@ -923,30 +923,26 @@ class RunEngine:
         shape = spec.shape
         try:
             inputs = self._resolve_inputs(spec, values)
-
-            async def call(attempt: int) -> Any:
-                scope.used = 0  # each attempt starts the node over
-                state = schema.view(values)
-                if shape.takes_context:
-                    ctx = self._context(name, level, attempt, inputs, not shape.is_async)
-                    if shape.is_async:
-                        return await spec.func(state, ctx)
-                    return await call_user_function(spec.func, False, state, ctx)
-                if shape.is_async:
-                    return await spec.func(state)
-                return await call_user_function(spec.func, False, state)
-
             scope = InterruptScope(name, self._interrupt_key(), self._resumes_for(name))
             token = current_scope().set(scope)
             try:
                 if spec.retry is None and spec.timeout is None:
                     # No policy to apply: one attempt, without the policy frames.
                     try:
-                        result = await call(1)
+                        if shape.is_async and not shape.takes_context:
+                            # The most common node of all, awaited right here.
+                            result = await spec.func(schema.view(values))
+                        else:
+                            result = await self._call_node(spec, values, level, inputs, 1)
                     except Exception as exc:
                         raise NodeError(node=name, attempts=1, cause=exc) from exc
                     out.attempts = 1
                 else:
+
+                    async def call(attempt: int) -> Any:
+                        scope.used = 0  # each attempt starts the node over
+                        return await self._call_node(spec, values, level, inputs, attempt)
+
                     result, out.attempts = await invoke_with_policy(
                         name, call, retry=spec.retry, timeout=spec.timeout
                     )
@@ -1022,6 +1018,26 @@ class RunEngine:
                     )
                 )
         return out
+
+    async def _call_node(
+        self,
+        spec: NodeSpec,
+        values: Mapping[str, Any],
+        level: int,
+        inputs: Mapping[str, Any],
+        attempt: int,
+    ) -> Any:
+        """One attempt of a node's function, with its context if it asks for one."""
+        shape = spec.shape
+        state = self._schema.view(values)
+        if shape.takes_context:
+            ctx = self._context(spec.name, level, attempt, inputs, not shape.is_async)
+            if shape.is_async:
+                return await spec.func(state, ctx)
+            return await call_user_function(spec.func, False, state, ctx)
+        if shape.is_async:
+            return await spec.func(state)
+        return await call_user_function(spec.func, False, state)
 
     def _interrupt_key(self) -> str:
         thread = self._thread
