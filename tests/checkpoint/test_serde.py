@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import enum
+import json
 import math
 import pathlib
 import uuid
@@ -85,6 +86,26 @@ def test_non_finite_floats_survive(value: float) -> None:
 
 def test_the_bytes_are_plain_compact_json() -> None:
     assert SERDE.dumps({"a": [1, "x"], "b": None}) == b'{"a":[1,"x"],"b":null}'
+
+
+@settings(derandomize=True, database=None, max_examples=200, deadline=None)
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(),
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+        ),
+        max_leaves=20,
+    )
+)
+def test_plain_json_is_what_the_standard_encoder_writes(value: Any) -> None:
+    # Same bytes as json.dumps with compact separators and raw UTF-8.
+    expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    assert SERDE.dumps(value) == expected.encode()
 
 
 class Level(enum.StrEnum):
