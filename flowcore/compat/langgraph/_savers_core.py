@@ -10,14 +10,35 @@ side. A LangGraph checkpoint becomes one flowcore
 
 * ``checkpoint_id`` and ``parent_id``: LangGraph's ids (``parent_id`` only
   while that parent is stored; LangGraph's own parent id stays in the cursor).
-* ``writes``: one group ``[("channels", {channel: value})]`` holding the
-  values of the channels that changed (``new_versions``), i.e. a delta.
+* ``writes``: one group holding what changed since the parent, in up to two
+  entries. ``("channels", {channel: value})``: the whole values of changed
+  channels (``new_versions``). ``("tails", {channel: {"base", "links",
+  "items"}})``: for a list that extends the list stored for it at the
+  parent (same leading items), only the appended ``items``, ``base`` the
+  checkpoint holding the rest, and ``links`` the number of tails since the
+  last whole copy. The list is stored whole again once its tails outnumber
+  the items of that copy, or after ``MAX_TAILS`` (200) tails, so a list
+  that grows by a message per step takes linear space, not quadratic, and
+  reading it replays at most about one list's worth of tails.
 * ``cursor``: the LangGraph checkpoint without its values (``v``, ``id``,
   ``ts``, ``channel_versions``, ``versions_seen``, ...), the parent id, and
-  ``blob_at``: for each channel with a value, the checkpoint whose delta
-  holds it. A channel whose version did not change points where its parent
-  pointed, so a long thread stores each value once, not once per step.
+  ``blob_at``: for each channel with a value, the checkpoint whose record
+  holds it (whole, or its newest tail). A channel whose version did not
+  change points where its parent pointed, so a long thread stores each
+  value once, not once per step.
 * ``metadata``: LangGraph's metadata, merged with the config as LangGraph does.
+
+A value is stored as a tail only when the core knows, without reading the
+store, that the parent's list is a prefix of the new one: per thread (the 64
+used last) it keeps a shadow of each list it stored (see
+:mod:`~flowcore.compat.langgraph._savers_layout`): which checkpoint holds it,
+and a frozen copy of each item, so an item changed in place since is seen
+too. Anything else stores the list whole: a list changed in place,
+reordered, shortened, with an item replaced or removed; the first put of a
+core (a reopened file) or after maintenance; a parent whose ``blob_at`` no
+longer names the checkpoint the shadow describes (another writer). Records
+written before tails existed (``"channels"`` only) read as before; a file
+holding tails needs this version of flowcore to read them.
 
 The pending writes of one task are one flowcore
 :class:`~flowcore.checkpoint.PendingWrite` named by the task id, so the writes
@@ -35,8 +56,9 @@ Where this differs from LangGraph's savers, and why:
   nobody can read); ``copy_thread`` refuses a target that has checkpoints.
 * ``delete_thread``, ``copy_thread`` and ``prune`` take one transaction per
   namespace; ``delete_for_runs`` reads every LangGraph thread. ``prune`` and
-  ``delete_for_runs`` first move the values kept checkpoints read from
-  deleted ones into the kept checkpoints, so no value is lost.
+  ``delete_for_runs`` first store whole, in the kept checkpoints, the values
+  they read from deleted ones (directly or as the base of a tail), so no
+  value is lost.
 """
 
 from __future__ import annotations
@@ -59,12 +81,26 @@ from flowcore.checkpoint import (
 )
 from flowcore.checkpoint.batching import BatchQueue
 from flowcore.compat.langgraph._savers import WRITES_IDX_MAP, CheckpointTuple, RunnableConfig
-from flowcore.errors import CheckpointError, CheckpointNotFoundError, InvalidInputError
+from flowcore.compat.langgraph._savers_layout import (
+    MAX_TAILS,
+    Shadow,
+    channel_versions,
+    full_values,
+    holders,
+    stored_list,
+    tails,
+    write_groups,
+)
+from flowcore.errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    CheckpointStoreError,
+    InvalidInputError,
+)
 
 __all__ = ["SaveBatch", "SaverCore", "merged_metadata"]
 
 _PREFIX = "langgraph/"
-_CHANNELS = "channels"
 _PAGE = 100
 _EXCLUDED_METADATA_KEYS = frozenset(
     {
@@ -154,23 +190,6 @@ def _created_at(checkpoint: Mapping[str, Any]) -> float:
         return time.time()
 
 
-def _delta(cp: Checkpoint | None) -> Mapping[str, Any]:
-    if cp is None or not cp.writes:
-        return {}
-    for node, values in cp.writes[0]:
-        if node == _CHANNELS:
-            return values
-    return {}
-
-
-def _blob_at(cp: Checkpoint) -> Mapping[str, str]:
-    return (cp.cursor or {}).get("blob_at", {})  # type: ignore[no-any-return]
-
-
-def _versions(cp: Checkpoint) -> Mapping[str, Any]:
-    return (cp.cursor or {}).get("checkpoint", {}).get("channel_versions", {})  # type: ignore[no-any-return]
-
-
 class _Latest:
     """The checkpoint this core last stored in a thread, as a later ``put`` reads its parent.
 
@@ -187,6 +206,12 @@ class _Latest:
 
 
 _REMEMBERED_THREADS = 256
+# Shadows hold frozen copies of whole lists: remember fewer threads' worth.
+_SHADOWED_THREADS = 64
+# Longer than any chain of tails this module writes (MAX_TAILS): past it, a chain loops.
+_MAX_CHAIN = 4 * MAX_TAILS
+_MISSING: Any = object()
+_NO_SHADOWS: dict[str, Shadow] = {}
 
 
 class _StaleMemory(Exception):
@@ -231,25 +256,49 @@ def _record(
     stored_parent: str | None,
     parent_versions: Mapping[str, Any],
     parent_blobs: Mapping[str, str],
-) -> tuple[Checkpoint, dict[str, str]]:
-    """The flowcore record of a LangGraph checkpoint, and its ``blob_at``."""
+    shadows: Mapping[str, Shadow],
+) -> tuple[Checkpoint, dict[str, str], dict[str, Shadow]]:
+    """The flowcore record of a LangGraph checkpoint, its ``blob_at``, and its list shadows.
+
+    ``shadows`` are what this core knows of the lists stored for the parent;
+    one counts only while its holder is where the parent's ``blob_at`` points.
+    """
     cid = str(checkpoint["id"])
     versions = checkpoint.get("channel_versions") or {}
-    delta: dict[str, Any] = {}
+    whole: dict[str, Any] = {}
+    tail: dict[str, Any] = {}
     blob_at: dict[str, str] = {}
+    after: dict[str, Shadow] = {}
     for channel, value in (checkpoint.get("channel_values") or {}).items():
+        held = parent_blobs.get(channel)
+        shadow = shadows.get(channel) if shadows else None
+        if shadow is not None and shadow.holder != held:
+            shadow = None
         version = versions.get(channel)
-        unchanged = (
-            channel not in new_versions
+        if (
+            held is not None
+            and channel not in new_versions
             and version is not None
             and parent_versions.get(channel) == version
-            and channel in parent_blobs
-        )
-        if unchanged:
-            blob_at[channel] = parent_blobs[channel]
-        else:
-            delta[channel] = value
-            blob_at[channel] = cid
+        ):
+            blob_at[channel] = held
+            if shadow is not None:
+                after[channel] = shadow
+            continue
+        if type(value) is list:
+            items, links, shadow = stored_list(value, shadow, cid)
+            if shadow is not None:
+                after[channel] = shadow
+            if items is not None:
+                assert held is not None  # a tail extends what the parent points to
+                if not items:
+                    blob_at[channel] = held
+                    continue
+                tail[channel] = {"base": held, "links": links, "items": items}
+                blob_at[channel] = cid
+                continue
+        whole[channel] = value
+        blob_at[channel] = cid
     step = metadata.get("step")
     record = Checkpoint(
         thread_id=key,
@@ -257,7 +306,7 @@ def _record(
         parent_id=stored_parent,
         step=step if isinstance(step, int) and not isinstance(step, bool) else 0,
         created_at=_created_at(checkpoint),
-        writes=(((_CHANNELS, delta),),) if delta else (),
+        writes=write_groups(whole, tail),
         cursor={
             "checkpoint": {k: v for k, v in checkpoint.items() if k != "channel_values"},
             "parent": parent_id,
@@ -265,7 +314,7 @@ def _record(
         },
         metadata=merged_metadata(config, metadata),
     )
-    return record, blob_at
+    return record, blob_at, after
 
 
 def _merged_writes(
@@ -312,6 +361,9 @@ class SaverCore:
         # put (decoding it costs more than the rest of put) and for reading a new
         # checkpoint's writes (there are none until this core stores some).
         self._latest: dict[str, _Latest] | None = {} if sole_writer else None
+        # Per thread, what was stored of each list channel (see _savers_layout): lets a
+        # put store only what a list gained since its parent, without reading it back.
+        self._shadows: dict[str, dict[str, Shadow]] = {}
         # Bumped by maintenance: what a batch remembers of the store may be stale.
         self.generation = 0
         self.batches: set[SaveBatch] = set()
@@ -398,18 +450,86 @@ class SaverCore:
     async def _values(
         self, key: str, cp: Checkpoint, cache: dict[tuple[str, str], Checkpoint | None]
     ) -> dict[str, Any]:
-        """The channel values of ``cp``, read from the deltas its ``blob_at`` points to."""
+        """The channel values of ``cp``, read from the records its ``blob_at`` points to."""
         values: dict[str, Any] = {}
-        for channel, holder in _blob_at(cp).items():
-            if holder == cp.checkpoint_id:
-                source = _delta(cp)
-            else:
-                if (key, holder) not in cache:
-                    cache[key, holder] = await self.store.get(key, holder)
-                source = _delta(cache[key, holder])
-            if channel in source:
-                values[channel] = source[channel]
+        for channel, holder in holders(cp).items():
+            value = await self._value_at(key, channel, holder, cp, cache)
+            if value is not _MISSING:
+                values[channel] = value
         return values
+
+    async def _value_at(
+        self,
+        key: str,
+        channel: str,
+        holder: str,
+        cp: Checkpoint,
+        cache: dict[tuple[str, str], Checkpoint | None],
+    ) -> Any:
+        """The value of ``channel`` held at ``holder``: whole, or rebuilt from its tails.
+
+        ``_MISSING`` when a record it needs is gone (as a value nobody stored).
+        """
+        record = cp if holder == cp.checkpoint_id else await self._read(key, holder, cache)
+        pieces: list[Sequence[Any]] = []
+        while record is not None:
+            whole = full_values(record)
+            if channel in whole:
+                break
+            piece = tails(record).get(channel)
+            if piece is None:
+                return _MISSING
+            pieces.append(piece["items"])
+            base = str(piece["base"])
+            if len(pieces) > _MAX_CHAIN or base == record.checkpoint_id:
+                raise CheckpointStoreError(
+                    f"thread {key!r}: the value of channel {channel!r} at checkpoint "
+                    f"{holder!r} never reaches a whole copy; the stored history is damaged"
+                )
+            links = piece.get("links")
+            ahead = int(links) if isinstance(links, int) else 1
+            record = await self._read(key, base, cache, after=record.checkpoint_id, ahead=ahead)
+        else:
+            return _MISSING
+        value = whole[channel]
+        if not pieces:
+            return value
+        if type(value) is not list:
+            raise CheckpointStoreError(
+                f"thread {key!r}: channel {channel!r} has tails stored after a value that is "
+                f"not a list, at checkpoint {holder!r}; the stored history is damaged"
+            )
+        rebuilt = list(value)
+        for items in reversed(pieces):
+            rebuilt.extend(items)
+        return rebuilt
+
+    async def _read(
+        self,
+        key: str,
+        checkpoint_id: str,
+        cache: dict[tuple[str, str], Checkpoint | None],
+        *,
+        after: str | None = None,
+        ahead: int = 1,
+    ) -> Checkpoint | None:
+        """A record, from ``cache`` or the store (kept in ``cache``).
+
+        Following ``ahead`` tails back from the checkpoint ``after``, whose
+        records are usually the ones saved just before it, reads them as one
+        page instead of one by one.
+        """
+        if (key, checkpoint_id) not in cache:
+            if after is not None and ahead > 1:
+                try:
+                    page = await self.store.history(key, limit=ahead, before=after)
+                except CheckpointNotFoundError:
+                    page = []
+                for cp in page:
+                    cache.setdefault((key, cp.checkpoint_id), cp)
+            if (key, checkpoint_id) not in cache:
+                cache[key, checkpoint_id] = await self.store.get(key, checkpoint_id)
+        return cache[key, checkpoint_id]
 
     async def _tuple(
         self,
@@ -463,8 +583,8 @@ class SaverCore:
                 parent = await self.store.get(key, parent_id)
                 if parent is not None:
                     stored_parent = parent.checkpoint_id
-                    parent_versions, parent_blobs = _versions(parent), _blob_at(parent)
-        record, blob_at = _record(
+                    parent_versions, parent_blobs = channel_versions(parent), holders(parent)
+        record, blob_at, shadows = _record(
             key,
             config,
             checkpoint,
@@ -474,6 +594,7 @@ class SaverCore:
             stored_parent,
             parent_versions,
             parent_blobs,
+            self._shadows.get(key, _NO_SHADOWS),
         )
         if self._latest is not None:
             self._latest.pop(key, None)
@@ -483,6 +604,7 @@ class SaverCore:
             # Someone removed the parent from the store itself: read everything from it.
             self._forget()
             return await self.put(config, checkpoint, metadata, new_versions)
+        self.shadow(key, shadows)
         versions = checkpoint.get("channel_versions") or {}
         if self._latest is not None and fresh and _round_trips(versions):
             self._remember(key, _Latest(cid, dict(versions), blob_at))
@@ -494,9 +616,18 @@ class SaverCore:
         if len(self._latest) > _REMEMBERED_THREADS:
             del self._latest[next(iter(self._latest))]
 
+    def shadow(self, key: str, shadows: dict[str, Shadow]) -> None:
+        """Remember the lists just stored in thread ``key``, for the next put to extend."""
+        self._shadows.pop(key, None)
+        if shadows:
+            self._shadows[key] = shadows
+            if len(self._shadows) > _SHADOWED_THREADS:
+                del self._shadows[next(iter(self._shadows))]
+
     def _forget(self) -> None:
         """Maintenance changes stored checkpoints: read them from the store again."""
         self.generation += 1
+        self._shadows.clear()
         if self._latest is not None:
             self._latest.clear()
 
@@ -625,7 +756,7 @@ class SaverCore:
                 await self._standalone(key, cp, doomed, cache)
                 for cp in history
                 if cp.checkpoint_id not in doomed
-                and (cp.parent_id in doomed or set(_blob_at(cp).values()) & doomed)
+                and (cp.parent_id in doomed or not _points_to(cp).isdisjoint(doomed))
             ]
             await self.store.rewrite(key, delete=doomed, replace=fixed)
 
@@ -636,21 +767,41 @@ class SaverCore:
         leaving: set[str],
         cache: dict[tuple[str, str], Checkpoint | None],
     ) -> Checkpoint:
-        """``cp`` with the values it reads from ``leaving`` checkpoints moved into its delta."""
-        values = await self._values(key, cp, cache)
-        blob_at = dict(_blob_at(cp))
-        delta = dict(_delta(cp))
-        for channel, holder in _blob_at(cp).items():
-            if holder in leaving:
-                blob_at[channel] = cp.checkpoint_id
-                if channel in values:
-                    delta[channel] = values[channel]
+        """``cp`` with the values it reads from ``leaving`` checkpoints moved into it, whole.
+
+        A value read through a kept checkpoint stays there: that checkpoint
+        is made standalone too if it needs a leaving one.
+        """
+        cid = cp.checkpoint_id
+        blob_at = dict(holders(cp))
+        whole = dict(full_values(cp))
+        tail = dict(tails(cp))
+        for channel, holder in holders(cp).items():
+            if holder == cid:
+                piece = tail.get(channel)
+                if piece is None or str(piece["base"]) not in leaving:
+                    continue
+            elif holder not in leaving:
+                continue
+            value = await self._value_at(key, channel, holder, cp, cache)
+            blob_at[channel] = cid
+            tail.pop(channel, None)
+            if value is not _MISSING:
+                whole[channel] = value
         return dc_replace(
             cp,
             parent_id=None if cp.parent_id in leaving else cp.parent_id,
-            writes=(((_CHANNELS, delta),),) if delta else (),
+            writes=write_groups(whole, tail),
             cursor={**(cp.cursor or {}), "blob_at": blob_at},
         )
+
+
+def _points_to(cp: Checkpoint) -> set[str]:
+    """The checkpoints whose records ``cp``'s values are read from directly."""
+    pointed = set(holders(cp).values())
+    for piece in tails(cp).values():
+        pointed.add(str(piece["base"]))
+    return pointed
 
 
 # ---------------------------------------------------------------------- batched saving
@@ -745,8 +896,8 @@ class SaveBatch:
                 parent = await store.get(key, parent_id)
                 if parent is not None:
                     stored_parent = parent.checkpoint_id
-                    parent_versions, parent_blobs = _versions(parent), _blob_at(parent)
-        record, blob_at = _record(
+                    parent_versions, parent_blobs = channel_versions(parent), holders(parent)
+        record, blob_at, shadows = _record(
             key,
             config,
             checkpoint,
@@ -756,6 +907,7 @@ class SaveBatch:
             stored_parent,
             parent_versions,
             parent_blobs,
+            self.core._shadows.get(key, _NO_SHADOWS),
         )
         versions = checkpoint.get("channel_versions") or {}
         if _round_trips(versions):
@@ -764,6 +916,7 @@ class SaveBatch:
             # The next put compares versions as a single put reads them back from the store.
             self._built.pop(key, None)
         await self._enqueue(record)
+        self.core.shadow(key, shadows)
         return _config(thread_id, ns, cid)
 
     async def put_writes(
