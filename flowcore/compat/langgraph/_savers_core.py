@@ -171,12 +171,15 @@ def merged_metadata(config: Mapping[str, Any], metadata: Mapping[str, Any]) -> d
         >>> merged_metadata({"configurable": {"thread_id": "1", "user": "ann"}}, {"step": 0})
         {'step': 0, 'user': 'ann'}
     """
-    merged = {key: _clean(value) for key, value in metadata.items()}
+    merged = dict(metadata)
+    for key, value in merged.items():
+        if isinstance(value, str) and "\u0000" in value:
+            merged[key] = _clean(value)
     for source in (config.get("metadata"), config.get("configurable")):
-        if not isinstance(source, Mapping):
+        if type(source) is not dict and not isinstance(source, Mapping):
             continue
         for key, value in source.items():
-            if key in merged or key in _EXCLUDED_METADATA_KEYS or key.startswith("__"):
+            if key in _EXCLUDED_METADATA_KEYS or key in merged or key.startswith("__"):
                 continue
             if isinstance(value, str | int | float | bool):
                 merged[key] = _clean(value)
@@ -220,10 +223,10 @@ class _StaleMemory(Exception):
 
 def _round_trips(versions: Mapping[Any, Any]) -> bool:
     """Whether these versions read back from any store exactly as they are."""
-    for channel, version in versions.items():
-        if type(channel) is not str or type(version) not in (int, str):
-            return False
-    return True
+    return all(type(c) is str for c in versions) and {*map(type, versions.values())} <= _INT_STR
+
+
+_INT_STR = frozenset({int, str})
 
 
 class _Flat(NamedTuple):
@@ -308,13 +311,20 @@ def _record(
         created_at=_created_at(checkpoint),
         writes=write_groups(whole, tail),
         cursor={
-            "checkpoint": {k: v for k, v in checkpoint.items() if k != "channel_values"},
+            "checkpoint": _without_values(checkpoint),
             "parent": parent_id,
             "blob_at": blob_at,
         },
         metadata=merged_metadata(config, metadata),
     )
     return record, blob_at, after
+
+
+def _without_values(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
+    """The LangGraph checkpoint without ``channel_values``, as the cursor keeps it."""
+    rest = dict(checkpoint)
+    rest.pop("channel_values", None)
+    return rest
 
 
 def _merged_writes(
@@ -563,7 +573,8 @@ class SaverCore:
         new_versions: Mapping[str, Any],
     ) -> RunnableConfig:
         """Store ``checkpoint`` as the child of the checkpoint ``config`` names."""
-        await self._settle(writing=True)
+        if self.batches:
+            await self._settle(writing=True)
         conf = _configurable(config, "put")
         thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")
         key = _thread_key(thread_id, ns)
@@ -671,7 +682,8 @@ class SaverCore:
         task_path: str = "",
     ) -> None:
         """Store a task's writes against the checkpoint ``config`` names."""
-        await self._settle(writing=True)
+        if self.batches:
+            await self._settle(writing=True)
         conf = _configurable(config, "put_writes")
         cid = conf.get("checkpoint_id")
         if not cid:

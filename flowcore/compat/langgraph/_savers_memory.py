@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from flowcore.checkpoint import InMemoryCheckpointer, Serializer
-from flowcore.compat.langgraph._savers import CheckpointTuple
+from flowcore.compat.langgraph._savers import CheckpointTuple, RunnableConfig
 from flowcore.compat.langgraph._savers_core import SaverCore
 from flowcore.compat.langgraph._savers_shell import (
     Listing,
@@ -91,6 +91,71 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
         tb: TracebackType | None,
     ) -> None:
         return None
+
+    # ------------------------------------------------------------------ the hot path
+
+    # A checkpointed run saves a checkpoint and a task's writes at every step: these go
+    # straight to the core, without the closure and hook layers of the other operations.
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> RunnableConfig:
+        """Save a checkpoint as the child of the one ``config`` names; return its config.
+
+        Example:
+            >>> # saved = saver.put(config, checkpoint, {"source": "loop", "step": 1}, {"x": "2"})
+        """
+        with self._lock:
+            return _run_now(self._core.put(config, checkpoint, metadata, new_versions))
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> RunnableConfig:
+        """Async :meth:`put` (done at once: the store never waits).
+
+        Example:
+            >>> # saved = await saver.aput(config, checkpoint, metadata, {"x": "1"})
+        """
+        with self._lock:
+            return _run_now(self._core.put(config, checkpoint, metadata, new_versions))
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Save a task's ``(channel, value)`` writes against the checkpoint ``config`` names.
+
+        Example:
+            >>> # saver.put_writes(saved, [("x", 2)], task_id="t1")
+        """
+        with self._lock:
+            _run_now(self._core.put_writes(config, writes, task_id, task_path))
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes` (done at once: the store never waits).
+
+        Example:
+            >>> # await saver.aput_writes(saved, [("x", 2)], task_id="t1")
+        """
+        with self._lock:
+            _run_now(self._core.put_writes(config, writes, task_id, task_path))
 
     # ------------------------------------------------------------------ how operations run
 
