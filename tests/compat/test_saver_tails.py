@@ -33,6 +33,7 @@ from flowcore.compat.langgraph import (
     RemoveMessage,
     SqliteSaver,
     StateGraph,
+    _savers_core,
     _savers_layout,
     add_messages,
 )
@@ -480,3 +481,36 @@ def _checkpoint(xs: list[Any], version: int) -> dict[str, Any]:
         "versions_seen": {},
         "updated_channels": ["xs"],
     }
+
+
+async def test_shadows_are_bounded_and_a_forgotten_thread_stores_whole_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_savers_core, "_SHADOWED_ITEMS", 10)
+    saver = InMemorySaver()
+    rec = {thread: Recorder(saver, thread) for thread in ("a", "b", "c")}
+    for thread in ("a", "b", "c"):
+        await rec[thread].put({"xs": list(range(6))})
+    core = saver._core
+    # Six copies a thread: with a bound of ten, only the thread saved last keeps its own.
+    assert list(core._shadows) == ["langgraph/c/"]
+    for thread in ("c", "a"):
+        await rec[thread].put({"xs": [*range(6), "more"]})
+    assert list(core._shadows) == ["langgraph/a/"]
+    assert [how_stored(r, "xs") for r in await records(saver, "langgraph/a/")] == [
+        "whole",
+        "whole",
+    ]
+    assert [how_stored(r, "xs") for r in await records(saver, "langgraph/c/")] == [
+        "whole",
+        "tail",
+    ]
+    for recorder in rec.values():
+        await recorder.check(recorder.parent["configurable"]["thread_id"])
+
+
+async def test_shadows_are_kept_for_the_64_threads_saved_last() -> None:
+    saver = InMemorySaver()
+    for n in range(70):
+        await Recorder(saver, f"t{n}").put({"xs": [n]})
+    assert list(saver._core._shadows) == [f"langgraph/t{n}/" for n in range(6, 70)]

@@ -30,7 +30,8 @@ side. A LangGraph checkpoint becomes one flowcore
 
 A value is stored as a tail only when the core knows, without reading the
 store, that the parent's list is a prefix of the new one: per thread (the 64
-used last) it keeps a shadow of each list it stored (see
+used last, holding at most 50,000 item copies beside the thread saved last)
+it keeps a shadow of each list it stored (see
 :mod:`~flowcore.compat.langgraph._savers_layout`): which checkpoint holds it,
 and a frozen copy of each item, so an item changed in place since is seen
 too. Anything else stores the list whole: a list changed in place,
@@ -209,8 +210,10 @@ class _Latest:
 
 
 _REMEMBERED_THREADS = 256
-# Shadows hold frozen copies of whole lists: remember fewer threads' worth.
+# Shadows hold frozen copies of whole lists: remember fewer threads' worth, and at
+# most this many items across the other threads (the thread just saved always stays).
 _SHADOWED_THREADS = 64
+_SHADOWED_ITEMS = 50_000
 # Longer than any chain of tails this module writes (MAX_TAILS): past it, a chain loops.
 _MAX_CHAIN = 4 * MAX_TAILS
 _MISSING: Any = object()
@@ -374,6 +377,7 @@ class SaverCore:
         # Per thread, what was stored of each list channel (see _savers_layout): lets a
         # put store only what a list gained since its parent, without reading it back.
         self._shadows: dict[str, dict[str, Shadow]] = {}
+        self._shadowed_items = 0
         # Bumped by maintenance: what a batch remembers of the store may be stale.
         self.generation = 0
         self.batches: set[SaveBatch] = set()
@@ -629,16 +633,22 @@ class SaverCore:
 
     def shadow(self, key: str, shadows: dict[str, Shadow]) -> None:
         """Remember the lists just stored in thread ``key``, for the next put to extend."""
-        self._shadows.pop(key, None)
-        if shadows:
-            self._shadows[key] = shadows
-            if len(self._shadows) > _SHADOWED_THREADS:
-                del self._shadows[next(iter(self._shadows))]
+        self._shadowed_items -= _items(self._shadows.pop(key, _NO_SHADOWS))
+        if not shadows:
+            return
+        self._shadows[key] = shadows
+        self._shadowed_items += _items(shadows)
+        while len(self._shadows) > 1 and (
+            len(self._shadows) > _SHADOWED_THREADS or self._shadowed_items > _SHADOWED_ITEMS
+        ):
+            oldest = next(iter(self._shadows))
+            self._shadowed_items -= _items(self._shadows.pop(oldest))
 
     def _forget(self) -> None:
         """Maintenance changes stored checkpoints: read them from the store again."""
         self.generation += 1
         self._shadows.clear()
+        self._shadowed_items = 0
         if self._latest is not None:
             self._latest.clear()
 
@@ -806,6 +816,11 @@ class SaverCore:
             writes=write_groups(whole, tail),
             cursor={**(cp.cursor or {}), "blob_at": blob_at},
         )
+
+
+def _items(shadows: Mapping[str, Shadow]) -> int:
+    """How many item copies these shadows hold."""
+    return sum(len(s.witnesses) for s in shadows.values() if s.witnesses is not None)
 
 
 def _points_to(cp: Checkpoint) -> set[str]:

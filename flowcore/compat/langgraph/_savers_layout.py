@@ -15,8 +15,9 @@ they do once stored; immutable scalars and enum members by type and value;
 anything else (models, datetimes, ...) with ``==`` against a deep copy taken
 when it was stored. Items equal by ``==`` whose stored forms still differ
 (a model holding ``1`` where its copy holds ``1.0``) count as unchanged:
-the one place a tail may keep the older of two equal values. The shadows
-of a core's 64 most recent threads hold those copies in memory.
+the one place a tail may keep the older of two equal values. A core keeps
+the shadows of a bounded number of recent threads (see ``_savers_core``); a
+thread whose shadows were dropped stores its lists whole once, then tails.
 """
 
 from __future__ import annotations
