@@ -3,23 +3,22 @@
 Values are stored serialized, as the SQLite store does, so a value that could
 not be saved there fails here too, and what a caller gets back is never the
 object it saved. With the default serializer, values made only of exact
-builtin types (dicts, lists, tuples, strings, numbers, bools, None, bytes) are
-copied with :mod:`marshal` instead of JSON: the bytes never leave this
-process, the round trip is exact for those types, and it costs a fraction of
-encoding JSON; anything else goes through the serializer as before.
+builtin types are copied by a restricted pickler instead of JSON (see
+:mod:`flowcore.checkpoint.copying`): the bytes never leave this process, the
+copy is exact, and it costs a fraction of encoding JSON; anything else goes
+through the JSON serializer, exactly as in SQLite.
 """
 
 from __future__ import annotations
 
 import itertools
-import marshal
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from flowcore.checkpoint.copying import CopyCodec
 from flowcore.checkpoint.protocol import Checkpoint, PendingWrite, StoreItem, WriteAt
 from flowcore.checkpoint.records import checkpoint_from_record, checkpoint_to_record
-from flowcore.checkpoint.serde import JsonSerializer, Serializer
+from flowcore.checkpoint.serde import Serializer
 from flowcore.errors import CheckpointError, CheckpointNotFoundError
 
 __all__ = ["InMemoryCheckpointer"]
@@ -46,7 +45,7 @@ class InMemoryCheckpointer:
     """
 
     def __init__(self, serializer: Serializer | None = None) -> None:
-        self._serde: Serializer = _Codec() if serializer is None else serializer
+        self._serde: Serializer = CopyCodec() if serializer is None else serializer
         self._threads: dict[str, _Thread] = {}
         self._seq = itertools.count()
 
@@ -235,47 +234,6 @@ class InMemoryCheckpointer:
 
     async def aclose(self) -> None:
         """Nothing to release; provided for the protocol."""
-
-
-_MARSHALLED = b"\x00"  # no JSON document starts with a NUL byte
-_SCALARS = frozenset({str, int, float, bool, type(None), bytes})
-
-
-def _copyable(value: Any) -> bool:
-    """True if ``value`` is made only of exact builtin types marshal copies exactly.
-
-    Scalars are checked inline rather than by a call each: this walk runs
-    on every checkpoint and write an in-memory run stores.
-    """
-    kind = type(value)
-    if kind is dict:
-        for k, v in value.items():
-            if type(k) not in _SCALARS or (type(v) not in _SCALARS and not _copyable(v)):
-                return False
-        return True
-    if kind is list or kind is tuple:
-        for v in value:  # noqa: SIM110 - a plain loop, no generator per container
-            if type(v) not in _SCALARS and not _copyable(v):
-                return False
-        return True
-    return kind in _SCALARS
-
-
-class _Codec:
-    """The default serializer for memory: marshal where it is exact, JSON otherwise."""
-
-    def __init__(self) -> None:
-        self._json = JsonSerializer()
-
-    def dumps(self, value: Any, *, path: str = "") -> bytes:
-        if _copyable(value):
-            return _MARSHALLED + marshal.dumps(value)
-        return self._json.dumps(value, path=path)
-
-    def loads(self, data: bytes) -> Any:
-        if data[:1] == _MARSHALLED:
-            return marshal.loads(memoryview(data)[1:])
-        return self._json.loads(data)
 
 
 def _not_found(thread_id: str, checkpoint_id: str) -> CheckpointNotFoundError:
