@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import threading
 from typing import Any
 
 from flowcore.checkpoint.serde import JsonSerializer
@@ -45,6 +46,12 @@ class _BuiltinsOnly(pickle.Pickler):
         raise _NotBuiltin
 
 
+def _pickler(buffer: io.BytesIO) -> pickle.Pickler:
+    pickler = _BuiltinsOnly(buffer, _PROTOCOL)
+    pickler.fast = True  # no memo: nothing is shared between values or dumps
+    return pickler
+
+
 class CopyCodec:
     """The in-memory store's default serializer: pickle where it is exact, JSON otherwise.
 
@@ -56,12 +63,26 @@ class CopyCodec:
 
     def __init__(self) -> None:
         self._json = JsonSerializer()
+        self._buffer = io.BytesIO()
+        self._pickler = _pickler(self._buffer)
+        # The pickler writes into one buffer: a second thread dumping at the same
+        # time takes a pickler of its own instead of waiting.
+        self._busy = threading.Lock()
 
     def dumps(self, value: Any, *, path: str = "") -> bytes:
         """Encode ``value``; ``path`` names it in the serializer's error messages."""
-        buffer = io.BytesIO()
-        pickler = _BuiltinsOnly(buffer, _PROTOCOL)
-        pickler.fast = True
+        if not self._busy.acquire(blocking=False):
+            buffer = io.BytesIO()
+            return self._dump(_pickler(buffer), buffer, value, path)
+        try:
+            buffer = self._buffer
+            buffer.seek(0)
+            buffer.truncate()
+            return self._dump(self._pickler, buffer, value, path)
+        finally:
+            self._busy.release()
+
+    def _dump(self, pickler: pickle.Pickler, buffer: io.BytesIO, value: Any, path: str) -> bytes:
         try:
             pickler.dump(value)
         except Exception:

@@ -51,11 +51,13 @@ class InMemoryCheckpointer:
 
     async def put(self, checkpoint: Checkpoint) -> None:
         """Store a new checkpoint (see :class:`Checkpointer.put`)."""
-        self._apply(self._encode([checkpoint]))
+        # One item: no batch lists, and nothing stored unless it encoded.
+        self._store_checkpoint(checkpoint, self._encode_checkpoint(checkpoint, _NONE_ADDED))
 
     async def put_write(self, thread_id: str, checkpoint_id: str, write: PendingWrite) -> None:
         """Store or replace one node's pending write (see :class:`Checkpointer.put_write`)."""
-        self._apply(self._encode([WriteAt(thread_id, checkpoint_id, write)]))
+        data = self._encode_write(thread_id, checkpoint_id, write, _NONE_ADDED)
+        self._store_write(thread_id, checkpoint_id, write.node, data)
 
     async def put_many(self, items: Sequence[StoreItem]) -> None:
         """Store checkpoints and writes in order, all or none (see :class:`BatchCheckpointer`).
@@ -71,65 +73,77 @@ class InMemoryCheckpointer:
             >>> [w.node for w in asyncio.run(store.get_writes("t", "c1"))]
             ['search']
         """
-        self._apply(self._encode(items))
-
-    def _encode(self, items: Sequence[StoreItem]) -> list[tuple[StoreItem, bytes]]:
-        """Check every item against the store plus the batch before it, and serialize it.
-
-        Nothing is stored here, so a failing item leaves the store as it was.
-        """
+        # Check and encode everything first, so a failing item leaves the store as it was.
         added: set[tuple[str, str]] = set()
         encoded: list[tuple[StoreItem, bytes]] = []
         for item in items:
             if isinstance(item, WriteAt):
-                if not self._known(item.thread_id, item.checkpoint_id, added):
-                    raise CheckpointNotFoundError(
-                        f"checkpoint {item.checkpoint_id!r} is not in thread {item.thread_id!r}",
-                        thread_id=item.thread_id,
-                        checkpoint_id=item.checkpoint_id,
-                    )
-                data = self._serde.dumps(
-                    dict(item.write.payload), path=f"write of node {item.write.node!r}"
-                )
+                data = self._encode_write(item.thread_id, item.checkpoint_id, item.write, added)
             else:
-                cp = item
-                if self._known(cp.thread_id, cp.checkpoint_id, added):
-                    raise CheckpointError(
-                        f"checkpoint {cp.checkpoint_id!r} already exists in thread "
-                        f"{cp.thread_id!r}; checkpoint ids must be new"
-                    )
-                if cp.parent_id is not None and not self._known(cp.thread_id, cp.parent_id, added):
-                    raise CheckpointNotFoundError(
-                        f"parent checkpoint {cp.parent_id!r} is not in thread {cp.thread_id!r}",
-                        thread_id=cp.thread_id,
-                        checkpoint_id=cp.parent_id,
-                    )
-                data = self._serde.dumps(checkpoint_to_record(cp), path="checkpoint")
-                added.add((cp.thread_id, cp.checkpoint_id))
+                data = self._encode_checkpoint(item, added)
+                added.add((item.thread_id, item.checkpoint_id))
             encoded.append((item, data))
-        return encoded
-
-    def _known(self, thread_id: str, checkpoint_id: str, added: set[tuple[str, str]]) -> bool:
-        thread = self._threads.get(thread_id)
-        return (thread is not None and checkpoint_id in thread.checkpoints) or (
-            thread_id,
-            checkpoint_id,
-        ) in added
-
-    def _apply(self, encoded: list[tuple[StoreItem, bytes]]) -> None:
         for item, data in encoded:
             if isinstance(item, WriteAt):
-                thread = self._threads[item.thread_id]
-                writes = thread.writes.setdefault(item.checkpoint_id, {})
-                # A replaced write moves to the end, as if saved anew (oldest first).
-                writes[item.write.node] = (next(self._seq), data)
-                continue
-            thread = self._threads.get(item.thread_id) or self._threads.setdefault(
-                item.thread_id, _Thread()
+                self._store_write(item.thread_id, item.checkpoint_id, item.write.node, data)
+            else:
+                self._store_checkpoint(item, data)
+
+    def _encode_checkpoint(self, cp: Checkpoint, added: Collection[tuple[str, str]]) -> bytes:
+        """Check ``cp`` against the store plus ``added`` (earlier in a batch); serialize it."""
+        if self._known(cp.thread_id, cp.checkpoint_id, added):
+            raise CheckpointError(
+                f"checkpoint {cp.checkpoint_id!r} already exists in thread "
+                f"{cp.thread_id!r}; checkpoint ids must be new"
             )
-            thread.order.append(item.checkpoint_id)
-            thread.checkpoints[item.checkpoint_id] = data
-            thread.parents[item.checkpoint_id] = item.parent_id
+        if cp.parent_id is not None and not self._known(cp.thread_id, cp.parent_id, added):
+            raise CheckpointNotFoundError(
+                f"parent checkpoint {cp.parent_id!r} is not in thread {cp.thread_id!r}",
+                thread_id=cp.thread_id,
+                checkpoint_id=cp.parent_id,
+            )
+        return self._serde.dumps(checkpoint_to_record(cp), path="checkpoint")
+
+    def _encode_write(
+        self,
+        thread_id: str,
+        checkpoint_id: str,
+        write: PendingWrite,
+        added: Collection[tuple[str, str]],
+    ) -> bytes:
+        """Check that the write's checkpoint exists; serialize the write."""
+        if not self._known(thread_id, checkpoint_id, added):
+            raise CheckpointNotFoundError(
+                f"checkpoint {checkpoint_id!r} is not in thread {thread_id!r}",
+                thread_id=thread_id,
+                checkpoint_id=checkpoint_id,
+            )
+        payload = write.payload
+        return self._serde.dumps(
+            payload if type(payload) is dict else dict(payload),
+            path=f"write of node {write.node!r}",
+        )
+
+    def _known(
+        self, thread_id: str, checkpoint_id: str, added: Collection[tuple[str, str]]
+    ) -> bool:
+        thread = self._threads.get(thread_id)
+        return (thread is not None and checkpoint_id in thread.checkpoints) or (
+            bool(added) and (thread_id, checkpoint_id) in added
+        )
+
+    def _store_checkpoint(self, cp: Checkpoint, data: bytes) -> None:
+        thread = self._threads.get(cp.thread_id)
+        if thread is None:
+            thread = self._threads[cp.thread_id] = _Thread()
+        thread.order.append(cp.checkpoint_id)
+        thread.checkpoints[cp.checkpoint_id] = data
+        thread.parents[cp.checkpoint_id] = cp.parent_id
+
+    def _store_write(self, thread_id: str, checkpoint_id: str, node: str, data: bytes) -> None:
+        writes = self._threads[thread_id].writes.setdefault(checkpoint_id, {})
+        # A replaced write moves to the end, as if saved anew (oldest first).
+        writes[node] = (next(self._seq), data)
 
     async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """A checkpoint by id, or the latest (see :class:`Checkpointer.get`)."""
@@ -234,6 +248,9 @@ class InMemoryCheckpointer:
 
     async def aclose(self) -> None:
         """Nothing to release; provided for the protocol."""
+
+
+_NONE_ADDED: frozenset[tuple[str, str]] = frozenset()
 
 
 def _not_found(thread_id: str, checkpoint_id: str) -> CheckpointNotFoundError:

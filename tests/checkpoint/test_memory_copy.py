@@ -11,11 +11,13 @@ from __future__ import annotations
 import enum
 import math
 import pickle
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 from flowcore.checkpoint import Checkpoint, InMemoryCheckpointer, PendingWrite
+from flowcore.checkpoint.copying import CopyCodec
 from flowcore.errors import SerializationError
 
 
@@ -106,3 +108,22 @@ async def test_writes_take_the_same_paths() -> None:
     assert write.payload == {"update": update}
     assert type(write.payload["update"]["pair"]) is tuple
     assert write.payload["update"]["colour"] is Colour.RED
+
+
+def test_a_refused_value_does_not_spoil_the_next_copy() -> None:
+    codec = CopyCodec()
+    big = [list(range(1000)) for _ in range(100)]  # spans several pickle frames
+    codec.dumps([*big, Colour.RED])  # refused half-way by the pickler, then JSON
+    assert codec.loads(codec.dumps({"x": (1, 2)})) == {"x": (1, 2)}
+    assert codec.loads(codec.dumps(big)) == big
+
+
+def test_threads_copying_at_once_each_get_their_own_value() -> None:
+    codec = CopyCodec()
+
+    def copy(n: int) -> bool:
+        value = {"n": n, "items": list(range(n % 50)), "pair": (n, str(n))}
+        return all(codec.loads(codec.dumps(value)) == value for _ in range(200))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert all(pool.map(copy, range(64)))
