@@ -177,7 +177,8 @@ class Topology:
                     preds,
                 )
             else:  # the common case: at most one plain predecessor, no join, no router
-                preds = tuple(p for p in node_plain if p in index)
+                # No generator per node: this loop runs once for every node compiled.
+                preds = (node_plain[0],) if node_plain and node_plain[0] in index else ()
                 triggers = NodeTriggers(tuple(node_plain), no_joins, (), preds)
             for p in preds:
                 dag_succ[p].append(name)
