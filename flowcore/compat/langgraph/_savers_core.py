@@ -88,6 +88,7 @@ from flowcore.compat.langgraph._savers_layout import (
     channel_versions,
     full_values,
     holders,
+    new_record,
     stored_list,
     tails,
     write_groups,
@@ -123,7 +124,8 @@ _EXCLUDED_METADATA_KEYS = frozenset(
 
 def _configurable(config: Mapping[str, Any] | None, what: str) -> Mapping[str, Any]:
     conf = (config or {}).get("configurable")
-    if not isinstance(conf, Mapping) or conf.get("thread_id") is None:
+    # An exact dict (as always in practice) skips the slower ABC check.
+    if (type(conf) is not dict and not isinstance(conf, Mapping)) or conf.get("thread_id") is None:
         raise InvalidInputError(
             f"{what} needs config['configurable']['thread_id'] to know which thread to use; "
             'pass {"configurable": {"thread_id": "..."}}'
@@ -177,7 +179,8 @@ def merged_metadata(config: Mapping[str, Any], metadata: Mapping[str, Any]) -> d
         if isinstance(value, str) and "\u0000" in value:
             merged[key] = _clean(value)
     for source in (config.get("metadata"), config.get("configurable")):
-        if type(source) is not dict and not isinstance(source, Mapping):
+        # None (no "metadata", as usual) and exact dicts skip the slower ABC check.
+        if source is None or (type(source) is not dict and not isinstance(source, Mapping)):
             continue
         for key, value in source.items():
             if key in _EXCLUDED_METADATA_KEYS or key in merged or key.startswith("__"):
@@ -188,16 +191,20 @@ def merged_metadata(config: Mapping[str, Any], metadata: Mapping[str, Any]) -> d
 
 
 def _created_at(checkpoint: Mapping[str, Any]) -> float:
+    ts = checkpoint.get("ts", _MISSING)
+    if ts is _MISSING:
+        return time.time()
     try:
-        return dt.datetime.fromisoformat(str(checkpoint["ts"])).timestamp()
-    except (KeyError, ValueError):
+        return dt.datetime.fromisoformat(ts if type(ts) is str else str(ts)).timestamp()
+    except ValueError:
         return time.time()
 
 
 class _Latest:
     """The checkpoint this core last stored in a thread, as a later ``put`` reads its parent.
 
-    ``written``: the tasks whose writes against it are stored (by this core).
+    ``written``: the tasks whose writes against it are stored (by this core); None
+    until there is one (a put makes one of these, most get a single task's writes).
     """
 
     __slots__ = ("blob_at", "checkpoint_id", "versions", "written")
@@ -206,7 +213,7 @@ class _Latest:
         self.checkpoint_id = checkpoint_id
         self.versions = versions
         self.blob_at = blob_at
-        self.written: set[str] = set()
+        self.written: set[str] | None = None
 
 
 _REMEMBERED_THREADS = 256
@@ -226,10 +233,14 @@ class _StaleMemory(Exception):
 
 def _round_trips(versions: Mapping[Any, Any]) -> bool:
     """Whether these versions read back from any store exactly as they are."""
-    return all(type(c) is str for c in versions) and {*map(type, versions.values())} <= _INT_STR
-
-
-_INT_STR = frozenset({int, str})
+    # One plain loop: no generator or set per put.
+    for channel, version in versions.items():
+        if type(channel) is not str:
+            return False
+        kind = type(version)
+        if kind is not int and kind is not str:
+            return False
+    return True
 
 
 class _Flat(NamedTuple):
@@ -277,21 +288,20 @@ def _record(
     after: dict[str, Shadow] = {}
     for channel, value in (checkpoint.get("channel_values") or {}).items():
         held = parent_blobs.get(channel)
-        shadow = shadows.get(channel) if shadows else None
-        if shadow is not None and shadow.holder != held:
-            shadow = None
-        version = versions.get(channel)
-        if (
-            held is not None
-            and channel not in new_versions
-            and version is not None
-            and parent_versions.get(channel) == version
-        ):
-            blob_at[channel] = held
-            if shadow is not None:
-                after[channel] = shadow
-            continue
+        if held is not None and channel not in new_versions:
+            version = versions.get(channel)
+            if version is not None and parent_versions.get(channel) == version:
+                blob_at[channel] = held
+                if shadows:
+                    shadow = shadows.get(channel)
+                    if shadow is not None and shadow.holder == held:
+                        after[channel] = shadow
+                continue
         if type(value) is list:
+            # Looked up only here: most channels are not lists, most threads have none.
+            shadow = shadows.get(channel) if shadows else None
+            if shadow is not None and shadow.holder != held:
+                shadow = None
             items, links, shadow = stored_list(value, shadow, cid)
             if shadow is not None:
                 after[channel] = shadow
@@ -306,19 +316,15 @@ def _record(
         whole[channel] = value
         blob_at[channel] = cid
     step = metadata.get("step")
-    record = Checkpoint(
-        thread_id=key,
-        checkpoint_id=cid,
-        parent_id=stored_parent,
-        step=step if isinstance(step, int) and not isinstance(step, bool) else 0,
-        created_at=_created_at(checkpoint),
-        writes=write_groups(whole, tail),
-        cursor={
-            "checkpoint": _without_values(checkpoint),
-            "parent": parent_id,
-            "blob_at": blob_at,
-        },
-        metadata=merged_metadata(config, metadata),
+    record = new_record(
+        key,
+        cid,
+        stored_parent,
+        step if isinstance(step, int) and not isinstance(step, bool) else 0,
+        _created_at(checkpoint),
+        write_groups(whole, tail),
+        {"checkpoint": _without_values(checkpoint), "parent": parent_id, "blob_at": blob_at},
+        merged_metadata(config, metadata),
     )
     return record, blob_at, after
 
@@ -589,8 +595,9 @@ class SaverCore:
         remembered = False
         parent_versions: Mapping[str, Any] = {}
         parent_blobs: Mapping[str, str] = {}
+        memory = self._latest
         if parent_id is not None and parent_id != cid:
-            latest = None if self._latest is None else self._latest.get(key)
+            latest = None if memory is None else memory.get(key)
             if latest is not None and latest.checkpoint_id == parent_id:
                 stored_parent, remembered = parent_id, True
                 parent_versions, parent_blobs = latest.versions, latest.blob_at
@@ -611,18 +618,26 @@ class SaverCore:
             parent_blobs,
             self._shadows.get(key, _NO_SHADOWS),
         )
-        if self._latest is not None:
-            self._latest.pop(key, None)
+        if memory is not None:
+            memory.pop(key, None)
+        fresh = True
         try:
-            fresh = await self._store_checkpoint(record, remembered=remembered)
-        except _StaleMemory:
-            # Someone removed the parent from the store itself: read everything from it.
-            self._forget()
-            return await self.put(config, checkpoint, metadata, new_versions)
-        self.shadow(key, shadows)
-        versions = checkpoint.get("channel_versions") or {}
-        if self._latest is not None and fresh and _round_trips(versions):
-            self._remember(key, _Latest(cid, dict(versions), blob_at))
+            # The store's put awaited here, not through _store_checkpoint: one coroutine
+            # less on every put; a failure is handled as _store_checkpoint handles it.
+            await self.store.put(record)
+        except CheckpointError as exc:
+            try:
+                fresh = await self._put_failed(record, exc, remembered=remembered)
+            except _StaleMemory:
+                # Someone removed the parent from the store itself: read everything from it.
+                self._forget()
+                return await self.put(config, checkpoint, metadata, new_versions)
+        if shadows or self._shadows:
+            self.shadow(key, shadows)
+        if memory is not None and fresh:
+            versions = checkpoint.get("channel_versions") or {}
+            if _round_trips(versions):
+                self._remember(key, _Latest(cid, dict(versions), blob_at))
         return _config(thread_id, ns, cid)
 
     def _remember(self, key: str, latest: _Latest) -> None:
@@ -633,7 +648,10 @@ class SaverCore:
 
     def shadow(self, key: str, shadows: dict[str, Shadow]) -> None:
         """Remember the lists just stored in thread ``key``, for the next put to extend."""
-        self._shadowed_items -= _items(self._shadows.pop(key, _NO_SHADOWS))
+        if self._shadows:
+            old = self._shadows.pop(key, None)
+            if old is not None:
+                self._shadowed_items -= _items(old)
         if not shadows:
             return
         self._shadows[key] = shadows
@@ -670,19 +688,28 @@ class SaverCore:
         """Store ``record``; False when it replaced a checkpoint (whose writes stay)."""
         try:
             await self.store.put(record)
-        except CheckpointNotFoundError:
+        except CheckpointError as exc:
+            return await self._put_failed(record, exc, remembered=remembered)
+        return True
+
+    async def _put_failed(
+        self, record: Checkpoint, exc: CheckpointError, *, remembered: bool
+    ) -> bool:
+        """After the store refused ``record`` with ``exc``: store it another way, or raise.
+
+        Called while ``exc`` is being handled, so what this raises chains to it.
+        """
+        if isinstance(exc, CheckpointNotFoundError):
             if remembered:
                 raise _StaleMemory from None
             # The parent went away between our read and the write: keep the record.
             return await self._store_checkpoint(dc_replace(record, parent_id=None))
-        except CheckpointError as exc:
-            existing = await self.store.get(record.thread_id, record.checkpoint_id)
-            if existing is None or type(exc) is not CheckpointError:
-                raise
-            # LangGraph overwrites a checkpoint saved again under the same id.
-            await self.store.rewrite(record.thread_id, replace=[record])
-            return False
-        return True
+        existing = await self.store.get(record.thread_id, record.checkpoint_id)
+        if existing is None or type(exc) is not CheckpointError:
+            raise exc
+        # LangGraph overwrites a checkpoint saved again under the same id.
+        await self.store.rewrite(record.thread_id, replace=[record])
+        return False
 
     async def put_writes(
         self,
@@ -701,18 +728,22 @@ class SaverCore:
                 "put_writes needs config['configurable']['checkpoint_id'], the checkpoint "
                 "the writes belong to; pass the config put() returned"
             )
+        cid = str(cid)
         key = _thread_key(str(conf["thread_id"]), str(conf.get("checkpoint_ns") or ""))
         latest = None if self._latest is None else self._latest.get(key)
-        if latest is not None and latest.checkpoint_id != str(cid):
+        if latest is not None and latest.checkpoint_id != cid:
             latest = None
         entries: dict[int, dict[str, Any]] = {}
-        if latest is None or task_id in latest.written:
-            entries = _stored_entries(await self.store.get_writes(key, str(cid)), task_id)
+        if latest is None or (latest.written is not None and task_id in latest.written):
+            entries = _stored_entries(await self.store.get_writes(key, cid), task_id)
         if _merged_writes(entries, writes, task_path):
             payload = {"writes": [entries[i] for i in sorted(entries)]}
-            await self.store.put_write(key, str(cid), PendingWrite(task_id, payload))
+            await self.store.put_write(key, cid, PendingWrite(task_id, payload))
             if latest is not None:
-                latest.written.add(task_id)
+                if latest.written is None:
+                    latest.written = {task_id}
+                else:
+                    latest.written.add(task_id)
 
     # ------------------------------------------------------------------ maintenance
 

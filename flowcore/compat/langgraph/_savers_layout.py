@@ -23,9 +23,10 @@ thread whose shadows were dropped stores its lists whole once, then tails.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import enum
 import marshal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from flowcore.checkpoint import Checkpoint
@@ -38,6 +39,7 @@ __all__ = [
     "channel_versions",
     "full_values",
     "holders",
+    "new_record",
     "stored_list",
     "tails",
     "write_groups",
@@ -97,6 +99,106 @@ def write_groups(
     if tail:
         return (((CHANNELS, full), (TAILS, tail)),)
     return (((CHANNELS, full),),) if full else ()
+
+
+# ---------------------------------------------------------------------- building a record
+
+_FIELDS = (
+    "thread_id",
+    "checkpoint_id",
+    "parent_id",
+    "step",
+    "created_at",
+    "writes",
+    "snapshot",
+    "cursor",
+    "metadata",
+)
+
+
+def _by_init(
+    thread_id: str,
+    checkpoint_id: str,
+    parent_id: str | None,
+    step: int,
+    created_at: float,
+    writes: Sequence[Any],
+    cursor: Mapping[str, Any],
+    metadata: Mapping[str, Any],
+) -> Checkpoint:
+    return Checkpoint(
+        thread_id=thread_id,
+        checkpoint_id=checkpoint_id,
+        parent_id=parent_id,
+        step=step,
+        created_at=created_at,
+        writes=writes,
+        cursor=cursor,
+        metadata=metadata,
+    )
+
+
+def _slot_builder() -> Callable[..., Checkpoint] | None:
+    """A maker of ``Checkpoint`` records that sets their slots directly, or None.
+
+    A frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__``; for the nine fields of a record that is about
+    half the cost of a compat ``put`` outside the store. Setting the slots
+    does the same in half the time, so it is used only while ``Checkpoint``
+    is exactly such a dataclass: these fields as its slots, the generated
+    ``__init__``, no ``__post_init__``. Anything else gets ``__init__``.
+    """
+    cls: Any = Checkpoint
+    try:
+        plain = (
+            dataclasses.is_dataclass(Checkpoint)
+            and tuple(f.name for f in dataclasses.fields(Checkpoint)) == _FIELDS
+            and tuple(cls.__slots__) == _FIELDS
+            and cls.__dataclass_params__.frozen
+            and cls.__init__.__code__.co_filename == "<string>"  # made by @dataclass
+            and not hasattr(cls, "__post_init__")
+        )
+    except (AttributeError, TypeError):
+        plain = False
+    if not plain:
+        return None
+    new = object.__new__
+    s0, s1, s2, s3, s4, s5, s6, s7, s8 = (getattr(cls, name).__set__ for name in _FIELDS)
+
+    def build(
+        thread_id: str,
+        checkpoint_id: str,
+        parent_id: str | None,
+        step: int,
+        created_at: float,
+        writes: Sequence[Any],
+        cursor: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+    ) -> Checkpoint:
+        record = new(cls)
+        s0(record, thread_id)
+        s1(record, checkpoint_id)
+        s2(record, parent_id)
+        s3(record, step)
+        s4(record, created_at)
+        s5(record, writes)
+        s6(record, None)
+        s7(record, cursor)
+        s8(record, metadata)
+        return record  # type: ignore[no-any-return]
+
+    probe = ("t", "c", None, 1, 0.5, (), {"x": 1}, {"m": 2})
+    return build if build(*probe) == _by_init(*probe) else None
+
+
+new_record: Callable[
+    [str, str, str | None, int, float, Sequence[Any], Mapping[str, Any], Mapping[str, Any]],
+    Checkpoint,
+] = _slot_builder() or _by_init
+"""A ``Checkpoint`` without a snapshot, made as cheaply as ``Checkpoint`` allows.
+
+Takes ``thread_id, checkpoint_id, parent_id, step, created_at, writes, cursor, metadata``.
+"""
 
 
 # ---------------------------------------------------------------------- witnesses
