@@ -128,3 +128,31 @@ async def test_a_parent_removed_behind_the_savers_back_loses_no_value() -> None:
     assert got is not None
     assert got.checkpoint["channel_values"] == {"a": "kept"}
     assert got.parent_config == first
+
+
+async def test_what_a_saver_remembers_of_a_checkpoint_is_not_carried_to_the_next() -> None:
+    """The memory of one checkpoint is reused for the next: its tasks' writes start over."""
+
+    async def calls(saver: InMemorySaver, ids: list[str]) -> list[Any]:
+        md = {"source": "loop", "step": 0, "parents": {}}
+        c1 = await saver.aput(cfg("t"), ckpt({"a": 1}, {"a": 1}, ids[0]), md, {"a": 1})
+        await saver.aput_writes(c1, [("a", "w1")], "task", "~p")
+        await saver.aput_writes(c1, [("a", "w1-again"), ("b", "w2")], "task", "~p")
+        c2 = await saver.aput(c1, ckpt({"a": 2}, {"a": 2}, ids[1]), md, {"a": 2})
+        # The same task id against the new checkpoint: nothing of c1's writes applies.
+        await saver.aput_writes(c2, [("a", "x1")], "task", "~p")
+        await saver.aput_writes(c2, [("a", "x1-again"), ("__interrupt__", ["q"])], "task", "~p")
+        await saver.aput_writes(c1, [("a", "late"), ("b", "late"), ("c", "late")], "task", "~p")
+        # Another thread in between, then the first thread again.
+        o1 = await saver.aput(cfg("o"), ckpt({"a": 1}, {"a": 1}, ids[2]), md, {"a": 1})
+        await saver.aput_writes(o1, [("a", "o")], "task", "~p")
+        c3 = await saver.aput(c2, ckpt({"a": 3}, {"a": 3}, ids[3]), md, {"a": 3})
+        await saver.aput_writes(c3, [("a", "y")], "task", "~p")
+        return await stored(saver)
+
+    ids = [new_id() for _ in range(4)]
+    got = await calls(make("default", remembering=True), ids)
+    assert got == await calls(make("default", remembering=False), ids)
+    writes = {cp.checkpoint_id: [w.payload["writes"] for w in ws] for cp, ws in got}
+    assert [e["value"] for e in writes[ids[0]][0]] == ["w1", "w2", "late"]  # idx 2 is new
+    assert [e["value"] for e in writes[ids[1]][0]] == [["q"], "x1"]

@@ -89,6 +89,7 @@ from flowcore.compat.langgraph._savers_layout import (
     full_values,
     holders,
     new_record,
+    new_write,
     stored_list,
     tails,
     write_groups,
@@ -179,8 +180,14 @@ def merged_metadata(config: Mapping[str, Any], metadata: Mapping[str, Any]) -> d
         if isinstance(value, str) and "\u0000" in value:
             merged[key] = _clean(value)
     for source in (config.get("metadata"), config.get("configurable")):
-        # None (no "metadata", as usual) and exact dicts skip the slower ABC check.
-        if source is None or (type(source) is not dict and not isinstance(source, Mapping)):
+        # None (no "metadata", as usual) and a dict of LangGraph's own keys only (the config
+        # a put returned) add nothing; exact dicts skip the slower ABC check.
+        if source is None:
+            continue
+        if type(source) is dict:
+            if source.keys() <= _EXCLUDED_METADATA_KEYS:
+                continue
+        elif not isinstance(source, Mapping):
             continue
         for key, value in source.items():
             if key in _EXCLUDED_METADATA_KEYS or key in merged or key.startswith("__"):
@@ -348,6 +355,21 @@ def _merged_writes(
         entries[idx] = {"idx": idx, "channel": channel, "path": task_path, "value": value}
         changed = True
     return changed
+
+
+def _first_writes(writes: Sequence[tuple[str, Any]], task_path: str) -> list[dict[str, Any]]:
+    """The entries of a task with no stored writes: what ``_merged_writes`` makes, in order."""
+    entries: list[dict[str, Any]] = []
+    for position, (channel, value) in enumerate(writes):
+        idx = WRITES_IDX_MAP.get(channel, position)
+        if idx < 0:
+            # A special write sorts first and replaces an earlier one: merge as usual.
+            merged: dict[int, dict[str, Any]] = {}
+            _merged_writes(merged, writes, task_path)
+            return [merged[i] for i in sorted(merged)]
+        # Regular writes: idx is the position, so they come in order, each once.
+        entries.append({"idx": idx, "channel": channel, "path": task_path, "value": value})
+    return entries
 
 
 def _stored_entries(saved: Iterable[PendingWrite], task_id: str) -> dict[int, dict[str, Any]]:
@@ -618,8 +640,8 @@ class SaverCore:
             parent_blobs,
             self._shadows.get(key, _NO_SHADOWS),
         )
-        if memory is not None:
-            memory.pop(key, None)
+        # Forgotten until the record is stored; then reused for what this put stored.
+        old = None if memory is None else memory.pop(key, None)
         fresh = True
         try:
             # The store's put awaited here, not through _store_checkpoint: one coroutine
@@ -637,14 +659,15 @@ class SaverCore:
         if memory is not None and fresh:
             versions = checkpoint.get("channel_versions") or {}
             if _round_trips(versions):
-                self._remember(key, _Latest(cid, dict(versions), blob_at))
+                if old is None:
+                    old = _Latest(cid, dict(versions), blob_at)
+                else:
+                    old.checkpoint_id, old.versions, old.blob_at = cid, dict(versions), blob_at
+                    old.written = None
+                memory[key] = old
+                if len(memory) > _REMEMBERED_THREADS:
+                    del memory[next(iter(memory))]
         return _config(thread_id, ns, cid)
-
-    def _remember(self, key: str, latest: _Latest) -> None:
-        assert self._latest is not None
-        self._latest[key] = latest
-        if len(self._latest) > _REMEMBERED_THREADS:
-            del self._latest[next(iter(self._latest))]
 
     def shadow(self, key: str, shadows: dict[str, Shadow]) -> None:
         """Remember the lists just stored in thread ``key``, for the next put to extend."""
@@ -733,12 +756,17 @@ class SaverCore:
         latest = None if self._latest is None else self._latest.get(key)
         if latest is not None and latest.checkpoint_id != cid:
             latest = None
-        entries: dict[int, dict[str, Any]] = {}
         if latest is None or (latest.written is not None and task_id in latest.written):
             entries = _stored_entries(await self.store.get_writes(key, cid), task_id)
-        if _merged_writes(entries, writes, task_path):
-            payload = {"writes": [entries[i] for i in sorted(entries)]}
-            await self.store.put_write(key, cid, PendingWrite(task_id, payload))
+            stored = (
+                [entries[i] for i in sorted(entries)]
+                if _merged_writes(entries, writes, task_path)
+                else []
+            )
+        else:
+            stored = _first_writes(writes, task_path)  # nothing stored for the task yet
+        if stored:
+            await self.store.put_write(key, cid, new_write(task_id, {"writes": stored}))
             if latest is not None:
                 if latest.written is None:
                     latest.written = {task_id}

@@ -29,7 +29,7 @@ import marshal
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from flowcore.checkpoint import Checkpoint
+from flowcore.checkpoint import Checkpoint, PendingWrite
 
 __all__ = [
     "CHANNELS",
@@ -40,6 +40,7 @@ __all__ = [
     "full_values",
     "holders",
     "new_record",
+    "new_write",
     "stored_list",
     "tails",
     "write_groups",
@@ -138,32 +139,43 @@ def _by_init(
     )
 
 
-def _slot_builder() -> Callable[..., Checkpoint] | None:
-    """A maker of ``Checkpoint`` records that sets their slots directly, or None.
+def _slots_of(kind: type, fields: tuple[str, ...]) -> list[Any] | None:
+    """The slot setters of ``cls``'s ``fields`` if ``__init__`` does nothing but set them.
 
-    A frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__``; for the nine fields of a record that is about
-    half the cost of a compat ``put`` outside the store. Setting the slots
-    does the same in half the time, so it is used only while ``Checkpoint``
-    is exactly such a dataclass: these fields as its slots, the generated
-    ``__init__``, no ``__post_init__``. Anything else gets ``__init__``.
+    True of a frozen, slotted dataclass with exactly these fields, its
+    ``__init__`` generated and no ``__post_init__``; None for anything else.
     """
-    cls: Any = Checkpoint
+    cls: Any = kind
     try:
         plain = (
-            dataclasses.is_dataclass(Checkpoint)
-            and tuple(f.name for f in dataclasses.fields(Checkpoint)) == _FIELDS
-            and tuple(cls.__slots__) == _FIELDS
+            dataclasses.is_dataclass(kind)
+            and tuple(f.name for f in dataclasses.fields(kind)) == fields
+            and tuple(cls.__slots__) == fields
             and cls.__dataclass_params__.frozen
             and cls.__init__.__code__.co_filename == "<string>"  # made by @dataclass
             and not hasattr(cls, "__post_init__")
         )
     except (AttributeError, TypeError):
         plain = False
-    if not plain:
+    return [getattr(cls, name).__set__ for name in fields] if plain else None
+
+
+def _slot_builder() -> Callable[..., Checkpoint] | None:
+    """A maker of ``Checkpoint`` records that sets their slots directly, or None.
+
+    A frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__``; for the nine fields of a record that is about
+    a fifth of the cost of a compat ``put`` outside the store. Setting the
+    slots does the same in half the time, so it is used only while
+    ``Checkpoint`` is exactly such a dataclass (see :func:`_slots_of`);
+    anything else gets ``__init__``.
+    """
+    cls: Any = Checkpoint
+    setters = _slots_of(Checkpoint, _FIELDS)
+    if setters is None:
         return None
     new = object.__new__
-    s0, s1, s2, s3, s4, s5, s6, s7, s8 = (getattr(cls, name).__set__ for name in _FIELDS)
+    s0, s1, s2, s3, s4, s5, s6, s7, s8 = setters
 
     def build(
         thread_id: str,
@@ -199,6 +211,29 @@ new_record: Callable[
 
 Takes ``thread_id, checkpoint_id, parent_id, step, created_at, writes, cursor, metadata``.
 """
+
+
+def _write_builder() -> Callable[[str, Mapping[str, Any]], PendingWrite] | None:
+    """``PendingWrite(node, payload)`` by its slots, as :func:`_slot_builder` (or None)."""
+    cls: Any = PendingWrite
+    setters = _slots_of(PendingWrite, ("node", "payload"))
+    if setters is None:
+        return None
+    new = object.__new__
+    set_node, set_payload = setters
+
+    def build(node: str, payload: Mapping[str, Any]) -> PendingWrite:
+        write = new(cls)
+        set_node(write, node)
+        set_payload(write, payload)
+        return write  # type: ignore[no-any-return]
+
+    payload: dict[str, Any] = {"writes": []}
+    return build if build("task", payload) == PendingWrite("task", payload) else None
+
+
+new_write: Callable[[str, Mapping[str, Any]], PendingWrite] = _write_builder() or PendingWrite
+"""``PendingWrite(node, payload)``, made as cheaply as ``PendingWrite`` allows."""
 
 
 # ---------------------------------------------------------------------- witnesses
