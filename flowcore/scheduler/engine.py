@@ -918,7 +918,7 @@ class RunEngine:
         if emit is not None:
             emit(NodeStartEvent(**self._event_base(level), node=name))
         t_start = time.perf_counter()
-        out = _Outcome(node=name, level=level, started=t_start - self._t0)
+        out = _Outcome(name, level, t_start - self._t0)  # positional: once per node run
         schema = self._schema
         shape = spec.shape
         try:
