@@ -38,17 +38,19 @@ def _run_now(step: Coroutine[Any, Any, T] | Any) -> T:
 class InMemorySaver(SaverShellWithSyncMaintenance):
     """LangGraph's ``InMemorySaver``: threads kept in this process.
 
-    Checkpoints, metadata and pending writes are stored serialized by
-    flowcore's :class:`~flowcore.checkpoint.JsonSerializer` (or the
-    ``serializer`` given), exactly as the SQLite savers store them: a value
-    that could not be saved to SQLite fails here too, with a
-    :class:`~flowcore.errors.SerializationError`, and what comes back is an
-    equal copy, never the object saved. Safe to use from several threads;
+    Checkpoints, metadata and pending writes are stored as serialized copies
+    in a :class:`~flowcore.checkpoint.InMemoryCheckpointer` (builtin-only
+    values by a restricted pickler, the rest by flowcore's
+    :class:`~flowcore.checkpoint.JsonSerializer`, or all by the
+    ``serializer`` given): a value that could not be saved to SQLite fails
+    here too, with a :class:`~flowcore.errors.SerializationError`, and what
+    comes back is an equal copy, never the object saved. Safe to use from several threads;
     every method also has an ``a``-prefixed async twin, which does the same
     work without waiting (the store never waits for I/O).
 
     Args:
-        serializer: How values become bytes; JSON with tagged types by default.
+        serializer: How values become bytes; by default, exact copies of
+            builtin-only values and JSON with tagged types for the rest.
 
     Example:
         >>> saver = InMemorySaver()
