@@ -85,7 +85,7 @@ def compile_graph(
         if pending.template_error:
             problems.append(f"node {pending.name!r} inputs: {pending.template_error}")
         specs.append(
-            NodeSpec(  # positional: measurably cheaper than keywords, once per node
+            NodeSpec(  # positional: cheaper than keywords, once per node
                 pending.name,
                 pending.func,
                 shape,
