@@ -370,10 +370,15 @@ class Run:
         self.checkpoint["updated_channels"] = sorted(self.updated)
         changed = {k: v for k, v in versions.items() if self.saved_versions.get(k) != v}
         batch = self._batch()
-        put = self.saver.aput if batch is None else batch.put
-        new_config = await put(
-            base, _copy_checkpoint(self.checkpoint), dict(self.metadata), changed
-        )
+        if batch is None and isinstance(self.saver, SaverShell):
+            # flowcore's savers serialize what they are given before put returns
+            # and keep no reference to it: no private copy needed.
+            new_config = await self.saver.aput(base, self.checkpoint, self.metadata, changed)
+        else:
+            put = self.saver.aput if batch is None else batch.put
+            new_config = await put(
+                base, _copy_checkpoint(self.checkpoint), dict(self.metadata), changed
+            )
         self.parent_config = self.saved_config
         self.saved_config = new_config
         self.saved_versions = dict(versions)
