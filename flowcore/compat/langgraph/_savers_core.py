@@ -88,8 +88,6 @@ from flowcore.compat.langgraph._savers_layout import (
     channel_versions,
     full_values,
     holders,
-    new_record,
-    new_write,
     stored_list,
     tails,
     write_groups,
@@ -323,15 +321,15 @@ def _record(
         whole[channel] = value
         blob_at[channel] = cid
     step = metadata.get("step")
-    record = new_record(
+    record = Checkpoint(
         key,
         cid,
         stored_parent,
         step if isinstance(step, int) and not isinstance(step, bool) else 0,
         _created_at(checkpoint),
         write_groups(whole, tail),
-        {"checkpoint": _without_values(checkpoint), "parent": parent_id, "blob_at": blob_at},
-        merged_metadata(config, metadata),
+        cursor={"checkpoint": _without_values(checkpoint), "parent": parent_id, "blob_at": blob_at},
+        metadata=merged_metadata(config, metadata),
     )
     return record, blob_at, after
 
@@ -766,7 +764,7 @@ class SaverCore:
         else:
             stored = _first_writes(writes, task_path)  # nothing stored for the task yet
         if stored:
-            await self.store.put_write(key, cid, new_write(task_id, {"writes": stored}))
+            await self.store.put_write(key, cid, PendingWrite(task_id, {"writes": stored}))
             if latest is not None:
                 if latest.written is None:
                     latest.written = {task_id}

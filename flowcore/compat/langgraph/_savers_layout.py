@@ -23,13 +23,12 @@ thread whose shadows were dropped stores its lists whole once, then tails.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import enum
 import marshal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flowcore.checkpoint import Checkpoint, PendingWrite
+from flowcore.checkpoint import Checkpoint
 
 __all__ = [
     "CHANNELS",
@@ -39,8 +38,6 @@ __all__ = [
     "channel_versions",
     "full_values",
     "holders",
-    "new_record",
-    "new_write",
     "stored_list",
     "tails",
     "write_groups",
@@ -100,140 +97,6 @@ def write_groups(
     if tail:
         return (((CHANNELS, full), (TAILS, tail)),)
     return (((CHANNELS, full),),) if full else ()
-
-
-# ---------------------------------------------------------------------- building a record
-
-_FIELDS = (
-    "thread_id",
-    "checkpoint_id",
-    "parent_id",
-    "step",
-    "created_at",
-    "writes",
-    "snapshot",
-    "cursor",
-    "metadata",
-)
-
-
-def _by_init(
-    thread_id: str,
-    checkpoint_id: str,
-    parent_id: str | None,
-    step: int,
-    created_at: float,
-    writes: Sequence[Any],
-    cursor: Mapping[str, Any],
-    metadata: Mapping[str, Any],
-) -> Checkpoint:
-    return Checkpoint(
-        thread_id=thread_id,
-        checkpoint_id=checkpoint_id,
-        parent_id=parent_id,
-        step=step,
-        created_at=created_at,
-        writes=writes,
-        cursor=cursor,
-        metadata=metadata,
-    )
-
-
-def _slots_of(kind: type, fields: tuple[str, ...]) -> list[Any] | None:
-    """The slot setters of ``cls``'s ``fields`` if ``__init__`` does nothing but set them.
-
-    True of a frozen, slotted dataclass with exactly these fields, its
-    ``__init__`` generated and no ``__post_init__``; None for anything else.
-    """
-    cls: Any = kind
-    try:
-        plain = (
-            dataclasses.is_dataclass(kind)
-            and tuple(f.name for f in dataclasses.fields(kind)) == fields
-            and tuple(cls.__slots__) == fields
-            and cls.__dataclass_params__.frozen
-            and cls.__init__.__code__.co_filename == "<string>"  # made by @dataclass
-            and not hasattr(cls, "__post_init__")
-        )
-    except (AttributeError, TypeError):
-        plain = False
-    return [getattr(cls, name).__set__ for name in fields] if plain else None
-
-
-def _slot_builder() -> Callable[..., Checkpoint] | None:
-    """A maker of ``Checkpoint`` records that sets their slots directly, or None.
-
-    A frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__``; for the nine fields of a record that is about
-    a fifth of the cost of a compat ``put`` outside the store. Setting the
-    slots does the same in half the time, so it is used only while
-    ``Checkpoint`` is exactly such a dataclass (see :func:`_slots_of`);
-    anything else gets ``__init__``.
-    """
-    cls: Any = Checkpoint
-    setters = _slots_of(Checkpoint, _FIELDS)
-    if setters is None:
-        return None
-    new = object.__new__
-    s0, s1, s2, s3, s4, s5, s6, s7, s8 = setters
-
-    def build(
-        thread_id: str,
-        checkpoint_id: str,
-        parent_id: str | None,
-        step: int,
-        created_at: float,
-        writes: Sequence[Any],
-        cursor: Mapping[str, Any],
-        metadata: Mapping[str, Any],
-    ) -> Checkpoint:
-        record = new(cls)
-        s0(record, thread_id)
-        s1(record, checkpoint_id)
-        s2(record, parent_id)
-        s3(record, step)
-        s4(record, created_at)
-        s5(record, writes)
-        s6(record, None)
-        s7(record, cursor)
-        s8(record, metadata)
-        return record  # type: ignore[no-any-return]
-
-    probe = ("t", "c", None, 1, 0.5, (), {"x": 1}, {"m": 2})
-    return build if build(*probe) == _by_init(*probe) else None
-
-
-new_record: Callable[
-    [str, str, str | None, int, float, Sequence[Any], Mapping[str, Any], Mapping[str, Any]],
-    Checkpoint,
-] = _slot_builder() or _by_init
-"""A ``Checkpoint`` without a snapshot, made as cheaply as ``Checkpoint`` allows.
-
-Takes ``thread_id, checkpoint_id, parent_id, step, created_at, writes, cursor, metadata``.
-"""
-
-
-def _write_builder() -> Callable[[str, Mapping[str, Any]], PendingWrite] | None:
-    """``PendingWrite(node, payload)`` by its slots, as :func:`_slot_builder` (or None)."""
-    cls: Any = PendingWrite
-    setters = _slots_of(PendingWrite, ("node", "payload"))
-    if setters is None:
-        return None
-    new = object.__new__
-    set_node, set_payload = setters
-
-    def build(node: str, payload: Mapping[str, Any]) -> PendingWrite:
-        write = new(cls)
-        set_node(write, node)
-        set_payload(write, payload)
-        return write  # type: ignore[no-any-return]
-
-    payload: dict[str, Any] = {"writes": []}
-    return build if build("task", payload) == PendingWrite("task", payload) else None
-
-
-new_write: Callable[[str, Mapping[str, Any]], PendingWrite] = _write_builder() or PendingWrite
-"""``PendingWrite(node, payload)``, made as cheaply as ``PendingWrite`` allows."""
 
 
 # ---------------------------------------------------------------------- witnesses
