@@ -16,7 +16,7 @@ import enum
 import itertools
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -40,7 +40,8 @@ from flowcore.compat.langgraph import (
 from flowcore.compat.langgraph._savers_layout import full_values, tails
 from flowcore.errors import CheckpointStoreError
 
-Saver = InMemorySaver | SqliteSaver | AsyncSqliteSaver
+from .conftest import Saver
+
 _ids = itertools.count(1)
 KEY = "langgraph/t/"  # thread "t", namespace ""
 
@@ -54,18 +55,6 @@ def cfg(thread: str = "t", checkpoint_id: str | None = None) -> dict[str, Any]:
     if checkpoint_id is not None:
         conf["checkpoint_id"] = checkpoint_id
     return {"configurable": conf}
-
-
-@pytest.fixture(params=["memory", "sqlite", "async-sqlite"])
-async def saver(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Saver]:
-    if request.param == "memory":
-        yield InMemorySaver()
-    elif request.param == "sqlite":
-        with SqliteSaver.from_conn_string(str(tmp_path / "lg.db")) as sync_saver:
-            yield sync_saver
-    else:
-        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "lg.db")) as async_saver:
-            yield async_saver
 
 
 class Recorder:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,8 @@ from flowcore.errors import (
     SerializationError,
 )
 
-Saver = InMemorySaver | SqliteSaver | AsyncSqliteSaver
+from .conftest import Saver
+
 _ids = itertools.count(1)
 
 
@@ -82,19 +83,6 @@ async def chain(saver: Saver, thread: str, n: int, ns: str = "") -> list[dict]:
 
 async def ids(saver: Saver, config: dict | None, **kw: Any) -> list[str]:
     return [t.checkpoint["id"] async for t in saver.alist(config, **kw)]
-
-
-@pytest.fixture(params=["memory", "sqlite", "async-sqlite"])
-async def saver(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Saver]:
-    """Each saver, fresh; the SQLite ones on a real file."""
-    if request.param == "memory":
-        yield InMemorySaver()
-    elif request.param == "sqlite":
-        with SqliteSaver.from_conn_string(str(tmp_path / "lg.db")) as sync_saver:
-            yield sync_saver
-    else:
-        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "lg.db")) as async_saver:
-            yield async_saver
 
 
 @pytest.fixture(params=["memory", "sqlite"])
