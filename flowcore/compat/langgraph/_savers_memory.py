@@ -126,8 +126,7 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
         Example:
             >>> # saved = await saver.aput(config, checkpoint, metadata, {"x": "1"})
         """
-        with self._lock:
-            return _run_now(self._core.put(config, checkpoint, metadata, new_versions))
+        return self.put(config, checkpoint, metadata, new_versions)
 
     def put_writes(
         self,
@@ -156,8 +155,7 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
         Example:
             >>> # await saver.aput_writes(saved, [("x", 2)], task_id="t1")
         """
-        with self._lock:
-            _run_now(self._core.put_writes(config, writes, task_id, task_path))
+        self.put_writes(config, writes, task_id, task_path)
 
     # ------------------------------------------------------------------ how operations run
 
