@@ -1,13 +1,17 @@
-"""Fixtures shared by the compat saver specs."""
+"""Fixtures shared by the compat saver specs, and a view of what a saver stored."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from flowcore.compat.langgraph import AsyncSqliteSaver, InMemorySaver, SqliteSaver
+from flowcore.compat.langgraph._savers_core import _thread_key
+from flowcore.compat.langgraph._savers_layout import full_values, holders, tails
 
 Saver = InMemorySaver | SqliteSaver | AsyncSqliteSaver
 
@@ -23,3 +27,47 @@ async def saver(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     else:
         async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "lg.db")) as async_saver:
             yield async_saver
+
+
+@pytest.fixture(params=["sqlite", "async-sqlite"])
+async def file_saver(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[SqliteSaver | AsyncSqliteSaver]:
+    """Each saver that keeps its threads in a SQLite file, as flowcore records."""
+    if request.param == "sqlite":
+        with SqliteSaver.from_conn_string(str(tmp_path / "lg.db")) as sync_saver:
+            yield sync_saver
+    else:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "lg.db")) as async_saver:
+            yield async_saver
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What one stored checkpoint holds itself: values whole, list tails, and where each
+    channel's value is held (``blob_at``)."""
+
+    checkpoint_id: str
+    whole: Mapping[str, Any]
+    tails: Mapping[str, Mapping[str, Any]]
+    blob_at: Mapping[str, str]
+
+
+async def stored(saver: Saver, thread: str = "t", ns: str = "") -> list[Stored]:
+    """The checkpoints a saver holds for one thread and namespace, oldest first.
+
+    Read around the saver: from an ``InMemorySaver``'s dicts, or from the
+    flowcore records of a SQLite saver's store.
+    """
+    key = _thread_key(thread, ns)
+    if isinstance(saver, InMemorySaver):
+        core = saver._core
+        out = []
+        for cid, saved in core.spaces.get(key, {}).items():
+            parts = core.codec.loads(saved.data)
+            out.append(Stored(cid, parts["channels"], parts.get("tails", {}), saved.blob_at))
+        return out
+    history = await saver.store.history(key)
+    return [
+        Stored(r.checkpoint_id, full_values(r), tails(r), holders(r)) for r in reversed(history)
+    ]

@@ -33,14 +33,13 @@ from flowcore.compat.langgraph import (
     RemoveMessage,
     SqliteSaver,
     StateGraph,
-    _savers_core,
     _savers_layout,
     add_messages,
 )
-from flowcore.compat.langgraph._savers_layout import full_values, tails
+from flowcore.compat.langgraph._savers_layout import tails
 from flowcore.errors import CheckpointStoreError
 
-from .conftest import Saver
+from .conftest import Saver, Stored, stored
 
 _ids = itertools.count(1)
 KEY = "langgraph/t/"  # thread "t", namespace ""
@@ -94,27 +93,21 @@ class Recorder:
                 assert type(got.checkpoint["channel_values"][channel]) is type(value)
 
 
-async def records(saver: Saver, key: str = KEY) -> list[Checkpoint]:
-    """The thread's records, oldest first, read around the saver."""
-    return list(reversed(await saver.store.history(key)))
-
-
-def how_stored(record: Checkpoint, channel: str) -> str:
-    if channel in full_values(record):
+def how_stored(s: Stored, channel: str) -> str:
+    if channel in s.whole:
         return "whole"
-    if channel in tails(record):
+    if channel in s.tails:
         return "tail"
     return "elsewhere"
 
 
-def stored_items(history: list[Checkpoint], channel: str) -> int:
-    """List items of ``channel`` the records hold, whole copies and tails together."""
+def stored_items(history: list[Stored], channel: str) -> int:
+    """List items of ``channel`` the checkpoints hold, whole copies and tails together."""
     total = 0
-    for record in history:
-        whole = full_values(record)
-        if channel in whole:
-            total += len(whole[channel])
-        piece = tails(record).get(channel)
+    for s in history:
+        if channel in s.whole:
+            total += len(s.whole[channel])
+        piece = s.tails.get(channel)
         if piece is not None:
             total += len(piece["items"])
     return total
@@ -140,10 +133,10 @@ def chat_graph(steps: int) -> StateGraph:
     return builder
 
 
-def record_bytes(history: list[Checkpoint]) -> int:
-    """Bytes of the values the records hold, as JSON: the same figure for every store."""
+def stored_bytes(history: list[Stored]) -> int:
+    """Bytes of the values the checkpoints hold, as JSON: the same figure for every saver."""
     serializer = JsonSerializer()
-    return sum(len(serializer.dumps([list(group) for group in r.writes])) for r in history)
+    return sum(len(serializer.dumps([dict(s.whole), dict(s.tails)])) for s in history)
 
 
 @pytest.mark.parametrize("durability", ["async", "sync"])
@@ -153,11 +146,11 @@ async def test_a_growing_message_list_takes_linear_space(saver: Saver, durabilit
     config = {"configurable": {"thread_id": "t"}, "recursion_limit": 1000}
     out = await graph.ainvoke({"i": 0, "messages": []}, config, durability=durability)
     assert len(out["messages"]) == steps
-    history = await records(saver)
+    history = await stored(saver)
     # Stored whole at every step, the list would take steps * (steps + 1) / 2 = 3240 items.
     assert stored_items(history, "messages") <= 3 * steps
     half = len(history) // 2
-    first, second = record_bytes(history[:half]), record_bytes(history[half:])
+    first, second = stored_bytes(history[:half]), stored_bytes(history[half:])
     assert second / first < 1.5
     # Every checkpoint reads back the list it had, message for message.
     async for listed in saver.alist(cfg()):
@@ -178,7 +171,7 @@ async def test_a_thread_run_in_many_invocations_stays_linear(saver: Saver) -> No
         await graph.ainvoke({"i": 0, "messages": [HumanMessage(f"turn {turn}")]}, config)
     state = await graph.aget_state(config)
     assert len(state.values["messages"]) == 2 * turns + 1
-    assert stored_items(await records(saver), "messages") <= 3 * (2 * turns + 1)
+    assert stored_items(await stored(saver), "messages") <= 3 * (2 * turns + 1)
 
 
 async def test_a_tail_chain_is_cut_after_max_tails(
@@ -190,9 +183,10 @@ async def test_a_tail_chain_is_cut_after_max_tails(
     for n in range(12):
         xs = [*xs, n]
         await rec.put({"xs": xs})
-    kinds = [how_stored(r, "xs") for r in await records(saver)]
+    history = await stored(saver)
+    kinds = [how_stored(s, "xs") for s in history]
     assert kinds == ["whole", "tail", "tail", "tail"] * 3
-    assert max(tails(r)["xs"]["links"] for r in await records(saver) if tails(r)) == 3
+    assert max(s.tails["xs"]["links"] for s in history if s.tails) == 3
     await rec.check()
 
 
@@ -244,7 +238,7 @@ async def test_a_list_changed_other_than_by_appending_is_stored_whole(
     await rec.put({"xs": xs})
     xs = [*xs, "appended again"]
     await rec.put({"xs": xs})
-    kinds = [how_stored(r, "xs") for r in await records(saver)]
+    kinds = [how_stored(s, "xs") for s in await stored(saver)]
     assert kinds[:3] == ["whole", "tail", "whole"]
     await rec.check()
 
@@ -272,7 +266,7 @@ async def test_messages_removed_replaced_or_changed_in_place_are_stored_whole(
     edited[0].content = "hi (edited)"
     await rec.put({"messages": edited})
     steps.append(("whole", edited))
-    kinds = [how_stored(r, "messages") for r in await records(saver)]
+    kinds = [how_stored(s, "messages") for s in await stored(saver)]
     assert kinds == [expected for expected, _ in steps]
     await rec.check()
 
@@ -281,8 +275,8 @@ async def test_an_unchanged_list_under_a_new_version_is_not_stored_again(saver: 
     rec = Recorder(saver)
     await rec.put({"xs": ["a", "b"]})
     await rec.put({"xs": ["a", "b"]})
-    history = await records(saver)
-    assert [how_stored(r, "xs") for r in history] == ["whole", "elsewhere"]
+    history = await stored(saver)
+    assert [how_stored(s, "xs") for s in history] == ["whole", "elsewhere"]
     await rec.check()
 
 
@@ -300,7 +294,7 @@ async def test_items_of_tagged_types_are_stored_in_tails_and_read_back_typed(
     for extra in ([Color.BLUE, b"raw"], [uuid.UUID(int=7), {"set"}, HumanMessage("m", id="1")]):
         xs = [*xs, *extra]
         await rec.put({"xs": xs})
-    assert [how_stored(r, "xs") for r in await records(saver)] == ["whole", "tail", "whole"]
+    assert [how_stored(s, "xs") for s in await stored(saver)] == ["whole", "tail", "whole"]
     await rec.check()
 
 
@@ -315,7 +309,7 @@ async def tail_history(saver: Saver, thread: str = "t") -> tuple[Recorder, list[
     for n in range(12):
         xs = [*xs, {"n": n}]
         ids.append(await rec.put({"xs": xs, "n": n}, run_id=f"r{n // 4}"))
-    kinds = [how_stored(r, "xs") for r in await records(saver, f"langgraph/{thread}/")]
+    kinds = [how_stored(s, "xs") for s in await stored(saver, thread)]
     assert all("tail" in kinds[run : run + 4] for run in (0, 4, 8))
     return rec, ids
 
@@ -324,7 +318,7 @@ async def test_deleting_a_run_keeps_every_value_later_checkpoints_read(saver: Sa
     rec, ids = await tail_history(saver)
     await saver.adelete_for_runs(["r1"])
     await rec.check(ids=ids[:4] + ids[8:])
-    assert len(await records(saver)) == 8
+    assert len(await stored(saver)) == 8
     await saver.adelete_for_runs(["r0"])
     await rec.check(ids=ids[8:])
     # The thread goes on from what is left.
@@ -335,8 +329,8 @@ async def test_deleting_a_run_keeps_every_value_later_checkpoints_read(saver: Sa
 async def test_pruning_keeps_the_latest_value_whole(saver: Saver) -> None:
     rec, ids = await tail_history(saver)
     await saver.aprune(["t"])
-    history = await records(saver)
-    assert [r.checkpoint_id for r in history] == [ids[-1]]
+    history = await stored(saver)
+    assert [s.checkpoint_id for s in history] == [ids[-1]]
     assert how_stored(history[0], "xs") == "whole"
     await rec.check(ids=[ids[-1]])
 
@@ -370,14 +364,31 @@ async def test_an_sqlite_file_reads_back_after_reopening_and_the_thread_goes_on(
             "go on",
             *(f"message {n:04d}" for n in range(21, 31)),
         ]
-        history = await records(reopened)
+        history = await stored(reopened)
         # The reopened saver knows nothing of the stored list: one whole copy, then tails.
-        assert [how_stored(r, "messages") for r in history[-10:]].count("whole") <= 2
+        assert [how_stored(s, "messages") for s in history[-10:]].count("whole") <= 2
         assert stored_items(history, "messages") <= 3 * 31
 
 
-async def test_records_of_the_layout_before_tails_are_still_read(saver: Saver) -> None:
+async def put_records(saver: SqliteSaver | AsyncSqliteSaver, *records: Checkpoint) -> None:
+    """Write flowcore records straight into a SQLite saver's store, around the saver."""
+
+    async def put_all() -> None:
+        for record in records:
+            await saver.store.put(record)
+
+    if isinstance(saver, SqliteSaver):
+        # Its store lives on the saver's private event loop: run the puts there.
+        saver._run_sync(lambda core: put_all())
+    else:
+        await put_all()
+
+
+async def test_records_of_the_layout_before_tails_are_still_read(
+    file_saver: SqliteSaver | AsyncSqliteSaver,
+) -> None:
     """Files written before tails existed: whole values only, ``blob_at`` naming each holder."""
+    saver = file_saver
     first, second = new_id(), new_id()
 
     def old_record(cid: str, parent: str | None, delta: dict[str, Any], n: int) -> Checkpoint:
@@ -404,14 +415,11 @@ async def test_records_of_the_layout_before_tails_are_still_read(saver: Saver) -
             metadata={"source": "loop", "step": n, "parents": {}},
         )
 
-    async def put_old() -> None:
-        await saver.store.put(old_record(first, None, {"xs": ["a", "b"], "n": 0}, 0))
-        await saver.store.put(old_record(second, first, {"n": 1}, 1))
-
-    if isinstance(saver, SqliteSaver):
-        saver._run_sync(lambda core: put_old())
-    else:
-        await put_old()
+    await put_records(
+        saver,
+        old_record(first, None, {"xs": ["a", "b"], "n": 0}, 0),
+        old_record(second, first, {"n": 1}, 1),
+    )
     got = await saver.aget_tuple(cfg())
     assert got is not None
     assert got.checkpoint["channel_values"] == {"xs": ["a", "b"], "n": 1}
@@ -421,7 +429,7 @@ async def test_records_of_the_layout_before_tails_are_still_read(saver: Saver) -
     rec.version = 5
     await rec.put({"xs": ["a", "b", "c"], "n": 2})
     await rec.put({"xs": ["a", "b", "c", "d"], "n": 3})
-    assert [how_stored(r, "xs") for r in await records(saver)] == [
+    assert [how_stored(s, "xs") for s in await stored(saver)] == [
         "whole",
         "elsewhere",
         "whole",
@@ -430,10 +438,12 @@ async def test_records_of_the_layout_before_tails_are_still_read(saver: Saver) -
     await rec.check()
 
 
-async def test_a_chain_of_tails_that_never_reaches_a_whole_copy_is_reported() -> None:
-    saver = InMemorySaver()
+async def test_a_chain_of_tails_that_never_reaches_a_whole_copy_is_reported(
+    file_saver: SqliteSaver | AsyncSqliteSaver,
+) -> None:
     cid = new_id()
-    await saver.store.put(
+    await put_records(
+        file_saver,
         Checkpoint(
             thread_id=KEY,
             checkpoint_id=cid,
@@ -442,18 +452,39 @@ async def test_a_chain_of_tails_that_never_reaches_a_whole_copy_is_reported() ->
             created_at=0.0,
             writes=((("tails", {"xs": {"base": cid, "links": 1, "items": [1]}}),),),
             cursor={"checkpoint": {"v": 4, "id": cid}, "parent": None, "blob_at": {"xs": cid}},
-        )
+        ),
     )
+    with pytest.raises(CheckpointStoreError, match="damaged"):
+        await file_saver.aget_tuple(cfg())
+
+
+async def test_a_chain_of_tails_that_never_reaches_a_whole_copy_is_reported_in_memory() -> None:
+    """The same damage in an ``InMemorySaver``'s dicts: a tail whose base is itself."""
+    saver = InMemorySaver()
+    config = await saver.aput(cfg(), _checkpoint(["a"], 1), {"step": 0}, {"xs": 1})
+    cid = config["configurable"]["checkpoint_id"]
+    core = saver._core
+    saved = core.spaces[KEY][cid]
+    parts = core.codec.loads(saved.data)
+    saved.data = core.codec.dumps(
+        {
+            "checkpoint": parts["checkpoint"],
+            "metadata": parts["metadata"],
+            "channels": {},
+            "tails": {"xs": {"base": cid, "links": 1, "items": [1]}},
+        }
+    )
+    saved.blob_at = {"xs": cid}
     with pytest.raises(CheckpointStoreError, match="damaged"):
         await saver.aget_tuple(cfg())
 
 
-def test_the_stored_layout_is_plain_json() -> None:
+def test_the_stored_layout_is_plain_json(tmp_path: Path) -> None:
     """A tail is JSON data a reader of the file can follow: base, links, items."""
-    saver = InMemorySaver()
-    first = saver.put(cfg(), _checkpoint(["a"], 1), {"step": 0}, {"xs": 1})
-    saver.put(first, _checkpoint(["a", "b"], 2), {"step": 1}, {"xs": 2})
-    newest = saver._run_sync(lambda core: core.store.get(KEY))
+    with SqliteSaver.from_conn_string(str(tmp_path / "lg.db")) as saver:
+        first = saver.put(cfg(), _checkpoint(["a"], 1), {"step": 0}, {"xs": 1})
+        saver.put(first, _checkpoint(["a", "b"], 2), {"step": 1}, {"xs": 2})
+        newest = saver._run_sync(lambda core: saver.store.get(KEY))
     assert newest is not None
     assert json.loads(json.dumps(tails(newest))) == {
         "xs": {"base": first["configurable"]["checkpoint_id"], "links": 1, "items": ["b"]}
@@ -472,28 +503,25 @@ def _checkpoint(xs: list[Any], version: int) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------------- shadows
+
+
 async def test_shadows_are_bounded_and_a_forgotten_thread_stores_whole_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_savers_core, "_SHADOWED_ITEMS", 10)
+    monkeypatch.setattr(_savers_layout, "SHADOWED_ITEMS", 10)
     saver = InMemorySaver()
     rec = {thread: Recorder(saver, thread) for thread in ("a", "b", "c")}
     for thread in ("a", "b", "c"):
         await rec[thread].put({"xs": list(range(6))})
-    core = saver._core
+    shadows = saver._core.shadows.by_thread
     # Six copies a thread: with a bound of ten, only the thread saved last keeps its own.
-    assert list(core._shadows) == ["langgraph/c/"]
+    assert list(shadows) == ["langgraph/c/"]
     for thread in ("c", "a"):
         await rec[thread].put({"xs": [*range(6), "more"]})
-    assert list(core._shadows) == ["langgraph/a/"]
-    assert [how_stored(r, "xs") for r in await records(saver, "langgraph/a/")] == [
-        "whole",
-        "whole",
-    ]
-    assert [how_stored(r, "xs") for r in await records(saver, "langgraph/c/")] == [
-        "whole",
-        "tail",
-    ]
+    assert list(shadows) == ["langgraph/a/"]
+    assert [how_stored(s, "xs") for s in await stored(saver, "a")] == ["whole", "whole"]
+    assert [how_stored(s, "xs") for s in await stored(saver, "c")] == ["whole", "tail"]
     for recorder in rec.values():
         await recorder.check(recorder.parent["configurable"]["thread_id"])
 
@@ -502,4 +530,4 @@ async def test_shadows_are_kept_for_the_64_threads_saved_last() -> None:
     saver = InMemorySaver()
     for n in range(70):
         await Recorder(saver, f"t{n}").put({"xs": [n]})
-    assert list(saver._core._shadows) == [f"langgraph/t{n}/" for n in range(6, 70)]
+    assert list(saver._core.shadows.by_thread) == [f"langgraph/t{n}/" for n in range(6, 70)]

@@ -35,7 +35,7 @@ from flowcore.errors import (
     SerializationError,
 )
 
-from .conftest import Saver
+from .conftest import Saver, stored
 
 _ids = itertools.count(1)
 
@@ -168,15 +168,18 @@ async def test_an_unchanged_channel_is_stored_once(kind: str, tmp_path: Path) ->
         for step in (1, 2, 3):
             values, versions = {"big": big, "n": step}, {"big": 1, "n": step + 1}
             parent = await saver.aput(parent, ckpt(values, versions), md(step), {"n": step + 1})
-        # The documented layout: thread "t", namespace "" is flowcore thread "langgraph/t/".
-        records = await saver.store.history("langgraph/t/")
+        history = await stored(saver)
         got = await saver.aget_tuple(parent)
-    assert [dict(r.writes[0][0][1]) for r in records] == [
-        {"n": 3},
-        {"n": 2},
-        {"n": 1},
+    first = history[0].checkpoint_id
+    assert [dict(s.whole) for s in history] == [
         {"big": big, "n": 0},
+        {"n": 1},
+        {"n": 2},
+        {"n": 3},
     ]
+    assert all(not s.tails for s in history)
+    # Every later checkpoint reads "big" from the first, which alone holds it.
+    assert [s.blob_at["big"] for s in history] == [first] * 4
     assert got is not None
     assert got.checkpoint["channel_values"] == {"big": big, "n": 3}
 

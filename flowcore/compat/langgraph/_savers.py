@@ -2,8 +2,9 @@
 
 The savers themselves live in ``_savers_memory`` (``InMemorySaver``),
 ``_savers_sqlite`` (``AsyncSqliteSaver``) and ``_savers_sync``
-(``SqliteSaver``); how they map LangGraph checkpoints onto flowcore's
-checkpoint stores is in ``_savers_core``, and the methods they share in
+(``SqliteSaver``); how the SQLite ones map LangGraph checkpoints onto
+flowcore's checkpoint stores is in ``_savers_core``, how ``InMemorySaver``
+keeps them in ``_savers_memory_core``, and the methods they share in
 ``_savers_shell``.
 """
 

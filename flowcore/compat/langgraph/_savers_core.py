@@ -85,10 +85,11 @@ from flowcore.compat.langgraph._savers import WRITES_IDX_MAP, CheckpointTuple, R
 from flowcore.compat.langgraph._savers_layout import (
     MAX_TAILS,
     Shadow,
+    ShadowCache,
     channel_versions,
     full_values,
     holders,
-    stored_list,
+    lay_out,
     tails,
     write_groups,
 )
@@ -99,7 +100,7 @@ from flowcore.errors import (
     InvalidInputError,
 )
 
-__all__ = ["SaveBatch", "SaverCore", "merged_metadata"]
+__all__ = ["SaveBatch", "SaverCore", "merged_metadata", "writes_target"]
 
 _PREFIX = "langgraph/"
 _PAGE = 100
@@ -145,6 +146,23 @@ def _thread_prefix(thread_id: str) -> str:
 def _split_key(key: str) -> tuple[str, str]:
     thread, _, ns = key[len(_PREFIX) :].partition("/")
     return unquote(thread), unquote(ns)
+
+
+def writes_target(config: RunnableConfig) -> tuple[str, str, str]:
+    """``(thread_id, checkpoint_ns, checkpoint_id)`` of the checkpoint a put_writes names.
+
+    Example:
+        >>> writes_target({"configurable": {"thread_id": "1", "checkpoint_id": "c1"}})
+        ('1', '', 'c1')
+    """
+    conf = _configurable(config, "put_writes")
+    cid = conf.get("checkpoint_id")
+    if not cid:
+        raise InvalidInputError(
+            "put_writes needs config['configurable']['checkpoint_id'], the checkpoint "
+            "the writes belong to; pass the config put() returned"
+        )
+    return str(conf["thread_id"]), str(conf.get("checkpoint_ns") or ""), str(cid)
 
 
 def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
@@ -205,35 +223,9 @@ def _created_at(checkpoint: Mapping[str, Any]) -> float:
         return time.time()
 
 
-class _Latest:
-    """The checkpoint this core last stored in a thread, as a later ``put`` reads its parent.
-
-    ``written``: the tasks whose writes against it are stored (by this core); None
-    until there is one (a put makes one of these, most get a single task's writes).
-    """
-
-    __slots__ = ("blob_at", "checkpoint_id", "versions", "written")
-
-    def __init__(self, checkpoint_id: str, versions: dict[str, Any], blob_at: dict[str, str]):
-        self.checkpoint_id = checkpoint_id
-        self.versions = versions
-        self.blob_at = blob_at
-        self.written: set[str] | None = None
-
-
-_REMEMBERED_THREADS = 256
-# Shadows hold frozen copies of whole lists: remember fewer threads' worth, and at
-# most this many items across the other threads (the thread just saved always stays).
-_SHADOWED_THREADS = 64
-_SHADOWED_ITEMS = 50_000
 # Longer than any chain of tails this module writes (MAX_TAILS): past it, a chain loops.
 _MAX_CHAIN = 4 * MAX_TAILS
 _MISSING: Any = object()
-_NO_SHADOWS: dict[str, Shadow] = {}
-
-
-class _StaleMemory(Exception):
-    """The parent a put remembered is no longer in the store."""
 
 
 def _round_trips(versions: Mapping[Any, Any]) -> bool:
@@ -286,40 +278,9 @@ def _record(
     one counts only while its holder is where the parent's ``blob_at`` points.
     """
     cid = str(checkpoint["id"])
-    versions = checkpoint.get("channel_versions") or {}
-    whole: dict[str, Any] = {}
-    tail: dict[str, Any] = {}
-    blob_at: dict[str, str] = {}
-    after: dict[str, Shadow] = {}
-    for channel, value in (checkpoint.get("channel_values") or {}).items():
-        held = parent_blobs.get(channel)
-        if held is not None and channel not in new_versions:
-            version = versions.get(channel)
-            if version is not None and parent_versions.get(channel) == version:
-                blob_at[channel] = held
-                if shadows:
-                    shadow = shadows.get(channel)
-                    if shadow is not None and shadow.holder == held:
-                        after[channel] = shadow
-                continue
-        if type(value) is list:
-            # Looked up only here: most channels are not lists, most threads have none.
-            shadow = shadows.get(channel) if shadows else None
-            if shadow is not None and shadow.holder != held:
-                shadow = None
-            items, links, shadow = stored_list(value, shadow, cid)
-            if shadow is not None:
-                after[channel] = shadow
-            if items is not None:
-                assert held is not None  # a tail extends what the parent points to
-                if not items:
-                    blob_at[channel] = held
-                    continue
-                tail[channel] = {"base": held, "links": links, "items": items}
-                blob_at[channel] = cid
-                continue
-        whole[channel] = value
-        blob_at[channel] = cid
+    whole, tail, blob_at, after = lay_out(
+        cid, checkpoint, new_versions, parent_versions, parent_blobs, shadows
+    )
     step = metadata.get("step")
     record = Checkpoint(
         key,
@@ -384,8 +345,10 @@ def _stored_entries(saved: Iterable[PendingWrite], task_id: str) -> dict[int, di
 class SaverCore:
     """LangGraph's saver operations on a flowcore store, as coroutines.
 
-    The shells (``InMemorySaver``, ``AsyncSqliteSaver``, ``SqliteSaver``)
-    decide how these coroutines are run; every rule of the mapping lives here.
+    The SQLite shells (``AsyncSqliteSaver``, ``SqliteSaver``) decide how
+    these coroutines are run; every rule of the mapping lives here.
+    (``InMemorySaver`` keeps LangGraph's shape in dicts instead, with the
+    same layout: see ``_savers_memory_core``.)
 
     Example:
         >>> from flowcore.checkpoint import InMemoryCheckpointer
@@ -393,17 +356,11 @@ class SaverCore:
         >>> # await core.put({"configurable": {"thread_id": "1"}}, checkpoint, {}, {})
     """
 
-    def __init__(self, store: MaintainableCheckpointer, *, sole_writer: bool = False) -> None:
+    def __init__(self, store: MaintainableCheckpointer) -> None:
         self.store = store
-        # A store only this core writes to (an InMemorySaver's own) cannot change behind its
-        # back, so what it just stored can stand in for reading the parent back on the next
-        # put (decoding it costs more than the rest of put) and for reading a new
-        # checkpoint's writes (there are none until this core stores some).
-        self._latest: dict[str, _Latest] | None = {} if sole_writer else None
         # Per thread, what was stored of each list channel (see _savers_layout): lets a
         # put store only what a list gained since its parent, without reading it back.
-        self._shadows: dict[str, dict[str, Shadow]] = {}
-        self._shadowed_items = 0
+        self.shadows = ShadowCache()
         # Bumped by maintenance: what a batch remembers of the store may be stale.
         self.generation = 0
         self.batches: set[SaveBatch] = set()
@@ -612,21 +569,14 @@ class SaverCore:
         parent_id = conf.get("checkpoint_id") or None
         parent_id = None if parent_id is None else str(parent_id)
         stored_parent: str | None = None
-        remembered = False
         parent_versions: Mapping[str, Any] = {}
         parent_blobs: Mapping[str, str] = {}
-        memory = self._latest
         if parent_id is not None and parent_id != cid:
-            latest = None if memory is None else memory.get(key)
-            if latest is not None and latest.checkpoint_id == parent_id:
-                stored_parent, remembered = parent_id, True
-                parent_versions, parent_blobs = latest.versions, latest.blob_at
-            else:
-                parent = await self.store.get(key, parent_id)
-                if parent is not None:
-                    stored_parent = parent.checkpoint_id
-                    parent_versions, parent_blobs = channel_versions(parent), holders(parent)
-        record, blob_at, shadows = _record(
+            parent = await self.store.get(key, parent_id)
+            if parent is not None:
+                stored_parent = parent.checkpoint_id
+                parent_versions, parent_blobs = channel_versions(parent), holders(parent)
+        record, _, shadows = _record(
             key,
             config,
             checkpoint,
@@ -636,67 +586,22 @@ class SaverCore:
             stored_parent,
             parent_versions,
             parent_blobs,
-            self._shadows.get(key, _NO_SHADOWS),
+            self.shadows.get(key),
         )
-        # Forgotten until the record is stored; then reused for what this put stored.
-        old = None if memory is None else memory.pop(key, None)
-        fresh = True
-        try:
-            # The store's put awaited here, not through _store_checkpoint: one coroutine
-            # less on every put; a failure is handled as _store_checkpoint handles it.
-            await self.store.put(record)
-        except CheckpointError as exc:
-            try:
-                fresh = await self._put_failed(record, exc, remembered=remembered)
-            except _StaleMemory:
-                # Someone removed the parent from the store itself: read everything from it.
-                self._forget()
-                return await self.put(config, checkpoint, metadata, new_versions)
-        if shadows or self._shadows:
-            self.shadow(key, shadows)
-        if memory is not None and fresh:
-            versions = checkpoint.get("channel_versions") or {}
-            if _round_trips(versions):
-                if old is None:
-                    old = _Latest(cid, dict(versions), blob_at)
-                else:
-                    old.checkpoint_id, old.versions, old.blob_at = cid, dict(versions), blob_at
-                    old.written = None
-                memory[key] = old
-                if len(memory) > _REMEMBERED_THREADS:
-                    del memory[next(iter(memory))]
+        await self._store_checkpoint(record)
+        self.shadows.remember(key, shadows)
         return _config(thread_id, ns, cid)
-
-    def shadow(self, key: str, shadows: dict[str, Shadow]) -> None:
-        """Remember the lists just stored in thread ``key``, for the next put to extend."""
-        if self._shadows:
-            old = self._shadows.pop(key, None)
-            if old is not None:
-                self._shadowed_items -= _items(old)
-        if not shadows:
-            return
-        self._shadows[key] = shadows
-        self._shadowed_items += _items(shadows)
-        while len(self._shadows) > 1 and (
-            len(self._shadows) > _SHADOWED_THREADS or self._shadowed_items > _SHADOWED_ITEMS
-        ):
-            oldest = next(iter(self._shadows))
-            self._shadowed_items -= _items(self._shadows.pop(oldest))
 
     def _forget(self) -> None:
         """Maintenance changes stored checkpoints: read them from the store again."""
         self.generation += 1
-        self._shadows.clear()
-        self._shadowed_items = 0
-        if self._latest is not None:
-            self._latest.clear()
+        self.shadows.clear()
 
     async def _settle(self, *, writing: bool = False) -> None:
         """Let the batches of running runs reach the store before this operation.
 
         Every operation starts here, so it reads what those runs saved so far
-        and comes after it in the store. No batch: nothing is awaited (an
-        ``InMemorySaver`` relies on its operations never suspending).
+        and comes after it in the store. No batch: nothing is awaited.
         """
         if self.batches:
             for batch in list(self.batches):
@@ -705,24 +610,20 @@ class SaverCore:
                 # A write beside a batch may touch what the batch remembers.
                 self.generation += 1
 
-    async def _store_checkpoint(self, record: Checkpoint, *, remembered: bool = False) -> bool:
+    async def _store_checkpoint(self, record: Checkpoint) -> bool:
         """Store ``record``; False when it replaced a checkpoint (whose writes stay)."""
         try:
             await self.store.put(record)
         except CheckpointError as exc:
-            return await self._put_failed(record, exc, remembered=remembered)
+            return await self._put_failed(record, exc)
         return True
 
-    async def _put_failed(
-        self, record: Checkpoint, exc: CheckpointError, *, remembered: bool
-    ) -> bool:
+    async def _put_failed(self, record: Checkpoint, exc: CheckpointError) -> bool:
         """After the store refused ``record`` with ``exc``: store it another way, or raise.
 
         Called while ``exc`` is being handled, so what this raises chains to it.
         """
         if isinstance(exc, CheckpointNotFoundError):
-            if remembered:
-                raise _StaleMemory from None
             # The parent went away between our read and the write: keep the record.
             return await self._store_checkpoint(dc_replace(record, parent_id=None))
         existing = await self.store.get(record.thread_id, record.checkpoint_id)
@@ -742,34 +643,12 @@ class SaverCore:
         """Store a task's writes against the checkpoint ``config`` names."""
         if self.batches:
             await self._settle(writing=True)
-        conf = _configurable(config, "put_writes")
-        cid = conf.get("checkpoint_id")
-        if not cid:
-            raise InvalidInputError(
-                "put_writes needs config['configurable']['checkpoint_id'], the checkpoint "
-                "the writes belong to; pass the config put() returned"
-            )
-        cid = str(cid)
-        key = _thread_key(str(conf["thread_id"]), str(conf.get("checkpoint_ns") or ""))
-        latest = None if self._latest is None else self._latest.get(key)
-        if latest is not None and latest.checkpoint_id != cid:
-            latest = None
-        if latest is None or (latest.written is not None and task_id in latest.written):
-            entries = _stored_entries(await self.store.get_writes(key, cid), task_id)
-            stored = (
-                [entries[i] for i in sorted(entries)]
-                if _merged_writes(entries, writes, task_path)
-                else []
-            )
-        else:
-            stored = _first_writes(writes, task_path)  # nothing stored for the task yet
-        if stored:
+        thread_id, ns, cid = writes_target(config)
+        key = _thread_key(thread_id, ns)
+        entries = _stored_entries(await self.store.get_writes(key, cid), task_id)
+        if _merged_writes(entries, writes, task_path):
+            stored = [entries[i] for i in sorted(entries)]
             await self.store.put_write(key, cid, PendingWrite(task_id, {"writes": stored}))
-            if latest is not None:
-                if latest.written is None:
-                    latest.written = {task_id}
-                else:
-                    latest.written.add(task_id)
 
     # ------------------------------------------------------------------ maintenance
 
@@ -873,11 +752,6 @@ class SaverCore:
             writes=write_groups(whole, tail),
             cursor={**(cp.cursor or {}), "blob_at": blob_at},
         )
-
-
-def _items(shadows: Mapping[str, Shadow]) -> int:
-    """How many item copies these shadows hold."""
-    return sum(len(s.witnesses) for s in shadows.values() if s.witnesses is not None)
 
 
 def _points_to(cp: Checkpoint) -> set[str]:
@@ -991,7 +865,7 @@ class SaveBatch:
             stored_parent,
             parent_versions,
             parent_blobs,
-            self.core._shadows.get(key, _NO_SHADOWS),
+            self.core.shadows.get(key),
         )
         versions = checkpoint.get("channel_versions") or {}
         if _round_trips(versions):
@@ -1000,7 +874,7 @@ class SaveBatch:
             # The next put compares versions as a single put reads them back from the store.
             self._built.pop(key, None)
         await self._enqueue(record)
-        self.core.shadow(key, shadows)
+        self.core.shadows.remember(key, shadows)
         return _config(thread_id, ns, cid)
 
     async def put_writes(
@@ -1012,15 +886,8 @@ class SaveBatch:
     ) -> None:
         """Queue a task's writes against the checkpoint ``config`` names."""
         self._raise_failure()
-        conf = _configurable(config, "put_writes")
-        cid = conf.get("checkpoint_id")
-        if not cid:
-            raise InvalidInputError(
-                "put_writes needs config['configurable']['checkpoint_id'], the checkpoint "
-                "the writes belong to; pass the config put() returned"
-            )
-        cid = str(cid)
-        key = _thread_key(str(conf["thread_id"]), str(conf.get("checkpoint_ns") or ""))
+        thread_id, ns, cid = writes_target(config)
+        key = _thread_key(thread_id, ns)
         built = self._remembered(key, cid)
         if built is not None:
             entries = dict(built.entries.get(task_id, {}))

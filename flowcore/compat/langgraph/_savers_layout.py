@@ -26,18 +26,23 @@ import copy
 import enum
 import marshal
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from flowcore.checkpoint import Checkpoint
 
 __all__ = [
     "CHANNELS",
     "MAX_TAILS",
+    "SHADOWED_ITEMS",
+    "SHADOWED_THREADS",
     "TAILS",
+    "Layout",
     "Shadow",
+    "ShadowCache",
     "channel_versions",
     "full_values",
     "holders",
+    "lay_out",
     "stored_list",
     "tails",
     "write_groups",
@@ -54,6 +59,11 @@ MAX_TAILS = 200
 The same bound as native flowcore's ``MAX_DELTAS_PER_SNAPSHOT``: reading a
 value replays at most this many tails.
 """
+
+SHADOWED_THREADS = 64
+"""Threads whose list shadows a core keeps (the ones saved last)."""
+SHADOWED_ITEMS = 50_000
+"""Item copies a core keeps in shadows across threads (the thread saved last always stays)."""
 
 _BACKOFF_LIMIT = 64
 
@@ -288,3 +298,133 @@ def stored_list(
     if new is None:
         return None, 0, None
     return None, 0, Shadow(cid, reused + new, whole=len(value), misses=misses)
+
+
+class ShadowCache:
+    """Per thread, the shadows of the lists a core stored there last, within bounds.
+
+    Shadows hold frozen copies of whole lists, so only the
+    :data:`SHADOWED_THREADS` threads saved last keep theirs, and at most
+    :data:`SHADOWED_ITEMS` item copies across all but the thread saved last.
+    A thread whose shadows were dropped stores its lists whole once, then
+    tails again.
+
+    Example:
+        >>> cache = ShadowCache()
+        >>> cache.remember("t", {"xs": Shadow("c1", [], whole=0)})
+        >>> list(cache.get("t"))
+        ['xs']
+    """
+
+    __slots__ = ("by_thread", "items")
+
+    def __init__(self) -> None:
+        self.by_thread: dict[str, dict[str, Shadow]] = {}
+        self.items = 0
+
+    def get(self, key: str) -> Mapping[str, Shadow]:
+        """The shadows kept for thread ``key`` (empty if none)."""
+        return self.by_thread.get(key, _NO_SHADOWS) if self.by_thread else _NO_SHADOWS
+
+    def remember(self, key: str, shadows: dict[str, Shadow]) -> None:
+        """Keep ``shadows`` as what was just stored in thread ``key``, in place of older ones."""
+        by_thread = self.by_thread
+        if not by_thread:
+            if not shadows:
+                return  # the usual case for threads without lists: nothing to do
+        else:
+            old = by_thread.pop(key, None)
+            if old is not None:
+                self.items -= _items(old)
+        if not shadows:
+            return
+        by_thread[key] = shadows
+        self.items += _items(shadows)
+        while len(by_thread) > 1 and (
+            len(by_thread) > SHADOWED_THREADS or self.items > SHADOWED_ITEMS
+        ):
+            self.items -= _items(by_thread.pop(next(iter(by_thread))))
+
+    def clear(self) -> None:
+        """Forget every shadow (after maintenance changed what is stored)."""
+        self.by_thread.clear()
+        self.items = 0
+
+
+_NO_SHADOWS: dict[str, Shadow] = {}
+
+
+def _items(shadows: Mapping[str, Shadow]) -> int:
+    """How many item copies these shadows hold."""
+    return sum(len(s.witnesses) for s in shadows.values() if s.witnesses is not None)
+
+
+# ---------------------------------------------------------------------- laying out a checkpoint
+
+
+class Layout(NamedTuple):
+    """Where the values of one checkpoint go: see :func:`lay_out`."""
+
+    whole: dict[str, Any]
+    tail: dict[str, dict[str, Any]]
+    blob_at: dict[str, str]
+    shadows: dict[str, Shadow]
+
+
+def lay_out(
+    cid: str,
+    checkpoint: Mapping[str, Any],
+    new_versions: Mapping[str, Any],
+    parent_versions: Mapping[str, Any],
+    parent_blobs: Mapping[str, str],
+    shadows: Mapping[str, Shadow],
+) -> Layout:
+    """Which values checkpoint ``cid`` stores whole, which as tails, and where each is held.
+
+    A channel not in ``new_versions`` whose version equals the parent's
+    (``parent_versions``) is not stored again: ``blob_at`` points where the
+    parent's did (``parent_blobs``). A list that extends what ``shadows``
+    say is held there is stored as a tail (``{"base", "links", "items"}``);
+    anything else whole. ``shadows`` count only while their holder is where
+    the parent points. The returned shadows describe the lists as stored.
+
+    Example:
+        >>> cp = {"channel_values": {"x": 1}, "channel_versions": {"x": 1}}
+        >>> lay_out("c1", cp, {"x": 1}, {}, {}, {}).blob_at
+        {'x': 'c1'}
+    """
+    versions = checkpoint.get("channel_versions") or {}
+    whole: dict[str, Any] = {}
+    tail: dict[str, dict[str, Any]] = {}
+    blob_at: dict[str, str] = {}
+    after: dict[str, Shadow] = {}
+    for channel, value in (checkpoint.get("channel_values") or {}).items():
+        held = parent_blobs.get(channel)
+        if held is not None and channel not in new_versions:
+            version = versions.get(channel)
+            if version is not None and parent_versions.get(channel) == version:
+                blob_at[channel] = held
+                if shadows:
+                    shadow = shadows.get(channel)
+                    if shadow is not None and shadow.holder == held:
+                        after[channel] = shadow
+                continue
+        if type(value) is list:
+            # Looked up only here: most channels are not lists, most threads have none.
+            shadow = shadows.get(channel) if shadows else None
+            if shadow is not None and shadow.holder != held:
+                shadow = None
+            items, links, shadow = stored_list(value, shadow, cid)
+            if shadow is not None:
+                after[channel] = shadow
+            if items is not None:
+                assert held is not None  # a tail extends what the parent points to
+                if not items:
+                    blob_at[channel] = held
+                    continue
+                tail[channel] = {"base": held, "links": links, "items": items}
+                blob_at[channel] = cid
+                continue
+        whole[channel] = value
+        blob_at[channel] = cid
+    return Layout(whole, tail, blob_at, after)

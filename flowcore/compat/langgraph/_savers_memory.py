@@ -1,4 +1,4 @@
-"""``InMemorySaver``: LangGraph's in-memory saver, on flowcore's in-memory checkpointer."""
+"""``InMemorySaver``: LangGraph's in-memory saver, its threads kept in dicts of this process."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequenc
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from flowcore.checkpoint import InMemoryCheckpointer, Serializer
+from flowcore.checkpoint import Serializer
 from flowcore.compat.langgraph._savers import CheckpointTuple, RunnableConfig
-from flowcore.compat.langgraph._savers_core import SaverCore
+from flowcore.compat.langgraph._savers_memory_core import MemoryCore
 from flowcore.compat.langgraph._savers_shell import (
     Listing,
     Operation,
@@ -39,12 +39,14 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
     """LangGraph's ``InMemorySaver``: threads kept in this process.
 
     Checkpoints, metadata and pending writes are stored as serialized copies
-    in a :class:`~flowcore.checkpoint.InMemoryCheckpointer` (builtin-only
-    values by a restricted pickler, the rest by flowcore's
-    :class:`~flowcore.checkpoint.JsonSerializer`, or all by the
-    ``serializer`` given): a value that could not be saved to SQLite fails
-    here too, with a :class:`~flowcore.errors.SerializationError`, and what
-    comes back is an equal copy, never the object saved. Safe to use from several threads;
+    in dicts, laid out as the SQLite savers lay them out (values stored once
+    per change, growing lists as tails; see ``_savers_memory_core``):
+    builtin-only values are copied by a restricted pickler, the rest go
+    through flowcore's :class:`~flowcore.checkpoint.JsonSerializer` (or
+    all through the ``serializer`` given), so a value that could not be
+    saved to SQLite fails here too, with a
+    :class:`~flowcore.errors.SerializationError`, and what comes back is an
+    equal copy, never the object saved. Safe to use from several threads;
     every method also has an ``a``-prefixed async twin, which does the same
     work without waiting (the store never waits for I/O).
 
@@ -66,8 +68,7 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
     """
 
     def __init__(self, *, serializer: Serializer | None = None) -> None:
-        self.store = InMemoryCheckpointer(serializer)
-        self._core = SaverCore(self.store, sole_writer=True)
+        self._core = MemoryCore(serializer)
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ context managers
@@ -96,8 +97,8 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
 
     # ------------------------------------------------------------------ the hot path
 
-    # A checkpointed run saves a checkpoint and a task's writes at every step: these go
-    # straight to the core, without the closure and hook layers of the other operations.
+    # A checkpointed run saves a checkpoint and a task's writes at every step: these are
+    # plain calls of the core, without the closure, hook and coroutine layers of the rest.
 
     def put(
         self,
@@ -112,7 +113,7 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
             >>> # saved = saver.put(config, checkpoint, {"source": "loop", "step": 1}, {"x": "2"})
         """
         with self._lock:
-            return _run_now(self._core.put(config, checkpoint, metadata, new_versions))
+            return self._core.save(config, checkpoint, metadata, new_versions)
 
     async def aput(
         self,
@@ -141,7 +142,7 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
             >>> # saver.put_writes(saved, [("x", 2)], task_id="t1")
         """
         with self._lock:
-            _run_now(self._core.put_writes(config, writes, task_id, task_path))
+            self._core.save_writes(config, writes, task_id, task_path)
 
     async def aput_writes(
         self,

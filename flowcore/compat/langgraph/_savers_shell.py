@@ -1,7 +1,9 @@
-"""LangGraph's saver methods, written once over :class:`SaverCore`.
+"""LangGraph's saver methods, written once over a core (:class:`SaverOperations`).
 
-The three savers differ only in where and how a ``SaverCore`` operation
-runs: ``InMemorySaver`` finishes it at once under a lock, ``AsyncSqliteSaver``
+The three savers differ only in their core (``SaverCore`` on a flowcore
+store for the SQLite savers, ``MemoryCore``'s dicts for ``InMemorySaver``)
+and in where and how a core operation runs: ``InMemorySaver`` finishes it
+at once under a lock, ``AsyncSqliteSaver``
 awaits it on the caller's event loop (and its sync methods wait for that loop
 from other threads), ``SqliteSaver`` runs it on a private event-loop thread.
 So each saver defines four hooks (run an operation from sync code, from async
@@ -13,7 +15,7 @@ code, and the same for a listing) and inherits every public method from
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from flowcore.compat.langgraph._savers import (
     BaseCheckpointSaver,
@@ -21,16 +23,78 @@ from flowcore.compat.langgraph._savers import (
     RunnableConfig,
     next_version,
 )
-from flowcore.compat.langgraph._savers_core import SaveBatch, SaverCore
+from flowcore.compat.langgraph._savers_core import SaveBatch
 
-__all__ = ["Listing", "Operation", "SaverShell", "SaverShellWithSyncMaintenance"]
+__all__ = [
+    "Listing",
+    "Operation",
+    "SaverOperations",
+    "SaverShell",
+    "SaverShellWithSyncMaintenance",
+]
 
 T = TypeVar("T")
 
-Operation = Callable[[SaverCore], Coroutine[Any, Any, T]]
-"""One :class:`SaverCore` call, e.g. ``lambda core: core.get_tuple(config)``."""
-Listing = Callable[[SaverCore], AsyncIterator[CheckpointTuple]]
-"""A :meth:`SaverCore.list` call, e.g. ``lambda core: core.list(config)``."""
+
+class SaverOperations(Protocol):
+    """What a shell's operations call: :class:`SaverCore`, or ``InMemorySaver``'s own core."""
+
+    async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names, or the latest of its thread and namespace."""
+        ...
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Checkpoints matching ``config``, ``filter`` and ``before``, newest first."""
+        ...
+
+    async def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> RunnableConfig:
+        """Store ``checkpoint`` as the child of the checkpoint ``config`` names."""
+        ...
+
+    async def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes against the checkpoint ``config`` names."""
+        ...
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Remove every checkpoint and write of a thread, in every namespace."""
+        ...
+
+    async def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write of a thread to a new thread, keeping the ids."""
+        ...
+
+    async def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep only the latest checkpoint per namespace (``keep_latest``) or none."""
+        ...
+
+    async def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Remove the checkpoints whose metadata names one of ``run_ids``."""
+        ...
+
+
+Operation = Callable[[SaverOperations], Coroutine[Any, Any, T]]
+"""One core call, e.g. ``lambda core: core.get_tuple(config)``."""
+Listing = Callable[[SaverOperations], AsyncIterator[CheckpointTuple]]
+"""A core's ``list`` call, e.g. ``lambda core: core.list(config)``."""
 
 
 class SaverShell(BaseCheckpointSaver[str]):

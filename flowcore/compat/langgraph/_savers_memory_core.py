@@ -1,0 +1,501 @@
+"""``InMemorySaver``'s own storage: LangGraph checkpoints kept as serialized parts in dicts.
+
+The SQLite savers map LangGraph checkpoints onto flowcore records (see
+:mod:`~flowcore.compat.langgraph._savers_core`), so one file holds both
+kinds of thread. An in-memory saver has nothing to share its store with,
+so it keeps LangGraph's own shape, as LangGraph's ``InMemorySaver`` does,
+with the same layout rules as the record mapping:
+
+* per ``(thread_id, checkpoint_ns)`` (keyed like the record mapping's
+  threads, ``langgraph/<thread>/<ns>``), the checkpoints in the order they
+  were saved; one saved again under its id keeps its place and its writes;
+* per checkpoint, one serialized copy of what it stores (the checkpoint
+  without its values, the merged metadata, the whole values of changed
+  channels and the tails of lists that grew, laid out by
+  :func:`~flowcore.compat.langgraph._savers_layout.lay_out`), plus, as
+  plain dicts, its ``blob_at`` (which checkpoint holds each channel's value)
+  and its ``channel_versions`` (what the next put compares with), and per
+  task, its pending writes, serialized.
+
+Values are serialized before anything is stored (by default
+:class:`~flowcore.checkpoint.copying.CopyCodec`: exact copies of builtin-only
+values, flowcore's JSON for the rest), so a value SQLite would refuse is
+refused here with a :class:`~flowcore.errors.SerializationError` and
+nothing is saved. Every method finishes without waiting: the coroutines
+exist for :class:`~flowcore.compat.langgraph._savers_shell.SaverShell`,
+and the hot path (:meth:`MemoryCore.save`, :meth:`MemoryCore.save_writes`)
+is plain calls.
+"""
+
+from __future__ import annotations
+
+import builtins
+import heapq
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any
+
+from flowcore.checkpoint import Serializer
+from flowcore.checkpoint.copying import CopyCodec
+from flowcore.compat.langgraph._savers import CheckpointTuple, RunnableConfig
+from flowcore.compat.langgraph._savers_core import (
+    _config,
+    _configurable,
+    _first_writes,
+    _merged_writes,
+    _split_key,
+    _thread_key,
+    _thread_prefix,
+    merged_metadata,
+    writes_target,
+)
+from flowcore.compat.langgraph._savers_layout import MAX_TAILS, ShadowCache, lay_out
+from flowcore.errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    CheckpointStoreError,
+    InvalidInputError,
+)
+
+__all__ = ["MemoryCore"]
+
+_PREFIX = "langgraph/"
+_MISSING: Any = object()
+# Longer than any chain of tails lay_out makes (MAX_TAILS): past it, a chain loops.
+_MAX_CHAIN = 4 * MAX_TAILS
+
+
+class _Saved:
+    """One stored checkpoint: its serialized parts, and what later puts and reads need."""
+
+    __slots__ = ("blob_at", "data", "parent", "versions", "writes")
+
+    def __init__(
+        self, data: bytes, parent: str | None, versions: dict[str, Any], blob_at: dict[str, str]
+    ) -> None:
+        # {"checkpoint": without values, "metadata", "channels": whole values, "tails"}
+        self.data = data
+        self.parent = parent  # LangGraph's parent id, stored or not
+        self.versions = versions
+        self.blob_at = blob_at
+        # Per task id: its write entries ({"idx", "channel", "path", "value"}), serialized.
+        self.writes: dict[str, bytes] = {}
+
+
+_Space = dict[str, _Saved]  # one (thread, namespace): checkpoint id -> saved, oldest first
+
+
+class MemoryCore:
+    """LangGraph's saver operations on plain dicts, for :class:`InMemorySaver`.
+
+    Example:
+        >>> core = MemoryCore()
+        >>> config = {"configurable": {"thread_id": "1", "checkpoint_ns": ""}}
+        >>> cp = {"v": 4, "id": "c1", "ts": "2026-01-01T00:00:00+00:00",
+        ...       "channel_values": {"x": 1}, "channel_versions": {"x": 1},
+        ...       "versions_seen": {}}
+        >>> core.save(config, cp, {"step": -1}, {"x": 1})["configurable"]["checkpoint_id"]
+        'c1'
+    """
+
+    def __init__(self, serializer: Serializer | None = None) -> None:
+        self.codec: Serializer = CopyCodec() if serializer is None else serializer
+        self.spaces: dict[str, _Space] = {}
+        # What was stored of each list channel, per thread: lets a put store what a list
+        # gained since its parent (see _savers_layout).
+        self.shadows = ShadowCache()
+
+    # ------------------------------------------------------------------ writing
+
+    def save(
+        self,
+        config: RunnableConfig,
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> RunnableConfig:
+        """Store ``checkpoint`` as the child of the checkpoint ``config`` names; its config."""
+        conf = _configurable(config, "put")
+        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")
+        key = _thread_key(thread_id, ns)
+        cid = str(checkpoint["id"])
+        parent_id = conf.get("checkpoint_id") or None
+        parent_id = None if parent_id is None else str(parent_id)
+        space = self.spaces.get(key)
+        parent = None
+        if space is not None and parent_id is not None and parent_id != cid:
+            parent = space.get(parent_id)
+        whole, tail, blob_at, shadows = lay_out(
+            cid,
+            checkpoint,
+            new_versions,
+            _NO_VERSIONS if parent is None else parent.versions,
+            _NO_BLOBS if parent is None else parent.blob_at,
+            self.shadows.get(key),
+        )
+        rest = dict(checkpoint)
+        rest.pop("channel_values", None)
+        parts: dict[str, Any] = {
+            "checkpoint": rest,
+            "metadata": merged_metadata(config, metadata),
+            "channels": whole,
+        }
+        if tail:
+            parts["tails"] = tail
+        # Serialized before anything changes: a value that cannot be stored stores nothing.
+        saved = _Saved(
+            self.codec.dumps(parts, path="checkpoint"),
+            parent_id,
+            dict(checkpoint.get("channel_versions") or _NO_VERSIONS),
+            blob_at,
+        )
+        if space is None:
+            space = self.spaces[key] = {}
+        else:
+            old = space.get(cid)
+            if old is not None:
+                saved.writes = old.writes  # LangGraph overwrites the checkpoint, not its writes
+        space[cid] = saved
+        self.shadows.remember(key, shadows)
+        return _config(thread_id, ns, cid)
+
+    def save_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes against the checkpoint ``config`` names."""
+        thread_id, ns, cid = writes_target(config)
+        space = self.spaces.get(_thread_key(thread_id, ns))
+        saved = None if space is None else space.get(cid)
+        if saved is None:
+            raise CheckpointNotFoundError(
+                f"checkpoint {cid!r} is not in thread {thread_id!r} (namespace {ns!r}), so "
+                "writes cannot be saved against it; pass the config put() returned",
+                thread_id=thread_id,
+                checkpoint_id=cid,
+            )
+        stored = saved.writes.get(task_id)
+        if stored is None:
+            entries = _first_writes(writes, task_path)
+        else:
+            merged = {int(e["idx"]): e for e in self.codec.loads(stored)}
+            if not _merged_writes(merged, writes, task_path):
+                return
+            entries = [merged[i] for i in sorted(merged)]
+        if entries:
+            saved.writes[task_id] = self.codec.dumps(entries, path=f"writes of task {task_id!r}")
+
+    async def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> RunnableConfig:
+        """:meth:`save`, as a coroutine."""
+        return self.save(config, checkpoint, metadata, new_versions)
+
+    async def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """:meth:`save_writes`, as a coroutine."""
+        self.save_writes(config, writes, task_id, task_path)
+
+    # ------------------------------------------------------------------ reading
+
+    async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names, or the latest of its thread and namespace."""
+        conf = _configurable(config, "get_tuple")
+        key = _thread_key(str(conf["thread_id"]), str(conf.get("checkpoint_ns") or ""))
+        wanted = conf.get("checkpoint_id") or None
+        space = self.spaces.get(key)
+        if not space:
+            return None
+        cid = next(reversed(space)) if wanted is None else str(wanted)
+        if cid not in space:
+            return None
+        return self._tuple(key, cid, {}, given=config if wanted else None)
+
+    async def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Checkpoints matching ``config``, ``filter`` and ``before``, newest first."""
+        if config is None:
+            keys = self._keys(_PREFIX)
+            wanted = None
+        else:
+            conf = _configurable(config, "list")
+            ns = conf.get("checkpoint_ns")
+            if ns is None:
+                keys = self._keys(_thread_prefix(str(conf["thread_id"])))
+            else:
+                keys = [_thread_key(str(conf["thread_id"]), str(ns))]
+            wanted = conf.get("checkpoint_id") or None
+        before_id = None
+        if before is not None:
+            before_id = (before.get("configurable") or {}).get("checkpoint_id") or None
+        left = limit
+        if left is not None and left <= 0:
+            return
+        cache: dict[tuple[str, str], dict[str, Any]] = {}
+        streams = [self._scan(key, wanted, before_id) for key in keys]
+        # Each stream is newest first; merged by descending checkpoint id.
+        for key, cid in heapq.merge(*streams, key=lambda item: item[1], reverse=True):
+            if cid not in self.spaces.get(key, _NO_SPACE):
+                continue  # deleted since the listing started
+            if filter:
+                stored = self._parts(key, cid, cache)["metadata"]
+                if not all(stored.get(k) == v for k, v in filter.items()):
+                    continue
+            yield self._tuple(key, cid, cache)
+            if left is not None:
+                left -= 1
+                if left <= 0:
+                    return
+
+    def _keys(self, prefix: str) -> builtins.list[str]:
+        return sorted(k for k, space in self.spaces.items() if space and k.startswith(prefix))
+
+    def _scan(self, key: str, wanted: Any, before_id: Any) -> Iterator[tuple[str, str]]:
+        """``(key, id)`` of one space's checkpoints that a listing names, newest first."""
+        space = self.spaces.get(key) or {}
+        if wanted is not None:
+            if str(wanted) in space and (before_id is None or str(wanted) < str(before_id)):
+                yield key, str(wanted)
+            return
+        # A copy: between two items of a listing, the caller may save to this space.
+        ids = list(space)
+        if before_id is not None and str(before_id) in space:
+            # Only what was saved before it, as a scan that starts there.
+            del ids[ids.index(str(before_id)) :]
+        ids.reverse()
+        for cid in ids:
+            if before_id is None or cid < str(before_id):
+                yield key, cid
+
+    def _parts(
+        self, key: str, cid: str, cache: dict[tuple[str, str], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The decoded parts of a stored checkpoint, decoded once per operation."""
+        parts = cache.get((key, cid))
+        if parts is None:
+            parts = cache[key, cid] = self.codec.loads(self.spaces[key][cid].data)
+        return parts
+
+    def _tuple(
+        self,
+        key: str,
+        cid: str,
+        cache: dict[tuple[str, str], dict[str, Any]],
+        *,
+        given: RunnableConfig | None = None,
+    ) -> CheckpointTuple:
+        thread_id, ns = _split_key(key)
+        saved = self.spaces[key][cid]
+        parts = self._parts(key, cid, cache)
+        checkpoint = dict(parts["checkpoint"])
+        checkpoint["channel_values"] = self._values(key, saved, cache)
+        return CheckpointTuple(
+            config=given if given is not None else _config(thread_id, ns, cid),
+            checkpoint=checkpoint,
+            metadata=dict(parts["metadata"]),
+            parent_config=None if saved.parent is None else _config(thread_id, ns, saved.parent),
+            pending_writes=self._pending_writes(saved),
+        )
+
+    def _values(
+        self, key: str, saved: _Saved, cache: dict[tuple[str, str], dict[str, Any]]
+    ) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for channel, holder in saved.blob_at.items():
+            value = self._value_at(key, channel, holder, cache)
+            if value is not _MISSING:
+                values[channel] = value
+        return values
+
+    def _value_at(
+        self,
+        key: str,
+        channel: str,
+        holder: str,
+        cache: dict[tuple[str, str], dict[str, Any]],
+    ) -> Any:
+        """The value of ``channel`` held at ``holder``: whole, or rebuilt from its tails.
+
+        ``_MISSING`` when a checkpoint it needs is gone.
+        """
+        space = self.spaces[key]
+        pieces: builtins.list[Sequence[Any]] = []
+        at = holder
+        while True:
+            if at not in space:
+                return _MISSING
+            parts = self._parts(key, at, cache)
+            whole = parts["channels"]
+            if channel in whole:
+                break
+            piece = parts.get("tails", _NO_TAILS).get(channel)
+            if piece is None:
+                return _MISSING
+            pieces.append(piece["items"])
+            base = str(piece["base"])
+            if len(pieces) > _MAX_CHAIN or base == at:
+                raise CheckpointStoreError(
+                    f"thread {key!r}: the value of channel {channel!r} at checkpoint "
+                    f"{holder!r} never reaches a whole copy; the stored history is damaged"
+                )
+            at = base
+        value = whole[channel]
+        if not pieces:
+            return value
+        rebuilt = list(value)
+        for items in reversed(pieces):
+            rebuilt.extend(items)
+        return rebuilt
+
+    def _pending_writes(self, saved: _Saved) -> builtins.list[tuple[str, str, Any]]:
+        """The checkpoint's writes, ordered by task path, task id and write index."""
+        flat = [
+            (str(e["path"]), task_id, int(e["idx"]), str(e["channel"]), e["value"])
+            for task_id, data in saved.writes.items()
+            for e in self.codec.loads(data)
+        ]
+        flat.sort(key=lambda f: (f[0], f[1], f[2]))
+        return [(task_id, channel, value) for _, task_id, _, channel, value in flat]
+
+    # ------------------------------------------------------------------ maintenance
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Remove every checkpoint and write of a thread, in every namespace."""
+        self.shadows.clear()
+        for key in self._keys(_thread_prefix(str(thread_id))):
+            del self.spaces[key]
+
+    async def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write of a thread to a new thread, keeping the ids."""
+        self.shadows.clear()
+        if self._keys(_thread_prefix(str(target_thread_id))):
+            raise CheckpointError(
+                f"cannot copy thread {source_thread_id!r} to {target_thread_id!r}: the target "
+                "thread already has checkpoints; delete it first or pick a new thread id"
+            )
+        for key in self._keys(_thread_prefix(str(source_thread_id))):
+            target = _thread_key(str(target_thread_id), _split_key(key)[1])
+            copied: _Space = {}
+            for cid, saved in self.spaces[key].items():
+                twin = _Saved(saved.data, saved.parent, dict(saved.versions), dict(saved.blob_at))
+                twin.writes = dict(saved.writes)
+                copied[cid] = twin
+            self.spaces[target] = copied
+
+    async def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep only the latest checkpoint per namespace (``keep_latest``) or none (``delete``)."""
+        if strategy not in ("keep_latest", "delete"):
+            raise InvalidInputError(
+                f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"
+            )
+        self.shadows.clear()
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                await self.delete_thread(thread_id)
+                continue
+            for key in self._keys(_thread_prefix(str(thread_id))):
+                space = self.spaces[key]
+                latest = next(reversed(space))
+                self._remove(key, set(space) - {latest})
+
+    async def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Remove the checkpoints (and their writes) whose metadata names one of ``run_ids``."""
+        self.shadows.clear()
+        runs = {str(r) for r in run_ids}
+        if not runs:
+            return
+        for key in self._keys(_PREFIX):
+            cache: dict[tuple[str, str], dict[str, Any]] = {}
+            doomed = {
+                cid
+                for cid in self.spaces[key]
+                if str(self._parts(key, cid, cache)["metadata"].get("run_id")) in runs
+            }
+            if doomed:
+                self._remove(key, doomed, cache)
+
+    def _remove(
+        self,
+        key: str,
+        leaving: set[str],
+        cache: dict[tuple[str, str], dict[str, Any]] | None = None,
+    ) -> None:
+        """Delete the ``leaving`` checkpoints of a space, first moving into the kept ones,
+        whole, every value they read from a leaving one (directly or as a tail's base)."""
+        if not leaving:
+            return
+        space = self.spaces[key]
+        cache = {} if cache is None else cache
+        # Everything is read and encoded before anything changes.
+        fixed: dict[str, _Saved] = {}
+        for cid, saved in space.items():
+            if cid in leaving:
+                continue
+            moved = {
+                channel: self._value_at(key, channel, holder, cache)
+                for channel, holder in saved.blob_at.items()
+                if self._reads_from(key, cid, channel, holder, leaving, cache)
+            }
+            if not moved:
+                continue
+            parts = dict(self._parts(key, cid, cache))
+            whole = dict(parts["channels"])
+            tails = dict(parts.get("tails", _NO_TAILS))
+            blob_at = dict(saved.blob_at)
+            for channel, value in moved.items():
+                tails.pop(channel, None)
+                blob_at[channel] = cid
+                if value is not _MISSING:
+                    whole[channel] = value
+            parts["channels"] = whole
+            parts.pop("tails", None)
+            if tails:
+                parts["tails"] = tails
+            twin = _Saved(
+                self.codec.dumps(parts, path="checkpoint"), saved.parent, saved.versions, blob_at
+            )
+            twin.writes = saved.writes
+            fixed[cid] = twin
+        for cid in leaving:
+            space.pop(cid, None)
+        space.update(fixed)
+        if not space:
+            del self.spaces[key]
+
+    def _reads_from(
+        self,
+        key: str,
+        cid: str,
+        channel: str,
+        holder: str,
+        leaving: set[str],
+        cache: dict[tuple[str, str], dict[str, Any]],
+    ) -> bool:
+        """Whether checkpoint ``cid`` reads ``channel`` from a ``leaving`` one directly."""
+        if holder != cid:
+            return holder in leaving
+        piece = self._parts(key, cid, cache).get("tails", _NO_TAILS).get(channel)
+        return piece is not None and str(piece["base"]) in leaving
+
+
+_NO_VERSIONS: dict[str, Any] = {}
+_NO_BLOBS: dict[str, str] = {}
+_NO_TAILS: dict[str, Any] = {}
+_NO_SPACE: _Space = {}
