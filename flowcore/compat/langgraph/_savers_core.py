@@ -100,7 +100,14 @@ from flowcore.errors import (
     InvalidInputError,
 )
 
-__all__ = ["SaveBatch", "SaverCore", "merged_metadata", "writes_target"]
+__all__ = [
+    "ListingScope",
+    "SaveBatch",
+    "SaverCore",
+    "listing_scope",
+    "merged_metadata",
+    "writes_target",
+]
 
 _PREFIX = "langgraph/"
 _PAGE = 100
@@ -146,6 +153,39 @@ def _thread_prefix(thread_id: str) -> str:
 def _split_key(key: str) -> tuple[str, str]:
     thread, _, ns = key[len(_PREFIX) :].partition("/")
     return unquote(thread), unquote(ns)
+
+
+class ListingScope(NamedTuple):
+    """What a ``list`` call covers: one thread key, or every key under ``prefix``."""
+
+    prefix: str
+    key: str | None
+    wanted: Any
+    before_id: Any
+
+
+def listing_scope(config: RunnableConfig | None, before: RunnableConfig | None) -> ListingScope:
+    """The threads, checkpoint id and ``before`` bound a ``list`` call names.
+
+    No config: every LangGraph thread; a config without ``checkpoint_ns``:
+    every namespace of its thread; with one: that namespace only.
+
+    Example:
+        >>> listing_scope({"configurable": {"thread_id": "1"}}, None).prefix
+        'langgraph/1/'
+    """
+    before_id = None
+    if before is not None:
+        before_id = (before.get("configurable") or {}).get("checkpoint_id") or None
+    if config is None:
+        return ListingScope(_PREFIX, None, None, before_id)
+    conf = _configurable(config, "list")
+    thread_id = str(conf["thread_id"])
+    ns = conf.get("checkpoint_ns")
+    wanted = conf.get("checkpoint_id") or None
+    if ns is None:
+        return ListingScope(_thread_prefix(thread_id), None, wanted, before_id)
+    return ListingScope("", _thread_key(thread_id, str(ns)), wanted, before_id)
 
 
 def writes_target(config: RunnableConfig) -> tuple[str, str, str]:
@@ -389,21 +429,9 @@ class SaverCore:
     ) -> AsyncIterator[CheckpointTuple]:
         """Checkpoints matching ``config``, ``filter`` and ``before``, newest first."""
         await self._settle()
-        if config is None:
-            keys = await self.store.threads(_PREFIX)
-            wanted = None
-        else:
-            conf = _configurable(config, "list")
-            thread_id = str(conf["thread_id"])
-            ns = conf.get("checkpoint_ns")
-            if ns is None:
-                keys = await self.store.threads(_thread_prefix(thread_id))
-            else:
-                keys = [_thread_key(thread_id, str(ns))]
-            wanted = conf.get("checkpoint_id") or None
-        before_id = None
-        if before is not None:
-            before_id = (before.get("configurable") or {}).get("checkpoint_id") or None
+        scope = listing_scope(config, before)
+        keys = [scope.key] if scope.key else await self.store.threads(scope.prefix)
+        wanted, before_id = scope.wanted, scope.before_id
         left = limit
         if left is not None and left <= 0:
             return

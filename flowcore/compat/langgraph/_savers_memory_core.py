@@ -45,6 +45,7 @@ from flowcore.compat.langgraph._savers_core import (
     _split_key,
     _thread_key,
     _thread_prefix,
+    listing_scope,
     merged_metadata,
     writes_target,
 )
@@ -231,20 +232,9 @@ class MemoryCore:
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Checkpoints matching ``config``, ``filter`` and ``before``, newest first."""
-        if config is None:
-            keys = self._keys(_PREFIX)
-            wanted = None
-        else:
-            conf = _configurable(config, "list")
-            ns = conf.get("checkpoint_ns")
-            if ns is None:
-                keys = self._keys(_thread_prefix(str(conf["thread_id"])))
-            else:
-                keys = [_thread_key(str(conf["thread_id"]), str(ns))]
-            wanted = conf.get("checkpoint_id") or None
-        before_id = None
-        if before is not None:
-            before_id = (before.get("configurable") or {}).get("checkpoint_id") or None
+        scope = listing_scope(config, before)
+        keys = [scope.key] if scope.key else self._keys(scope.prefix)
+        wanted, before_id = scope.wanted, scope.before_id
         left = limit
         if left is not None and left <= 0:
             return
