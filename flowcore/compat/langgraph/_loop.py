@@ -390,7 +390,8 @@ class Run:
         encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
         batch = self._batch()
         put_writes = self.saver.aput_writes if batch is None else batch.put_writes
-        await put_writes(self.saved_config, encoded, task.id, _path_key(task.path))
+        # The task path as savers store it is the task's sort key (computed once per task).
+        await put_writes(self.saved_config, encoded, task.id, task.sort_key)
 
     def _batch(self) -> SaveBatch | None:
         if not self.batch_asked:
@@ -927,7 +928,7 @@ class Run:
                     if task.id in by_task:
                         encoded = [(c, self.graph.encode_write(c, v)) for c, v in by_task[task.id]]
                         await self.saver.aput_writes(
-                            self.saved_config, encoded, task.id, _path_key(task.path)
+                            self.saved_config, encoded, task.id, task.sort_key
                         )
 
 
