@@ -83,20 +83,22 @@ from flowcore.checkpoint import (
 from flowcore.checkpoint.batching import BatchQueue
 from flowcore.compat.langgraph._savers import WRITES_IDX_MAP, CheckpointTuple, RunnableConfig
 from flowcore.compat.langgraph._savers_layout import (
-    MAX_TAILS,
+    MAX_CHAIN,
     Shadow,
     ShadowCache,
     channel_versions,
     full_values,
     holders,
     lay_out,
+    ordered_writes,
+    rebuilt_list,
     tails,
+    unending_chain,
     write_groups,
 )
 from flowcore.errors import (
     CheckpointError,
     CheckpointNotFoundError,
-    CheckpointStoreError,
     InvalidInputError,
 )
 
@@ -263,8 +265,6 @@ def _created_at(checkpoint: Mapping[str, Any]) -> float:
         return time.time()
 
 
-# Longer than any chain of tails this module writes (MAX_TAILS): past it, a chain loops.
-_MAX_CHAIN = 4 * MAX_TAILS
 _MISSING: Any = object()
 
 
@@ -278,26 +278,6 @@ def _round_trips(versions: Mapping[Any, Any]) -> bool:
         if kind is not int and kind is not str:
             return False
     return True
-
-
-class _Flat(NamedTuple):
-    """One stored write, with what sorts it."""
-
-    path: str
-    task_id: str
-    idx: int
-    channel: str
-    value: Any
-
-
-def _flatten(writes: Iterable[PendingWrite]) -> list[tuple[str, str, Any]]:
-    flat = [
-        _Flat(str(entry["path"]), w.node, int(entry["idx"]), str(entry["channel"]), entry["value"])
-        for w in writes
-        for entry in w.payload.get("writes", ())
-    ]
-    flat.sort(key=lambda f: (f.path, f.task_id, f.idx))
-    return [(f.task_id, f.channel, f.value) for f in flat]
 
 
 def _record(
@@ -506,28 +486,14 @@ class SaverCore:
                 return _MISSING
             pieces.append(piece["items"])
             base = str(piece["base"])
-            if len(pieces) > _MAX_CHAIN or base == record.checkpoint_id:
-                raise CheckpointStoreError(
-                    f"thread {key!r}: the value of channel {channel!r} at checkpoint "
-                    f"{holder!r} never reaches a whole copy; the stored history is damaged"
-                )
+            if len(pieces) > MAX_CHAIN or base == record.checkpoint_id:
+                raise unending_chain(key, channel, holder)
             links = piece.get("links")
             ahead = int(links) if isinstance(links, int) else 1
             record = await self._read(key, base, cache, after=record.checkpoint_id, ahead=ahead)
         else:
             return _MISSING
-        value = whole[channel]
-        if not pieces:
-            return value
-        if type(value) is not list:
-            raise CheckpointStoreError(
-                f"thread {key!r}: channel {channel!r} has tails stored after a value that is "
-                f"not a list, at checkpoint {holder!r}; the stored history is damaged"
-            )
-        rebuilt = list(value)
-        for items in reversed(pieces):
-            rebuilt.extend(items)
-        return rebuilt
+        return rebuilt_list(key, channel, holder, whole[channel], pieces)
 
     async def _read(
         self,
@@ -575,7 +541,7 @@ class SaverCore:
             checkpoint=checkpoint,
             metadata=dict(cp.metadata),
             parent_config=None if parent is None else _config(thread_id, ns, str(parent)),
-            pending_writes=_flatten(writes),
+            pending_writes=ordered_writes((w.node, w.payload.get("writes", ())) for w in writes),
         )
 
     # ------------------------------------------------------------------ writing

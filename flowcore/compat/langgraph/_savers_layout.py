@@ -25,13 +25,15 @@ from __future__ import annotations
 import copy
 import enum
 import marshal
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from flowcore.checkpoint import Checkpoint
+from flowcore.errors import CheckpointStoreError
 
 __all__ = [
     "CHANNELS",
+    "MAX_CHAIN",
     "MAX_TAILS",
     "SHADOWED_ITEMS",
     "SHADOWED_THREADS",
@@ -43,8 +45,11 @@ __all__ = [
     "full_values",
     "holders",
     "lay_out",
+    "ordered_writes",
+    "rebuilt_list",
     "stored_list",
     "tails",
+    "unending_chain",
     "write_groups",
 ]
 
@@ -59,6 +64,9 @@ MAX_TAILS = 200
 The same bound as native flowcore's ``MAX_DELTAS_PER_SNAPSHOT``: reading a
 value replays at most this many tails.
 """
+
+MAX_CHAIN = 4 * MAX_TAILS
+"""Tails a reader follows before it calls the chain damaged: longer than any chain written."""
 
 SHADOWED_THREADS = 64
 """Threads whose list shadows a core keeps (the ones saved last)."""
@@ -107,6 +115,56 @@ def write_groups(
     if tail:
         return (((CHANNELS, full), (TAILS, tail)),)
     return (((CHANNELS, full),),) if full else ()
+
+
+def unending_chain(key: str, channel: str, holder: str) -> CheckpointStoreError:
+    """The error for a chain of tails that loops or runs past :data:`MAX_CHAIN`."""
+    return CheckpointStoreError(
+        f"thread {key!r}: the value of channel {channel!r} at checkpoint "
+        f"{holder!r} never reaches a whole copy; the stored history is damaged"
+    )
+
+
+def rebuilt_list(
+    key: str, channel: str, holder: str, value: Any, pieces: Sequence[Sequence[Any]]
+) -> Any:
+    """``value`` (the whole copy a chain of tails reached) extended by ``pieces``, newest first.
+
+    Example:
+        >>> rebuilt_list("t", "xs", "c3", ["a"], [["c"], ["b"]])
+        ['a', 'b', 'c']
+    """
+    if not pieces:
+        return value
+    if type(value) is not list:
+        raise CheckpointStoreError(
+            f"thread {key!r}: channel {channel!r} has tails stored after a value that is "
+            f"not a list, at checkpoint {holder!r}; the stored history is damaged"
+        )
+    rebuilt = list(value)
+    for items in reversed(pieces):
+        rebuilt.extend(items)
+    return rebuilt
+
+
+def ordered_writes(
+    tasks: Iterable[tuple[str, Iterable[Mapping[str, Any]]]],
+) -> list[tuple[str, str, Any]]:
+    """LangGraph's ``pending_writes``: ``(task_id, channel, value)`` of each task's write
+    entries, ordered by task path, task id and write index.
+
+    Example:
+        >>> ordered_writes([("t2", [{"path": "~a", "idx": 0, "channel": "x", "value": 1}]),
+        ...                 ("t1", [{"path": "~a", "idx": 0, "channel": "y", "value": 2}])])
+        [('t1', 'y', 2), ('t2', 'x', 1)]
+    """
+    flat = [
+        (str(e["path"]), task_id, int(e["idx"]), str(e["channel"]), e["value"])
+        for task_id, entries in tasks
+        for e in entries
+    ]
+    flat.sort(key=lambda f: (f[0], f[1], f[2]))
+    return [(task_id, channel, value) for _, task_id, _, channel, value in flat]
 
 
 # ---------------------------------------------------------------------- witnesses

@@ -49,11 +49,17 @@ from flowcore.compat.langgraph._savers_core import (
     merged_metadata,
     writes_target,
 )
-from flowcore.compat.langgraph._savers_layout import MAX_TAILS, ShadowCache, lay_out
+from flowcore.compat.langgraph._savers_layout import (
+    MAX_CHAIN,
+    ShadowCache,
+    lay_out,
+    ordered_writes,
+    rebuilt_list,
+    unending_chain,
+)
 from flowcore.errors import (
     CheckpointError,
     CheckpointNotFoundError,
-    CheckpointStoreError,
     InvalidInputError,
 )
 
@@ -61,8 +67,6 @@ __all__ = ["MemoryCore"]
 
 _PREFIX = "langgraph/"
 _MISSING: Any = object()
-# Longer than any chain of tails lay_out makes (MAX_TAILS): past it, a chain loops.
-_MAX_CHAIN = 4 * MAX_TAILS
 
 
 class _Saved:
@@ -340,29 +344,16 @@ class MemoryCore:
                 return _MISSING
             pieces.append(piece["items"])
             base = str(piece["base"])
-            if len(pieces) > _MAX_CHAIN or base == at:
-                raise CheckpointStoreError(
-                    f"thread {key!r}: the value of channel {channel!r} at checkpoint "
-                    f"{holder!r} never reaches a whole copy; the stored history is damaged"
-                )
+            if len(pieces) > MAX_CHAIN or base == at:
+                raise unending_chain(key, channel, holder)
             at = base
-        value = whole[channel]
-        if not pieces:
-            return value
-        rebuilt = list(value)
-        for items in reversed(pieces):
-            rebuilt.extend(items)
-        return rebuilt
+        return rebuilt_list(key, channel, holder, whole[channel], pieces)
 
     def _pending_writes(self, saved: _Saved) -> builtins.list[tuple[str, str, Any]]:
         """The checkpoint's writes, ordered by task path, task id and write index."""
-        flat = [
-            (str(e["path"]), task_id, int(e["idx"]), str(e["channel"]), e["value"])
-            for task_id, data in saved.writes.items()
-            for e in self.codec.loads(data)
-        ]
-        flat.sort(key=lambda f: (f[0], f[1], f[2]))
-        return [(task_id, channel, value) for _, task_id, _, channel, value in flat]
+        return ordered_writes(
+            (task_id, self.codec.loads(data)) for task_id, data in saved.writes.items()
+        )
 
     # ------------------------------------------------------------------ maintenance
 
