@@ -29,8 +29,13 @@ from typing import Literal
 
 __all__ = ["Isolation", "JailCommand", "available_isolation", "jail_command"]
 
-Isolation = Literal["bubblewrap", "unshare", "rlimits"]
-"""Which jail a block ran in, strongest first."""
+Isolation = Literal["bubblewrap", "unshare", "rlimits", "none"]
+"""Which jail a block ran in, strongest first.
+
+``"none"`` is a plain subprocess of the host's user with resource limits and
+nothing else. It exists so that tests can run payloads against the policy
+layer alone; it is never picked by ``"auto"``.
+"""
 
 NOBODY = 65534
 _LOG = logging.getLogger("flowcore.sandbox")
@@ -74,7 +79,7 @@ def _probe(argv: Sequence[str]) -> bool:
 
 @functools.cache
 def _works(isolation: Isolation) -> bool:
-    if isolation == "rlimits":
+    if isolation in ("rlimits", "none"):
         return True
     probe = ("-I", "-S", "-c", "print('ok')")
     if isolation == "bubblewrap":
@@ -131,6 +136,10 @@ def jail_command(
     prefix, executable = _python()
     root = os.geteuid() == 0
     drop = NOBODY if root else None
+    if isolation == "none":
+        return JailCommand(
+            (str(executable), "-I", "-S", "-c"), str(tmpdir), tuple(map(str, site_dirs)), None
+        )
     if isolation == "rlimits":
         return JailCommand(
             (str(executable), "-I", "-S", "-c"), str(tmpdir), tuple(map(str, site_dirs)), drop

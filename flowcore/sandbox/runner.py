@@ -133,7 +133,7 @@ class PythonSandbox:
         self,
         *,
         limits: SandboxLimits | None = None,
-        isolation: Literal["auto", "bubblewrap", "unshare", "rlimits"] = "auto",
+        isolation: Literal["auto", "bubblewrap", "unshare", "rlimits", "none"] = "auto",
         policy: bool = True,
     ) -> None:
         self.limits = limits or SandboxLimits()
