@@ -28,7 +28,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.jsonschema import schema_problems
@@ -54,7 +60,7 @@ from flowcore.llm.errors import ProviderError
 from flowcore.llm.prompt_hash import prompt_hash
 from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.registry import ProviderRegistry
-from flowcore.llm.retry import call_with_retries
+from flowcore.llm.retry import call_with_retries, provider_retry_delay
 from flowcore.llm.types import LLMRequest, LLMResponse, Message, ToolCall, ToolSpec, Usage
 from flowcore.memory.store import Namespace, Store
 from flowcore.sandbox import PythonSandbox, SandboxTimeoutError
@@ -120,7 +126,20 @@ class BlockOutcome:
 def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, BlockError):
         return exc.retryable
-    return isinstance(exc, ProviderError) and exc.retryable
+    # Same rule as each model call's own retries: quota and long Retry-After are not retried.
+    return provider_retry_delay(exc, 0.0) is not None
+
+
+def _block_wait(backoff: wait_exponential) -> Callable[[RetryCallState], float]:
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        pause = float(backoff(state))
+        if isinstance(exc, ProviderError):
+            # Never sooner than the server's Retry-After.
+            return provider_retry_delay(exc, pause) or pause
+        return pause
+
+    return wait
 
 
 def _declared(outputs: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -284,7 +303,7 @@ class BlockExecutor:
             raise BlockInputError(block.id, problems)
         retrying = AsyncRetrying(
             stop=stop_after_attempt(block.max_retries + 1),
-            wait=wait_exponential(multiplier=self.retry_wait, max=30.0),
+            wait=_block_wait(wait_exponential(multiplier=self.retry_wait, max=30.0)),
             # Interrupts and cancellation are BaseExceptions: never retried.
             retry=retry_if_exception(_retryable),
             reraise=True,

@@ -5,7 +5,7 @@ from flowcore.llm.offline import OfflineProvider
 from flowcore.llm.prompt_hash import PROMPT_HASH_VERSION, prompt_hash, prompt_hash_payload
 from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.registry import ProviderRegistry
-from flowcore.llm.retry import call_with_retries
+from flowcore.llm.retry import DEFAULT_MAX_DELAY, call_with_retries, provider_retry_delay
 from flowcore.llm.scripted import ScriptedProvider
 from flowcore.llm.types import (
     LLMRequest,
@@ -18,6 +18,7 @@ from flowcore.llm.types import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_DELAY",
     "PROMPT_HASH_VERSION",
     "LLMProvider",
     "LLMRequest",
@@ -37,4 +38,5 @@ __all__ = [
     "call_with_retries",
     "prompt_hash",
     "prompt_hash_payload",
+    "provider_retry_delay",
 ]

@@ -8,7 +8,10 @@ from flowcore.errors import FlowcoreError
 
 __all__ = ["ProviderError", "ScriptExhaustedError", "ThrottleError", "ThrottleKind"]
 
-ThrottleKind = Literal["rate_limit", "quota", "overloaded", "timeout"]
+ThrottleKind = Literal["rate_limit", "quota_exhausted", "overloaded", "timeout"]
+
+# Kinds of earlier releases, still accepted when a ThrottleError is built.
+_LEGACY_KINDS = {"quota": "quota_exhausted"}
 
 
 class ProviderError(FlowcoreError):
@@ -40,14 +43,28 @@ class ProviderError(FlowcoreError):
 
 
 class ThrottleError(ProviderError):
-    """The provider asked us to slow down: rate limit, quota, overload or timeout.
+    """The provider refused the call for now: rate limit, used-up quota, overload or timeout.
 
-    ``retry_after`` is the wait in seconds the provider asked for, if it said.
+    ``retry_after`` is the wait in seconds the provider asked for, if it said
+    (``retry-after-ms`` or ``Retry-After``). ``kind`` is one of
+    :data:`ThrottleKind`:
+
+    - ``"rate_limit"``: too many requests or tokens per minute; passes soon.
+    - ``"quota_exhausted"``: the account's quota, credit or billing limit is
+      used up (OpenAI's ``insufficient_quota``, Anthropic's ``billing_error``
+      or "credit balance is too low", HTTP 402). Waiting does not help unless
+      the server says when it will: retryable only with a ``retry_after``.
+    - ``"overloaded"``: the service is busy (HTTP 503 / 529).
+    - ``"timeout"``: the call took too long (the SDK's timeout, HTTP 408).
+
+    The kind ``"quota"`` of earlier releases is read as ``"quota_exhausted"``.
 
     Example:
         >>> ThrottleError("slow down", provider="openai", kind="rate_limit",
         ...               retry_after=2.0).retryable
         True
+        >>> ThrottleError("no credit", provider="openai", kind="quota_exhausted").retryable
+        False
     """
 
     code = "throttled"
@@ -61,12 +78,19 @@ class ThrottleError(ProviderError):
         status: int | None = None,
         retry_after: float | None = None,
     ) -> None:
+        kind = _LEGACY_KINDS.get(kind, kind)  # type: ignore[assignment]
         super().__init__(message, provider=provider, kind=kind, status=status)
         self.retry_after = retry_after
 
     @property
     def retryable(self) -> bool:
-        """Throttling passes: always worth another try (quota only after a wait)."""
+        """Whether another try can help: always, except a used-up quota with no ``retry_after``.
+
+        How long a wait is acceptable is the caller's choice
+        (:func:`~flowcore.llm.retry.call_with_retries`' ``max_delay``).
+        """
+        if self.kind == "quota_exhausted":
+            return self.retry_after is not None
         return True
 
 

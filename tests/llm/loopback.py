@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    at: float = field(default_factory=time.monotonic)  # when the request was read
 
 
 class LoopbackServer:
@@ -80,6 +82,7 @@ class LoopbackServer:
             200: "OK",
             400: "Bad Request",
             401: "Unauthorized",
+            402: "Payment Required",
             429: "Too Many Requests",
             500: "Internal Server Error",
             529: "Overloaded",

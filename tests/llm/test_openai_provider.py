@@ -144,7 +144,7 @@ async def test_a_429_then_success_is_retried_after_the_servers_retry_after(
     ("status", "code", "kind", "throttle"),
     [
         (429, "rate_limit_exceeded", "rate_limit", True),
-        (429, "insufficient_quota", "quota", True),
+        (429, "insufficient_quota", "quota_exhausted", True),
         (529, "overloaded_error", "overloaded", True),
         (401, "invalid_api_key", "auth", False),
         (400, "invalid_request_error", "bad_request", False),
