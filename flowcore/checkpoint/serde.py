@@ -39,9 +39,21 @@ from pydantic import BaseModel
 from flowcore.errors import SerializationError
 from flowcore.secrets import Redactor, Secret, scrub
 
-__all__ = ["JsonSerializer", "Serializer"]
+__all__ = ["MAX_NESTING", "JsonSerializer", "Serializer", "check_json_value", "check_storable"]
 
 _TAG = "__fc__"
+
+MAX_NESTING = 100
+"""How many containers deep a stored value may nest.
+
+Deeper values are refused with a :class:`~flowcore.errors.SerializationError`
+rather than left to hit Python's recursion limit while they are encoded,
+copied or, worst, decoded again from a store long after they were written.
+"""
+
+# Python refuses to turn ints of more than 4300 digits into text (and so into
+# JSON); 14,000 bits stay just below that limit.
+_MAX_INT_BITS = 14_000
 
 
 class Serializer(Protocol):
@@ -88,15 +100,17 @@ class JsonSerializer:
         """
         if self.redactor is not None:
             value = scrub(value, self.redactor)
-        if _is_plain_json(value):
-            # Nothing to tag: the JSON encoder can take the value as it is.
-            return _to_json(value).encode()
         try:
-            encoded = _encode_fast(value)
+            # Plain JSON needs no tags: the JSON encoder can take the value as it is.
+            encoded = value if _is_plain_json(value, 0) else _encode_fast(value, 0)
         except SerializationError:
             # Encode again with paths, only to say exactly where the bad value is.
-            encoded = _encode(value, path or "value")
-        return _to_json(encoded).encode()
+            encoded = _encode(value, path or "value", 0)
+        try:
+            return _to_json(encoded).encode()
+        except (UnicodeEncodeError, ValueError) as exc:
+            # A lone surrogate, or an int too long to write as text: find which.
+            raise _unwritable(encoded, path or "value") from exc
 
     def loads(self, data: bytes) -> Any:
         """Decode bytes written by :meth:`dumps`.
@@ -106,10 +120,158 @@ class JsonSerializer:
             [1, 'a']
         """
         try:
-            raw = json.loads(data)
+            return _decode(json.loads(data))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise SerializationError(f"stored data is not valid JSON: {exc}") from None
-        return _decode(raw)
+        except RecursionError:
+            # Never written by dumps (it refuses such depth): the bytes came from elsewhere.
+            raise SerializationError(
+                f"stored data nests deeper than flowcore can read (more than {MAX_NESTING} "
+                "levels were never written by it); the store holds foreign or damaged data"
+            ) from None
+
+
+def check_storable(value: Any, *, path: str = "value") -> None:
+    """Raise :class:`~flowcore.errors.SerializationError` if ``value`` cannot be stored.
+
+    The same check :meth:`JsonSerializer.dumps` makes, without keeping the
+    bytes: a type the serializer does not know, nesting deeper than
+    :data:`MAX_NESTING`, a string with a lone surrogate, an int too long to
+    write as text. The error's ``path`` says where the value sits.
+
+    Example:
+        >>> check_storable({"ok": [1, "two"]})
+        >>> try:
+        ...     check_storable({"name": "\\ud800"}, path="input")
+        ... except SerializationError as exc:
+        ...     exc.path
+        'input.name'
+    """
+    _CHECKER.dumps(value, path=path)
+
+
+def check_json_value(value: Any, *, path: str = "value") -> None:
+    """Raise :class:`~flowcore.errors.SerializationError` unless ``value`` is plain JSON data.
+
+    Plain JSON data is what a JSON document can hold and read back: dicts
+    with string keys, lists (tuples count as lists), strings without lone
+    surrogates, bools, None, ints short enough to write as text and finite
+    floats (JSON has no NaN or Infinity), nested at most :data:`MAX_NESTING`
+    deep. Pipelines, task plans and their run inputs must be plain JSON.
+    The error's ``path`` says where the first bad value sits.
+
+    Example:
+        >>> check_json_value({"doc": ["a", 1, 2.5, None]})
+        >>> try:
+        ...     check_json_value({"score": float("nan")}, path="input")
+        ... except SerializationError as exc:
+        ...     exc.path
+        'input.score'
+    """
+    # Iterative, so a value of any depth is judged without touching the recursion limit.
+    todo: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while todo:
+        item, where, depth = todo.pop()
+        kind = type(item)
+        if item is None or kind is bool:
+            continue
+        if kind is str:
+            if not _is_utf8(item):
+                raise _unwritable(item, where)
+            continue
+        if kind is int:
+            if item.bit_length() > _MAX_INT_BITS:
+                raise _unwritable(item, where)
+            continue
+        if kind is float:
+            if not math.isfinite(item):
+                raise SerializationError(
+                    f"{where}: {item!r} is not a JSON number (JSON has no NaN or Infinity); "
+                    "use null or a string instead",
+                    path=where,
+                )
+            continue
+        if kind not in (dict, list, tuple):
+            raise SerializationError(
+                f"{where}: a {type(item).__name__} is not JSON data; use objects, arrays, "
+                "strings, numbers, true/false or null",
+                path=where,
+            )
+        if depth >= MAX_NESTING:
+            raise _too_deep(where)
+        if kind is dict:
+            for k, v in item.items():
+                if type(k) is not str:
+                    raise SerializationError(
+                        f"{where}: the key {k!r} is not a string; JSON object keys are strings",
+                        path=where,
+                    )
+                if not _is_utf8(k):
+                    raise _unwritable({k: None}, where)
+                todo.append((v, f"{where}.{k}", depth + 1))
+        else:
+            todo.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
+
+
+def _too_deep(path: str) -> SerializationError:
+    # The path of a value this deep is long: keep its ends, where the key names are.
+    shown = path if len(path) <= 120 else f"{path[:60]}...{path[-50:]}"
+    return SerializationError(
+        f"cannot store {shown}: it nests lists, dicts or other containers more than "
+        f"{MAX_NESTING} levels deep (or contains itself); flatten it, or store it as a "
+        "JSON string",
+        path=path,
+    )
+
+
+def _unwritable(encoded: Any, path: str) -> SerializationError:
+    """The error for the first string or int in ``encoded`` that JSON text cannot hold."""
+    todo: list[tuple[Any, str]] = [(encoded, path)]
+    while todo:
+        value, where = todo.pop()
+        kind = type(value)
+        if kind is str and not _is_utf8(value):
+            return SerializationError(
+                f"cannot store {where}: the string holds a lone surrogate "
+                f"({_first_surrogate(value)}), which is not valid Unicode text; decode the "
+                "text it came from with errors='replace', or drop the character",
+                path=where,
+            )
+        if kind is int and value.bit_length() > _MAX_INT_BITS:
+            return SerializationError(
+                f"cannot store {where}: an int of about {value.bit_length() * 3 // 10} digits "
+                "is too long to write as text; store it as a string, or round it",
+                path=where,
+            )
+        if kind is dict:
+            for k, v in value.items():
+                if not _is_utf8(k):
+                    return SerializationError(
+                        f"cannot store {where}: the key {_first_surrogate(k)} holds a lone "
+                        "surrogate, which is not valid Unicode text; rename the key",
+                        path=where,
+                    )
+                todo.append((v, f"{where}.{k}"))
+        elif kind is list:
+            todo.extend((v, f"{where}[{i}]") for i, v in enumerate(value))
+    return SerializationError(f"cannot store {path}: it cannot be written as JSON", path=path)
+
+
+def _is_utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _first_surrogate(text: str) -> str:
+    for char in text:
+        if 0xD800 <= ord(char) <= 0xDFFF:
+            return f"\\u{ord(char):04x}"
+    return repr(text[:20])
 
 
 def _unsupported(value: Any, path: str, why: str = "") -> SerializationError:
@@ -159,7 +321,7 @@ def _make_encoder() -> Callable[[Any], str]:
 _to_json = _make_encoder()
 
 
-def _is_plain_json(value: Any) -> bool:
+def _is_plain_json(value: Any, depth: int) -> bool:
     """True if ``value`` is made only of types JSON writes and reads back unchanged.
 
     Exact types only: a subclass (an enum, an ``OrderedDict``) needs a tag,
@@ -170,16 +332,20 @@ def _is_plain_json(value: Any) -> bool:
     if kind is str or kind is int or value is None or kind is bool:
         return True
     if kind is dict:
-        if _TAG in value:
+        if _TAG in value or depth >= MAX_NESTING:
             return False
+        depth += 1
         # Plain loops, not all(): no generator per container on this hot path.
-        for k, v in value.items():  # noqa: SIM110
-            if type(k) is not str or not _is_plain_json(v):
+        for k, v in value.items():
+            if type(k) is not str or not _is_plain_json(v, depth):
                 return False
         return True
     if kind is list:
+        if depth >= MAX_NESTING:
+            return False
+        depth += 1
         for v in value:  # noqa: SIM110
-            if not _is_plain_json(v):
+            if not _is_plain_json(v, depth):
                 return False
         return True
     if kind is float:
@@ -187,7 +353,7 @@ def _is_plain_json(value: Any) -> bool:
     return False
 
 
-def _encode_fast(value: Any) -> Any:
+def _encode_fast(value: Any, depth: int) -> Any:
     """:func:`_encode` without building error paths: the common case, JSON-native values.
 
     Anything unusual goes through :func:`_encode`; a failure anywhere is
@@ -196,21 +362,24 @@ def _encode_fast(value: Any) -> Any:
     kind = type(value)
     if value is None or kind is str or kind is int or kind is bool:
         return value
+    if depth >= MAX_NESTING:
+        return _encode(value, "value", depth)
+    depth += 1
     if kind is list:
-        return [_encode_fast(v) for v in value]
+        return [_encode_fast(v, depth) for v in value]
     if kind is dict and _TAG not in value:
         out = {}
         for k, v in value.items():
             if type(k) is not str:
-                return _encode(value, "value")
-            out[k] = _encode_fast(v)
+                return _encode(value, "value", depth - 1)
+            out[k] = _encode_fast(v, depth)
         return out
     if kind is tuple:
-        return {_TAG: "tuple", "v": [_encode_fast(v) for v in value]}
-    return _encode(value, "value")
+        return {_TAG: "tuple", "v": [_encode_fast(v, depth) for v in value]}
+    return _encode(value, "value", depth - 1)
 
 
-def _encode(value: Any, path: str) -> Any:
+def _encode(value: Any, path: str, depth: int) -> Any:
     # Exact type checks first: bool/int/str subclasses (enums!) need their tags.
     kind = type(value)
     if value is None or kind in (bool, int, str):
@@ -219,19 +388,26 @@ def _encode(value: Any, path: str) -> Any:
         if math.isfinite(value):
             return value
         return {_TAG: "float", "v": repr(value)}
+    if depth >= MAX_NESTING:
+        raise _too_deep(path)
+    depth += 1
     if kind is list:
-        return [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_encode(v, f"{path}[{i}]", depth) for i, v in enumerate(value)]
     if kind is dict:
         if _TAG not in value and all(type(k) is str for k in value):
-            return {k: _encode(v, f"{path}.{k}") for k, v in value.items()}
+            return {k: _encode(v, f"{path}.{k}", depth) for k, v in value.items()}
         pairs = [
-            [_encode(k, f"{path}<key>"), _encode(v, f"{path}[{k!r}]")] for k, v in value.items()
+            [_encode(k, f"{path}<key>", depth), _encode(v, f"{path}[{k!r}]", depth)]
+            for k, v in value.items()
         ]
         return {_TAG: "dict", "v": pairs}
     if kind is tuple:
-        return {_TAG: "tuple", "v": [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]}
+        return {
+            _TAG: "tuple",
+            "v": [_encode(v, f"{path}[{i}]", depth) for i, v in enumerate(value)],
+        }
     if kind in (set, frozenset):
-        items = [_encode(v, f"{path}<item>") for v in value]
+        items = [_encode(v, f"{path}<item>", depth) for v in value]
         # Sorted by their JSON text, so equal sets always give equal bytes.
         items.sort(key=lambda item: json.dumps(item, sort_keys=True))
         return {_TAG: "set" if kind is set else "frozenset", "v": items}
@@ -241,13 +417,13 @@ def _encode(value: Any, path: str) -> Any:
         return {
             _TAG: "enum",
             "cls": _class_ref(kind, value, path),
-            "v": _encode(value.value, f"{path}.value"),
+            "v": _encode(value.value, f"{path}.value", depth),
         }
     if isinstance(value, BaseModel):
         return {
             _TAG: "model",
             "cls": _class_ref(kind, value, path),
-            "v": _encode(value.model_dump(mode="python"), path),
+            "v": _encode(value.model_dump(mode="python"), path, depth),
         }
     if kind in (bytes, bytearray):
         return {_TAG: kind.__name__, "v": base64.b64encode(value).decode("ascii")}
@@ -342,3 +518,7 @@ def _decode_tagged(tag: Any, value: dict[str, Any]) -> Any:
         model: Any = _import_class(value["cls"], BaseModel)
         return model.model_validate(_decode(v))
     raise SerializationError(f"unknown stored type tag {tag!r}")
+
+
+# check_storable's serializer: no redactor, nothing kept between calls.
+_CHECKER = JsonSerializer()

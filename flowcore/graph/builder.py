@@ -133,6 +133,17 @@ class Graph:
         if name in self._nodes:
             self._problems.append(f"duplicate node name {name!r}: each node needs a unique name")
             return self
+        if inputs is not None and not isinstance(inputs, Mapping):
+            self._problems.append(
+                f"node {name!r}: inputs must be a mapping of input names to values, "
+                f"got {type(inputs).__name__}"
+            )
+            inputs = None
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            self._problems.append(
+                f"node {name!r}: retry must be a RetryPolicy (or None), got {type(retry).__name__}"
+            )
+            retry = None
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
         ):
@@ -157,7 +168,21 @@ class Graph:
             ...     x: int
             >>> g = Graph(S).add_edge(["a", "b"], "c")  # c waits for a and b
         """
-        sources = (source,) if isinstance(source, str) else tuple(source)
+        if isinstance(source, str):
+            sources: tuple[str, ...] = (source,)
+        elif isinstance(source, Sequence) and all(isinstance(s, str) for s in source):
+            sources = tuple(source)
+        else:
+            self._problems.append(
+                f"add_edge({source!r}, {target!r}): the source must be a node name or a list "
+                "of node names (strings)"
+            )
+            return self
+        if not isinstance(target, str):
+            self._problems.append(
+                f"add_edge({source!r}, {target!r}): the target must be a node name (a string)"
+            )
+            return self
         if not sources:
             self._problems.append(f"add_edge(..., {target!r}): a join needs at least one source")
             return self
@@ -185,6 +210,12 @@ class Graph:
             ...     "check", lambda s: s["ok"], {True: "done", False: "retry"}
             ... )
         """
+        if not isinstance(source, str):
+            self._problems.append(
+                f"add_conditional_edges({source!r}, ...): the source must be a node name "
+                "(a string) or START"
+            )
+            return self
         self._routers.append(_PendingRouter(source, router, path_map))
         return self
 
@@ -242,15 +273,33 @@ class Graph:
         """
         from flowcore.graph.compiler import compile_graph
 
+        problems = list(self._problems)
+        graph_name = name or self.name or "graph"
+        if not isinstance(graph_name, str):
+            problems.append(f"graph name {graph_name!r} must be a string")
+            graph_name = "graph"
+        if version is not None and not isinstance(version, str):
+            problems.append(f"version {version!r} must be a string (or None)")
+            version = None
         return compile_graph(
             self.state_schema,
-            name=name or self.name or "graph",
+            name=graph_name,
             version=version,
             nodes=list(self._nodes.values()),
             edges=list(self._edges),
             routers=list(self._routers),
-            problems=list(self._problems),
+            problems=problems,
             checkpointer=checkpointer,
-            interrupt_before=tuple(interrupt_before),
-            interrupt_after=tuple(interrupt_after),
+            interrupt_before=_node_names("interrupt_before", interrupt_before, problems),
+            interrupt_after=_node_names("interrupt_after", interrupt_after, problems),
         )
+
+
+def _node_names(option: str, names: object, problems: list[str]) -> tuple[str, ...]:
+    """``names`` as a tuple of node names; a lone string is one name, not its letters."""
+    if isinstance(names, str):
+        return (names,)
+    if isinstance(names, Sequence | frozenset | set) and all(isinstance(n, str) for n in names):
+        return tuple(names)
+    problems.append(f"{option} must be a list of node names (strings), got {names!r}")
+    return ()

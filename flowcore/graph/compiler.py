@@ -196,7 +196,7 @@ def _check_node_name(name: str) -> list[str]:
             f"node name {name!r} is reserved (START, END and the <<ref>> namespaces "
             f"{', '.join(_NAMESPACES)}); rename the node"
         ]
-    if not _NODE_NAME.match(name):
+    if not _NODE_NAME.fullmatch(name):
         return [
             f"node name {name!r} is not valid: use letters, digits, '_' or '-' so "
             "<<refs>> can name it"
@@ -232,14 +232,21 @@ def _build_router(
                 "names, or annotate its return type as Literal['node_a', 'node_b']"
             )
             ok = False
-    elif isinstance(raw, Mapping):
+    elif isinstance(raw, Mapping) and all(isinstance(t, str) for t in raw.values()):
         path_map = dict(raw)
         targets = tuple(dict.fromkeys(path_map.values()))
-    elif isinstance(raw, Sequence) and not isinstance(raw, str):
+    elif (
+        isinstance(raw, Sequence)
+        and not isinstance(raw, str)
+        and all(isinstance(t, str) for t in raw)
+    ):
         path_map = {t: t for t in raw}
         targets = tuple(dict.fromkeys(raw))
     else:
-        problems.append(f"{label}: path_map must be a dict or a list of node names, got {raw!r}")
+        problems.append(
+            f"{label}: path_map must be a dict or a list of node names (a dict maps each "
+            f"route key to a node name string), got {raw!r}"
+        )
         return None
     if not targets and raw is not None:
         problems.append(f"{label}: path_map is empty; declare at least one target")

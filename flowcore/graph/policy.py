@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from flowcore.errors import GraphDefinitionError
 
 __all__ = ["RetryPolicy"]
 
@@ -32,13 +35,33 @@ class RetryPolicy:
     retry_on: RetryOn = Exception
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError(f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}")
-        for field in ("initial_interval", "max_interval", "jitter"):
-            if getattr(self, field) < 0:
-                raise ValueError(f"RetryPolicy.{field} must be >= 0, got {getattr(self, field)}")
-        if self.backoff_factor < 1:
-            raise ValueError(f"RetryPolicy.backoff_factor must be >= 1, got {self.backoff_factor}")
+        problems: list[str] = []
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
+            problems.append(f"RetryPolicy.max_attempts must be an int, got {self.max_attempts!r}")
+        elif self.max_attempts < 1:
+            problems.append(f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}")
+        for field in ("initial_interval", "backoff_factor", "max_interval", "jitter"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                problems.append(f"RetryPolicy.{field} must be a number, got {value!r}")
+            elif not math.isfinite(value):
+                problems.append(f"RetryPolicy.{field} must be finite, got {value!r}")
+            elif field == "backoff_factor" and value < 1:
+                problems.append(f"RetryPolicy.backoff_factor must be >= 1, got {value}")
+            elif value < 0:
+                problems.append(f"RetryPolicy.{field} must be >= 0, got {value}")
+        retry_on = self.retry_on
+        if not (
+            _is_exception_type(retry_on)
+            or (isinstance(retry_on, tuple) and all(_is_exception_type(t) for t in retry_on))
+            or (callable(retry_on) and not isinstance(retry_on, type))
+        ):
+            problems.append(
+                "RetryPolicy.retry_on must be an exception type, a tuple of them, or a "
+                f"predicate (exception) -> bool, got {retry_on!r}"
+            )
+        if problems:
+            raise GraphDefinitionError(problems)
 
     def should_retry(self, exc: BaseException) -> bool:
         """Whether ``exc`` is worth another attempt under this policy.
@@ -51,3 +74,7 @@ class RetryPolicy:
         if isinstance(retry_on, (type, tuple)):
             return isinstance(exc, retry_on)
         return bool(retry_on(exc))
+
+
+def _is_exception_type(value: object) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseException)

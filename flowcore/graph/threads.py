@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from flowcore.checkpoint.protocol import Checkpoint, Checkpointer, PendingWrite
-from flowcore.errors import InvalidInputError, InvalidUpdateError, ResumeError
+from flowcore.checkpoint.serde import check_storable
+from flowcore.errors import InvalidInputError, InvalidUpdateError, ResumeError, SerializationError
 from flowcore.graph.constants import END
 from flowcore.interrupts import Interrupt, Resume
 from flowcore.scheduler.context import NodeContext
@@ -32,7 +33,14 @@ from flowcore.scheduler.thread_run import ThreadRun
 if TYPE_CHECKING:
     from flowcore.graph.compiled import CompiledGraph
 
-__all__ = ["StateSnapshot", "get_state", "open_thread", "state_history", "update_state"]
+__all__ = [
+    "StateSnapshot",
+    "check_thread_id",
+    "get_state",
+    "open_thread",
+    "state_history",
+    "update_state",
+]
 
 DURABILITIES: tuple[Durability, ...] = ("sync", "async", "exit")
 
@@ -68,6 +76,18 @@ def check_durability(durability: object) -> Durability:
     return durability
 
 
+def check_thread_id(thread_id: object) -> str:
+    """Validate a ``thread_id=`` argument: a non-empty string.
+
+    Example:
+        >>> check_thread_id("t1")
+        't1'
+    """
+    if not isinstance(thread_id, str) or not thread_id:
+        raise InvalidInputError(f"thread_id must be a non-empty string, got {thread_id!r}")
+    return thread_id
+
+
 def _require_store(graph: CompiledGraph) -> Checkpointer:
     store = graph.checkpointer
     if store is None:
@@ -76,6 +96,22 @@ def _require_store(graph: CompiledGraph) -> Checkpointer:
             "compile it with compile(checkpointer=InMemoryCheckpointer()) or a SqliteCheckpointer"
         )
     return store
+
+
+def check_thread_value(value: Any, *, path: str, thread_id: str) -> None:
+    """Refuse, before anything runs, a value that the thread's checkpoints could not hold.
+
+    Every input, answer and state update on a thread is checkpointed; one the
+    store cannot write would otherwise fail the run at its first save, after
+    nodes had run.
+    """
+    try:
+        check_storable(value, path=path)
+    except SerializationError as exc:
+        raise InvalidInputError(
+            f"{exc}. Runs on thread {thread_id!r} store it in a checkpoint, so nothing "
+            "ran and nothing was saved"
+        ) from None
 
 
 def _pending_interrupts(point: SavedPoint) -> dict[str, Interrupt]:
@@ -130,8 +166,7 @@ async def open_thread(
     :class:`InvalidInputError`) when the request does not fit the thread.
     """
     store = _require_store(graph)
-    if not isinstance(thread_id, str) or not thread_id:
-        raise InvalidInputError(f"thread_id must be a non-empty string, got {thread_id!r}")
+    check_thread_id(thread_id)
     point = await load_point(store, graph.schema, thread_id, checkpoint_id)
     before = graph.interrupt_before
     after = graph.interrupt_after
@@ -145,6 +180,7 @@ async def open_thread(
             )
         values = graph.schema.initial(run_input)
         given = _given(run_input)
+        check_thread_value(given, path="input", thread_id=thread_id)
         writer = CheckpointWriter(store, thread_id, durability, None)
         return (
             values,
@@ -188,6 +224,7 @@ async def open_thread(
                 thread_id=thread_id,
             )
         thread.answers = _answers(thread_id, waiting, run_input)
+        check_thread_value(thread.answers, path="resume", thread_id=thread_id)
         run_input = None
     if run_input is None:
         if cp.cursor is None:
@@ -221,6 +258,7 @@ async def open_thread(
     unknown = [k for k in given if k not in graph.schema]
     if unknown:
         graph.schema.initial(given)  # raises the standard unknown-key error
+    check_thread_value(given, path="input", thread_id=thread_id)
     try:
         values = graph.schema.apply(point.values, [("__input__", given)])
     except InvalidUpdateError as exc:
@@ -322,7 +360,12 @@ async def update_state(
             f"{', '.join(map(repr, graph.nodes))}"
         )
     writer_name = as_node or "__update__"
+    if not isinstance(values, Mapping):
+        raise InvalidInputError(
+            f"update_state values must be a mapping of state keys, got {type(values).__name__}"
+        )
     update = dict(values)
+    check_thread_value(update, path="update", thread_id=thread_id)
     for key in update:
         if key not in graph.schema:
             raise InvalidInputError(

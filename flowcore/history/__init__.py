@@ -23,7 +23,13 @@ from flowcore.history.protocol import (
     RunHistoryStoreError,
     RunNotFoundError,
 )
-from flowcore.history.records import NodeRecord, RunRecord, error_text, record_from_result
+from flowcore.history.records import (
+    NodeRecord,
+    RunRecord,
+    error_text,
+    record_from_result,
+    storable_record,
+)
 from flowcore.history.sqlite import HISTORY_SCHEMA_VERSION, SqliteRunHistory
 
 __all__ = [
@@ -38,4 +44,5 @@ __all__ = [
     "SqliteRunHistory",
     "error_text",
     "record_from_result",
+    "storable_record",
 ]

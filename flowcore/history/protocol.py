@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 from typing import Protocol, runtime_checkable
 
-from flowcore.errors import FlowcoreError, InvalidInputError
+from flowcore.errors import FlowcoreError, InvalidInputError, SerializationError
 from flowcore.history.records import RunRecord
 
 __all__ = [
@@ -123,7 +123,33 @@ def check_record(record: RunRecord) -> RunRecord:
         raise InvalidInputError(
             f"{where}: pipeline_version must be an int or a str, got {version!r}"
         )
+    # Text columns are written as UTF-8, which a lone surrogate cannot be.
+    texts = [
+        (name, getattr(record, name))
+        for name in ("run_id", "pipeline_id", "pipeline_version", "user_id", "thread_id", "status")
+    ]
+    texts += [(f"errors[{i}]", e) for i, e in enumerate(record.errors)]
+    for i, node in enumerate(record.nodes):
+        texts += [
+            (f"nodes[{i}].{name}", getattr(node, name))
+            for name in ("node", "status", "error", "skip_reason")
+        ]
+    for name, text in texts:
+        if isinstance(text, str) and not _is_text(text):
+            raise SerializationError(
+                f"cannot store {where}.{name}: it holds a lone surrogate, which is not valid "
+                "Unicode text; storable_record(record) replaces such characters",
+                path=f"{where}.{name}",
+            )
     return record
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @runtime_checkable

@@ -10,14 +10,17 @@ errors, inputs, interrupts, final state) before anything is stored.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowcore.checkpoint.serde import check_storable
+from flowcore.errors import SerializationError
 from flowcore.result import NodeRun, RunResult
 from flowcore.secrets import Redactor, scrub
 
-__all__ = ["NodeRecord", "RunRecord", "error_text", "record_from_result"]
+__all__ = ["NodeRecord", "RunRecord", "error_text", "record_from_result", "storable_record"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,3 +405,108 @@ def record_from_result(
     if redactor is not None:
         record = scrub(record, redactor)
     return record
+
+
+def storable_record(record: RunRecord) -> RunRecord:
+    """``record`` with every part a run history cannot store replaced by a note saying why.
+
+    A run that produced a value the serializer refuses (a string with a lone
+    surrogate, a too-deep or foreign object) is still worth recording: the
+    value becomes ``{"unstorable": "<why>"}``, text fields keep their
+    surrogates as ``\\udXXX`` escapes, and ``errors`` gains one line per
+    replaced part, so the record says what was left out. A record that can
+    be stored as it is comes back unchanged.
+
+    Example:
+        >>> rec = RunRecord("r", "p", 1, None, None, "completed", 0.0, 0.1,
+        ...                 {"name": "\\ud800"}, (), (), (), 0, 0)
+        >>> list(storable_record(rec).inputs)
+        ['unstorable']
+    """
+    try:
+        check_storable(record.to_data(), path="record")
+    except SerializationError:
+        pass
+    else:
+        if all(_is_text(t) for t in _texts(record)):
+            return record
+    notes: list[str] = []
+
+    def keep(value: Any, where: str) -> Any:
+        try:
+            check_storable(value, path=f"run {record.run_id!r}.{where}")
+        except SerializationError as exc:
+            message = _short(str(exc))
+            notes.append(f"RunHistoryError: {where} was not stored: {message}")
+            return {"unstorable": message}
+        return value
+
+    nodes = tuple(
+        dataclasses.replace(
+            node,
+            node=_text(node.node),
+            status=_text(node.status),
+            error=None if node.error is None else _text(node.error),
+            skip_reason=None if node.skip_reason is None else _text(node.skip_reason),
+            outputs=None
+            if node.outputs is None
+            else keep(dict(node.outputs), f"nodes[{i}].outputs"),
+        )
+        for i, node in enumerate(record.nodes)
+    )
+    inputs = keep(dict(record.inputs), "inputs")
+    interrupts = tuple(keep(v, f"interrupts[{i}]") for i, v in enumerate(record.interrupts))
+    source = None if record.source is None else keep(dict(record.source), "source")
+    final = None if record.final_state is None else keep(dict(record.final_state), "final_state")
+    version = record.pipeline_version
+    return dataclasses.replace(
+        record,
+        run_id=_text(record.run_id),
+        pipeline_id=_text(record.pipeline_id),
+        pipeline_version=_text(version) if isinstance(version, str) else version,
+        user_id=None if record.user_id is None else _text(record.user_id),
+        thread_id=None if record.thread_id is None else _text(record.thread_id),
+        status=_text(record.status),
+        inputs=inputs,
+        nodes=nodes,
+        errors=tuple(_text(e) for e in record.errors) + tuple(notes),
+        interrupts=interrupts,
+        source=source,
+        final_state=final,
+    )
+
+
+def _texts(record: RunRecord) -> list[object]:
+    found: list[object] = [
+        record.run_id,
+        record.pipeline_id,
+        record.pipeline_version,
+        record.user_id,
+        record.thread_id,
+        record.status,
+        *record.errors,
+    ]
+    for node in record.nodes:
+        found += [node.node, node.status, node.error, node.skip_reason]
+    return found
+
+
+def _is_text(value: object) -> bool:
+    if not isinstance(value, str) or value.isascii():
+        return True
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _text(value: str) -> str:
+    """``value`` with lone surrogates written as backslash escapes, so UTF-8 can hold it."""
+    if _is_text(value):
+        return value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _short(message: str, width: int = 300) -> str:
+    return message if len(message) <= width else message[: width - 3] + "..."

@@ -8,9 +8,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from flowcore.errors import FlowcoreError
+from flowcore.checkpoint.serde import MAX_NESTING, check_json_value
+from flowcore.errors import FlowcoreError, SerializationError
 
-__all__ = ["Pipeline", "PipelineEdge", "PipelineError", "PipelineNode"]
+__all__ = [
+    "Pipeline",
+    "PipelineEdge",
+    "PipelineError",
+    "PipelineNode",
+    "check_document",
+    "parse_document",
+]
 
 _ID = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
 _RESERVED = frozenset({"input", "state", "memory", "user", "load_memory", "save_memory"})
@@ -116,6 +124,7 @@ class Pipeline(BaseModel):
             >>> Pipeline.from_data({"id": "p", "name": "P", "nodes": []}).nodes
             ()
         """
+        check_document(data, "pipeline")
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
@@ -134,8 +143,45 @@ class Pipeline(BaseModel):
             >>> Pipeline.from_json('{"id": "p", "name": "P", "nodes": []}').id
             'p'
         """
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PipelineError([f"not valid JSON: {exc}"]) from None
-        return cls.from_data(data)
+        return cls.from_data(parse_document(text, "pipeline"))
+
+
+def parse_document(text: object, what: str) -> Any:
+    """Parse the JSON text of a ``what`` (a pipeline, a task plan), raising :class:`PipelineError`.
+
+    Example:
+        >>> parse_document('{"id": "p"}', "pipeline")
+        {'id': 'p'}
+    """
+    if not isinstance(text, str | bytes | bytearray):
+        raise PipelineError(
+            [f"a {what} is read from JSON text (str or bytes), not {type(text).__name__}"]
+        )
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise PipelineError(
+            [
+                f"not valid JSON for a {what}: it nests deeper than flowcore reads (at most "
+                f"{MAX_NESTING} levels); flatten the deeply nested value"
+            ]
+        ) from None
+    except ValueError as exc:  # JSONDecodeError, bad UTF-8, ints too long to read
+        raise PipelineError([f"not valid JSON for a {what}: {exc}"]) from None
+
+
+def check_document(data: Any, what: str) -> None:
+    """Refuse a ``what`` (a pipeline, a task plan) that is not plain JSON data.
+
+    Definitions are stored with every run they make, so they must be data the
+    run history can hold: see :func:`~flowcore.checkpoint.serde.check_json_value`.
+
+    Example:
+        >>> check_document({"id": "p", "nodes": []}, "pipeline")
+    """
+    try:
+        check_json_value(data, path=what)
+    except SerializationError as exc:
+        raise PipelineError(
+            [f"{exc}. A {what} must be plain JSON data; fix the value at {exc.path}"]
+        ) from None

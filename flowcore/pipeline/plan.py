@@ -14,7 +14,6 @@ pipeline compile to the same engine graph.
 from __future__ import annotations
 
 import graphlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,14 @@ from flowcore.checkpoint.protocol import Checkpointer
 from flowcore.graph.compiled import CompiledGraph
 from flowcore.memory.manager import MemoryManager
 from flowcore.pipeline.compiler import compile_pipeline
-from flowcore.pipeline.model import Pipeline, PipelineEdge, PipelineError, PipelineNode
+from flowcore.pipeline.model import (
+    Pipeline,
+    PipelineEdge,
+    PipelineError,
+    PipelineNode,
+    check_document,
+    parse_document,
+)
 from flowcore.pipeline.schedule import ScheduleSpec
 
 __all__ = ["PlanStep", "TaskPlan", "as_pipeline", "compile_task_plan", "load_definition"]
@@ -138,6 +144,7 @@ class TaskPlan(BaseModel):
             ...                     "steps": [{"step_id": "a", "block_id": "summarize"}]}).name
             'P'
         """
+        check_document(data, "task plan")
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
@@ -169,11 +176,7 @@ class TaskPlan(BaseModel):
             ...                    '"steps": [{"step_id": "a", "block_id": "summarize"}]}').plan_id
             'p'
         """
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PipelineError([f"not valid JSON: {exc}"]) from None
-        return cls.from_data(data)
+        return cls.from_data(parse_document(text, "task plan"))
 
     def to_pipeline(self) -> Pipeline:
         """The same graph written as a :class:`Pipeline`: a node per step, an edge per dependency.
@@ -254,11 +257,8 @@ def load_definition(data: Any) -> Pipeline | TaskPlan:
         >>> type(load_definition({"id": "p", "name": "P", "nodes": []})).__name__
         'Pipeline'
     """
-    if isinstance(data, str | bytes):
-        try:
-            data = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise PipelineError([f"not valid JSON: {exc}"]) from None
+    if isinstance(data, str | bytes | bytearray):
+        data = parse_document(data, "definition")
     if not isinstance(data, Mapping):
         raise PipelineError(
             [

@@ -26,10 +26,11 @@ from typing import Any
 from flowcore.blocks.executor import BlockExecutor
 from flowcore.blocks.store import BlockStore
 from flowcore.checkpoint.protocol import Checkpointer
-from flowcore.errors import InvalidInputError, ResumeError
+from flowcore.checkpoint.serde import check_json_value
+from flowcore.errors import InvalidInputError, ResumeError, SerializationError
 from flowcore.events import Event
 from flowcore.graph.compiled import CompiledGraph
-from flowcore.history import RunHistory, record_from_result
+from flowcore.history import RunHistory, RunHistoryError, record_from_result, storable_record
 from flowcore.interrupts import Resume
 from flowcore.memory.manager import MemoryManager
 from flowcore.pipeline.compiler import compile_pipeline, load_pipeline_blocks
@@ -96,6 +97,41 @@ def check_run_inputs(pipeline: Pipeline, inputs: Mapping[str, Any]) -> list[str]
     return problems
 
 
+def _checked_request(
+    pipeline: Pipeline,
+    inputs: Mapping[str, Any] | None,
+    *,
+    user_id: object,
+    thread_id: object,
+) -> dict[str, Any]:
+    """The run input as a dict, refused before anything runs if the run could not be recorded.
+
+    Run inputs, the user id and the thread id are stored with the run (history,
+    checkpoints), so each must be data those stores hold: plain JSON for the
+    inputs (a :class:`~flowcore.secrets.Secret` is stored as a placeholder).
+    """
+    where = f"run input of pipeline {pipeline.id!r}"
+    if inputs is not None and not isinstance(inputs, Mapping):
+        raise InvalidInputError(
+            f"{where} must be a mapping of input names to values, got {type(inputs).__name__}"
+        )
+    given = dict(inputs or {})
+    for name, value in (("user_id", user_id), ("thread_id", thread_id)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise InvalidInputError(f"{name} must be a non-empty string or None, got {value!r}")
+    try:
+        plain = {k: v for k, v in given.items() if not isinstance(v, Secret)}
+        check_json_value(plain, path="input")
+        check_json_value(user_id, path="user_id")
+        check_json_value(thread_id, path="thread_id")
+    except SerializationError as exc:
+        raise InvalidInputError(
+            f"{where}: {exc}. Run inputs are stored with the run, so they must be plain JSON "
+            "data; nothing ran"
+        ) from None
+    return given
+
+
 def _source(definition: Pipeline | TaskPlan) -> dict[str, Any]:
     document: dict[str, Any] = definition.model_dump(mode="json", by_alias=True)
     return document
@@ -159,7 +195,7 @@ class PipelineRunner:
             >>> # result = await runner.run(plan, {"request": "lunch"}, user_id="ada")
         """
         pipeline = as_pipeline(definition)
-        given = dict(inputs or {})
+        given = _checked_request(pipeline, inputs, user_id=user_id, thread_id=thread_id)
         problems = check_run_inputs(pipeline, given)
         if problems:
             raise InvalidInputError(
@@ -288,16 +324,28 @@ class PipelineRunner:
                         await outcome
             result = await events.result()
         if self.history is not None:
-            await self.history.save(
-                record_from_result(
-                    result,
-                    pipeline_id=pipeline.id,
-                    pipeline_version=pipeline.version,
-                    user_id=user_id,
-                    started_at=started,
-                    inputs=run_input if isinstance(run_input, dict) else {},
-                    source=source,
-                    redactor=self.redactor,
-                )
+            record = record_from_result(
+                result,
+                pipeline_id=pipeline.id,
+                pipeline_version=pipeline.version,
+                user_id=user_id,
+                started_at=started,
+                inputs=run_input if isinstance(run_input, dict) else {},
+                source=source,
+                redactor=self.redactor,
             )
+            try:
+                try:
+                    await self.history.save(record)
+                except SerializationError:
+                    # A node produced a value the history cannot hold: the run is still
+                    # recorded, with that value replaced by a note saying why.
+                    await self.history.save(storable_record(record))
+            except RunHistoryError as exc:
+                raise RunHistoryError(
+                    f"run {result.run_id!r} of pipeline {pipeline.id!r} ended "
+                    f"{result.status!r}"
+                    + (f" on thread {thread_id!r}" if thread_id else "")
+                    + f", but recording it in the run history failed: {exc}"
+                ) from exc
         return result

@@ -42,6 +42,10 @@ _TOKEN_RE: Final = re.compile(
 _SEGMENT_CHARS: Final = frozenset(string.ascii_letters + string.digits + "_-")
 _MAX_LISTED: Final = 10
 _MISSING: Final = object()
+# Deeper inputs are refused when compiled rather than left to hit Python's recursion limit.
+_MAX_DEPTH: Final = 100
+# An index of more digits than this addresses nothing that fits in memory.
+_MAX_INDEX_DIGITS: Final = 18
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,7 +342,7 @@ def _listing(names: Sequence[object]) -> str:
 
 def _as_int(segment: str) -> int | None:
     digits = segment[1:] if segment.startswith("-") else segment
-    if digits.isascii() and digits.isdigit():
+    if digits.isascii() and digits.isdigit() and len(digits) <= _MAX_INDEX_DIGITS:
         return int(segment)
     return None
 
@@ -361,11 +365,23 @@ def _to_text(value: object) -> str:
         return value
     try:
         return json.dumps(value, default=str, ensure_ascii=False)
-    except (TypeError, ValueError):  # non-string dict keys, circular containers
+    except (TypeError, ValueError, RecursionError):
+        # Non-string dict keys, circular or very deep containers, ints too long for text.
+        pass
+    try:
         return str(value)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__} that cannot be shown as text>"
 
 
 def _compile(value: object, refs: list[Reference], location: tuple[object, ...]) -> _Plan:
+    if len(location) > _MAX_DEPTH and isinstance(value, (dict, list, tuple)):
+        where = "".join(f"[{key!r}]" for key in location[:5])
+        raise ReferenceSyntaxError(
+            f"the value at {where}... nests lists and dicts more than {_MAX_DEPTH} levels "
+            "deep, too deep to search for <<references>>; flatten it, or pass it as a JSON "
+            "string"
+        )
     if isinstance(value, str):
         parts = _parse(value, location)
         found = [part for part in parts if isinstance(part, Reference)]
