@@ -1,4 +1,4 @@
-"""Running untrusted Python blocks: a policy layer, then an OS jail."""
+"""Running untrusted Python blocks: a policy layer, then an OS jail (bubblewrap, fail closed)."""
 
 from flowcore.sandbox.errors import (
     SandboxError,
@@ -8,7 +8,12 @@ from flowcore.sandbox.errors import (
     SandboxUnavailableError,
     SandboxViolation,
 )
-from flowcore.sandbox.jail import Isolation, available_isolation
+from flowcore.sandbox.jail import (
+    Isolation,
+    WeakerIsolation,
+    available_isolation,
+    bubblewrap_available,
+)
 from flowcore.sandbox.policy import ALLOWED_IMPORTS, NETWORK_IMPORTS, check_policy
 from flowcore.sandbox.runner import PythonSandbox, SandboxLimits, SandboxResult
 
@@ -25,6 +30,8 @@ __all__ = [
     "SandboxTimeoutError",
     "SandboxUnavailableError",
     "SandboxViolation",
+    "WeakerIsolation",
     "available_isolation",
+    "bubblewrap_available",
     "check_policy",
 ]

@@ -17,7 +17,7 @@ __all__ = [
     "SandboxViolation",
 ]
 
-ResourceKind = Literal["cpu", "memory", "file_size", "processes", "output"]
+ResourceKind = Literal["cpu", "memory", "file_size", "disk", "processes", "output"]
 
 
 class SandboxError(FlowcoreError):
@@ -58,7 +58,9 @@ class SandboxViolation(SandboxError, PermissionError):
 
 
 class SandboxResourceError(SandboxError):
-    """Block code hit a resource limit: CPU time, memory, file size, processes or output size.
+    """Block code hit a resource limit: CPU, memory, file size, disk, processes or output size.
+
+    ``"disk"`` means the jail's private ``/tmp`` is full (``SandboxLimits.tmp_mb``).
 
     Example:
         >>> SandboxResourceError("memory", "over 256 MB").kind
@@ -112,7 +114,10 @@ class SandboxExecutionError(SandboxError, RuntimeError):
 
 
 class SandboxUnavailableError(SandboxError):
-    """The sandbox cannot run here (RestrictedPython missing, or no Python to jail).
+    """The sandbox cannot run here: bubblewrap or RestrictedPython is missing.
+
+    Untrusted blocks fail closed: without bubblewrap they refuse to run unless
+    the operator opted into a weaker jail (``PythonSandbox(weaker_isolation=...)``).
 
     Example:
         >>> SandboxUnavailableError("RestrictedPython is not installed").code

@@ -1,17 +1,36 @@
-"""The OS jail: how a worker process is started, by what this machine allows.
+"""The OS jail: how a worker process is started, and which jails this machine has.
 
-``bubblewrap``: fresh mount, PID, network, IPC and UTS namespaces (plus a
-user namespace when flowcore is not root), a root filesystem holding only
-read-only system libraries and the Python runtime, a private per-call
-``/tmp`` as the only writable place, no network, and the worker's whole
-process tree dies with it. When flowcore runs as root the worker drops to
-uid 65534 (nobody) itself before any block code runs, so file permissions
-and the process-count limit apply to an unprivileged user.
+``bubblewrap`` (the default, and the only jail flowcore picks on its own):
+fresh mount, PID, network, IPC and UTS namespaces (plus a user namespace
+when flowcore is not root). The root filesystem holds only, read-only: the
+system libraries under ``/usr``, the host's own interpreter binary and its
+``libpython`` at their real paths, the standard library (its
+``site-packages`` covered by an empty read-only mount), and the directories
+of the packages a block may import under ``/fc/site``. ``/tmp`` is a private
+tmpfs capped at ``SandboxLimits.tmp_mb`` and the only writable place; there
+is no network unless the block declares it, and the worker's whole process
+tree dies with it. When flowcore runs as root the worker drops to uid 65534
+(nobody) itself before any block code runs.
 
-``unshare``: PID, network, IPC and UTS namespaces from util-linux
-``unshare``, without a private filesystem: files are protected only by the
-unprivileged uid. ``rlimits``: a plain subprocess with resource limits and
-the unprivileged uid only. Both fallbacks are logged as a warning once.
+The weaker jails run only when the operator opts in (see
+``PythonSandbox(weaker_isolation=...)``), and are logged as a warning once:
+
+``unshare``: PID (with its own ``/proc``), mount, network, IPC and UTS
+namespaces from util-linux ``unshare``; a private size-capped tmpfs on
+``/tmp``, and empty read-only mounts over ``/home``, ``/root``,
+``/run/user``, ``/var/tmp`` and ``/dev/shm`` unless the Python runtime lives
+there. It does NOT hide the rest of the host's filesystem: every file the
+worker's user may read stays readable (as root flowcore the worker is
+nobody, so world-readable files; as another user, that user's own files
+outside the hidden directories), and the whole virtualenv is importable.
+
+``rlimits``: a plain subprocess with resource limits, a new session and,
+under root, the unprivileged uid. It does NOT protect the network
+(loopback included), other processes of the same uid, files the uid may
+read or write, or the disk: its temp dir is on the host's ``/tmp`` and only
+each file's size is capped.
+
+``none`` (tests only, never a fallback): ``rlimits`` without the uid drop.
 """
 
 from __future__ import annotations
@@ -21,41 +40,66 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["Isolation", "JailCommand", "available_isolation", "jail_command"]
+from flowcore.sandbox.runtime import python_runtime
+
+__all__ = [
+    "Isolation",
+    "JailCommand",
+    "WeakerIsolation",
+    "available_isolation",
+    "bubblewrap_available",
+    "jail_command",
+]
 
 Isolation = Literal["bubblewrap", "unshare", "rlimits", "none"]
 """Which jail a block ran in, strongest first.
 
 ``"none"`` is a plain subprocess of the host's user with resource limits and
 nothing else. It exists so that tests can run payloads against the policy
-layer alone; it is never picked by ``"auto"``.
+layer alone; nothing ever picks it unless it is asked for by name.
 """
 
+WeakerIsolation = Literal["unshare", "rlimits"]
+"""A jail weaker than bubblewrap that an operator may opt into; see the module docs."""
+
 NOBODY = 65534
+INSTALL_HINT = "apt-get install bubblewrap"
 _LOG = logging.getLogger("flowcore.sandbox")
 _WARNED: set[str] = set()
+_HIDDEN_BY_UNSHARE = ("/home", "/root", "/run/user", "/var/tmp", "/dev/shm")
+_NETWORK_FILES = (
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/gai.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class JailCommand:
-    """The argv that starts a worker, and what the worker must do itself."""
+    """The argv that starts a worker, and what the worker must do itself.
+
+    ``private_tmp`` says the jail mounts its own ``/tmp``; otherwise the
+    runner creates ``workdir`` on the host.
+
+    Example:
+        >>> cmd = jail_command("bubblewrap", None, (), network=False, tmp_mb=8)
+        >>> (cmd.workdir, cmd.private_tmp)
+        ('/tmp', True)
+    """
 
     argv: tuple[str, ...]
-    workdir: str  # the worker's private writable directory, as the worker sees it
-    paths: tuple[str, ...]  # extra import paths, as the worker sees them
+    workdir: str  # the worker's writable directory, as the worker sees it
+    paths: tuple[str, ...]  # import paths, as the worker sees them
     drop_uid: int | None
-
-
-def _python() -> tuple[Path, Path]:
-    prefix = Path(os.path.realpath(sys.base_prefix))
-    executable = Path(os.path.realpath(sys.executable))
-    return prefix, executable
+    private_tmp: bool
 
 
 def _system_binds() -> list[str]:
@@ -69,32 +113,177 @@ def _system_binds() -> list[str]:
     return args
 
 
+def _parents(paths: Sequence[Path], made: set[Path]) -> list[str]:
+    # bwrap makes missing parents of a bind target 0700: unreadable once the
+    # worker is nobody, so every parent is made explicitly, world-traversable.
+    args: list[str] = []
+    for path in paths:
+        for parent in reversed(path.parents):
+            if parent != Path("/") and parent not in made and not _under_usr(parent):
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", str(parent)]
+    return args
+
+
+def _under_usr(path: Path) -> bool:
+    return path == Path("/usr") or Path("/usr") in path.parents
+
+
+def _runtime_binds() -> list[str]:
+    runtime = python_runtime()
+    files = [runtime.executable, *runtime.libraries]
+    made: set[Path] = set()
+    args = _parents([*files, runtime.stdlib], made)
+    for path in (*files, runtime.stdlib):
+        if not _under_usr(path):
+            args += ["--ro-bind", str(path), str(path)]
+    for hidden in runtime.hidden:
+        if _under_usr(hidden) or runtime.stdlib in (hidden, *hidden.parents):
+            args += ["--tmpfs", str(hidden), "--remount-ro", str(hidden)]
+    return args
+
+
+def _bubblewrap(
+    packages: Sequence[Path], *, network: bool, tmp_mb: int, root: bool
+) -> tuple[list[str], list[str]]:
+    argv = [
+        shutil.which("bwrap") or "bwrap",
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-ipc",
+    ]
+    argv += ["--unshare-uts", "--unshare-cgroup-try"]
+    if not network:
+        argv.append("--unshare-net")
+    if root:
+        # No user namespace: it would map the sandbox to root outside. The worker
+        # drops to nobody itself, so it keeps just the right to do that.
+        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        argv += ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+    argv += _system_binds()
+    argv += _runtime_binds()
+    argv += ["--perms", "0755", "--dir", "/fc", "--perms", "0755", "--dir", "/fc/site"]
+    for package in packages:
+        argv += ["--ro-bind", str(package), f"/fc/site/{package.name}"]
+    if network:
+        for name in _NETWORK_FILES:
+            if Path(name).exists():
+                argv += ["--ro-bind", name, name]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--perms", "1777", "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    argv += ["--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
+    argv += ["--setenv", "LC_ALL", "C.UTF-8", "--"]
+    return argv, ["/fc/site"] if packages else []
+
+
+def _unshare(
+    packages: Sequence[Path], *, network: bool, tmp_mb: int, root: bool
+) -> tuple[list[str], list[str]]:
+    argv = [
+        shutil.which("unshare") or "unshare",
+        "--fork",
+        "--kill-child",
+        "--pid",
+        "--mount-proc",
+        "--mount",
+    ]
+    argv += ["--propagation", "private", "--ipc", "--uts"]
+    if not network:
+        argv.append("--net")
+    if not root:
+        argv += ["--user", "--map-root-user"]
+    runtime = python_runtime()
+    needed = [runtime.executable, runtime.stdlib, *runtime.libraries, *packages]
+    hide = [
+        d
+        for d in _HIDDEN_BY_UNSHARE
+        if Path(d).is_dir() and not any(Path(d) in (p, *p.parents) for p in needed)
+    ]
+    mount = shutil.which("mount") or "/bin/mount"
+    script = f"set -e; {mount} -t tmpfs -o size={tmp_mb}m,mode=1777 flowcore-tmp /tmp; "
+    script += "".join(f"{mount} -t tmpfs -o ro,size=4k,mode=0755 hidden {d}; " for d in hide)
+    script += 'exec "$0" "$@"'
+    argv += ["--", shutil.which("sh") or "/bin/sh", "-c", script]
+    paths = list(dict.fromkeys(str(p.parent) for p in packages))
+    return argv, paths
+
+
+def jail_command(
+    isolation: Isolation,
+    tmpdir: Path | None,
+    packages: Sequence[Path],
+    *,
+    network: bool,
+    tmp_mb: int = 64,
+) -> JailCommand:
+    """How to start the worker under ``isolation``.
+
+    ``packages`` are the package directories (or module files) the worker
+    may import; ``tmpdir`` is the host directory that becomes the worker's
+    writable place under ``rlimits`` and ``none``, which have no private
+    ``/tmp`` of their own.
+
+    Example:
+        >>> cmd = jail_command("rlimits", Path("/tmp/x"), (), network=False)
+        >>> cmd.argv[-3:], cmd.workdir
+        (('-I', '-S', '-c'), '/tmp/x')
+    """
+    executable = str(python_runtime().executable)
+    root = os.geteuid() == 0
+    python = (executable, "-I", "-S", "-c")
+    if isolation in ("none", "rlimits"):
+        if tmpdir is None:
+            raise ValueError(f"isolation {isolation!r} needs a host temp dir")
+        drop = NOBODY if root and isolation == "rlimits" else None
+        sites = tuple(dict.fromkeys(str(p.parent) for p in packages))
+        return JailCommand(python, str(tmpdir), sites, drop, private_tmp=False)
+    build = _bubblewrap if isolation == "bubblewrap" else _unshare
+    argv, paths = build(packages, network=network, tmp_mb=tmp_mb, root=root)
+    return JailCommand(
+        (*argv, *python), "/tmp", tuple(paths), NOBODY if root else None, private_tmp=True
+    )
+
+
 def _probe(argv: Sequence[str]) -> bool:
     try:
-        done = subprocess.run(list(argv), capture_output=True, timeout=10, check=False)
+        done = subprocess.run(list(argv), capture_output=True, timeout=10, check=False, env={})
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0 and done.stdout.strip() == b"ok"
 
 
 @functools.cache
+def _probe_once(isolation: Isolation, tool: str) -> bool:
+    # Keyed by the tool's path as well, so a PATH without it is noticed.
+    if not tool:
+        return False
+    cmd = jail_command(isolation, None, (), network=False, tmp_mb=1)
+    return _probe([*cmd.argv, "print('ok')"])
+
+
 def _works(isolation: Isolation) -> bool:
     if isolation in ("rlimits", "none"):
         return True
-    probe = ("-I", "-S", "-c", "print('ok')")
-    if isolation == "bubblewrap":
-        if shutil.which("bwrap") is None:
-            return False
-        cmd = jail_command("bubblewrap", Path("/tmp"), (), network=False)
-        return _probe([*cmd.argv[: cmd.argv.index("--")], "--", *cmd.argv[-4:-3], *probe])
-    if shutil.which("unshare") is None:
-        return False
-    cmd = jail_command("unshare", Path("/tmp"), (), network=False)
-    return _probe([*cmd.argv[: cmd.argv.index("--")], "--", *cmd.argv[-4:-3], *probe])
+    tool = "bwrap" if isolation == "bubblewrap" else "unshare"
+    return _probe_once(isolation, shutil.which(tool) or "")
+
+
+def bubblewrap_available() -> bool:
+    """Whether bubblewrap is on PATH and can start a jailed interpreter here.
+
+    Probed once per process (and again if PATH changes which ``bwrap`` it finds).
+
+    Example:
+        >>> bubblewrap_available() in (True, False)
+        True
+    """
+    return _works("bubblewrap")
 
 
 def available_isolation() -> Isolation:
-    """The strongest jail this machine supports (probed once per process).
+    """The strongest jail this machine supports (for reports; nothing falls back on it).
 
     Example:
         >>> available_isolation() in ("bubblewrap", "unshare", "rlimits")
@@ -112,75 +301,16 @@ def warn_once(isolation: Isolation) -> None:
     if isolation == "bubblewrap" or isolation in _WARNED:
         return
     _WARNED.add(isolation)
+    what = {
+        "unshare": "namespaces and a private /tmp, but the host's files stay readable",
+        "rlimits": "resource limits and an unprivileged user, no namespaces",
+        "none": "resource limits only, as the host's user: for tests",
+    }[isolation]
     _LOG.warning(
         "flowcore sandbox: untrusted Python blocks run WITHOUT bubblewrap, with %s "
-        "isolation only (%s). Install bubblewrap (apt-get install bubblewrap) for a private "
-        "filesystem and network and PID namespaces.",
+        "isolation only (%s). Install bubblewrap (%s) for a private filesystem, "
+        "network and PID namespaces.",
         isolation,
-        "PID/network namespaces, no private filesystem"
-        if isolation == "unshare"
-        else "resource limits and an unprivileged user, no namespaces",
+        what,
+        INSTALL_HINT,
     )
-
-
-def jail_command(
-    isolation: Isolation, tmpdir: Path, site_dirs: Sequence[Path], *, network: bool
-) -> JailCommand:
-    """How to start the worker under ``isolation``; ``tmpdir`` becomes its only writable place.
-
-    Example:
-        >>> cmd = jail_command("rlimits", Path("/tmp/x"), (), network=False)
-        >>> cmd.argv[-3:-1]
-        ('-I', '-S')
-    """
-    prefix, executable = _python()
-    root = os.geteuid() == 0
-    drop = NOBODY if root else None
-    if isolation == "none":
-        return JailCommand(
-            (str(executable), "-I", "-S", "-c"), str(tmpdir), tuple(map(str, site_dirs)), None
-        )
-    if isolation == "rlimits":
-        return JailCommand(
-            (str(executable), "-I", "-S", "-c"), str(tmpdir), tuple(map(str, site_dirs)), drop
-        )
-    if isolation == "unshare":
-        argv = ["unshare", "--fork", "--kill-child", "--pid", "--mount-proc", "--ipc", "--uts"]
-        if not network:
-            argv.append("--net")
-        if not root:
-            argv += ["--user", "--map-root-user"]
-        return JailCommand(
-            (*argv, "--", str(executable), "-I", "-S", "-c"),
-            str(tmpdir),
-            tuple(map(str, site_dirs)),
-            drop,
-        )
-    argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
-    argv += ["--unshare-uts", "--unshare-cgroup-try"]
-    if not network:
-        argv.append("--unshare-net")
-    if root:
-        # No user namespace: it would map the sandbox to root outside. The worker
-        # drops to nobody itself, so it keeps just the right to do that.
-        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    else:
-        argv += ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
-    argv += _system_binds()
-    argv += ["--perms", "0755", "--dir", "/fc"]
-    if str(prefix).startswith("/usr/"):
-        python = str(executable)
-    else:
-        argv += ["--ro-bind", str(prefix), "/fc/python"]
-        python = "/fc/python/" + str(executable.relative_to(prefix))
-    paths = []
-    for i, site in enumerate(site_dirs):
-        argv += ["--ro-bind", str(site), f"/fc/site{i}"]
-        paths.append(f"/fc/site{i}")
-    if network:
-        for name in ("/etc/resolv.conf", "/etc/hosts", "/etc/ssl", "/etc/ca-certificates"):
-            if Path(name).exists():
-                argv += ["--ro-bind", name, name]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(tmpdir), "/tmp"]
-    argv += ["--chdir", "/tmp", "--clearenv", "--setenv", "HOME", "/tmp"]
-    return JailCommand((*argv, "--", python, "-I", "-S", "-c"), "/tmp", tuple(paths), drop)

@@ -6,9 +6,9 @@ import ast
 import asyncio
 import contextlib
 import functools
-import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from flowcore.sandbox import jail
 from flowcore.sandbox.errors import (
     SandboxExecutionError,
     SandboxResourceError,
@@ -25,19 +26,32 @@ from flowcore.sandbox.errors import (
     SandboxUnavailableError,
     SandboxViolation,
 )
-from flowcore.sandbox.jail import Isolation, available_isolation, jail_command, warn_once
+from flowcore.sandbox.jail import (
+    INSTALL_HINT,
+    Isolation,
+    JailCommand,
+    WeakerIsolation,
+    jail_command,
+    warn_once,
+)
 from flowcore.sandbox.policy import ALLOWED_IMPORTS, NETWORK_IMPORTS, prepare_source
+from flowcore.sandbox.runtime import package_paths
 
 __all__ = ["PythonSandbox", "SandboxLimits", "SandboxResult"]
 
 _WORKER = (Path(__file__).parent / "worker.py").read_text()
 _MARK = b"\x00flowcore-result\x00"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIGNALS_CPU = {-signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGXCPU, 128 + signal.SIGKILL}
 
 
 @dataclass(frozen=True, slots=True)
 class SandboxLimits:
     """Resource limits of one block call (per worker process).
+
+    ``tmp_mb`` caps the jail's private ``/tmp`` (a tmpfs, so in memory, never
+    on the host's disk) under bubblewrap and unshare; ``file_size_mb`` caps
+    each file the block writes.
 
     Example:
         >>> SandboxLimits(memory_mb=128).cpu_seconds
@@ -49,6 +63,7 @@ class SandboxLimits:
     file_size_mb: int = 16
     processes: int = 16
     output_bytes: int = 1_000_000
+    tmp_mb: int = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,16 +80,29 @@ class SandboxResult:
     duration: float
 
 
-def _site_dirs(network: bool) -> tuple[Path, ...]:
-    dirs: list[Path] = []
-    for module in ("RestrictedPython", *(("httpx",) if network else ())):
-        spec = importlib.util.find_spec(module)
-        if spec is None or not spec.submodule_search_locations:
-            continue
-        site = Path(next(iter(spec.submodule_search_locations))).parent
-        if site not in dirs:
-            dirs.append(site)
-    return tuple(dirs)
+def _packages(network: bool) -> tuple[Path, ...]:
+    # Only what a block may import (and what that needs) is shown to the worker.
+    return package_paths(["RestrictedPython", *(NETWORK_IMPORTS if network else ())])
+
+
+def _env(env: Mapping[str, str] | None) -> dict[str, str]:
+    chosen = dict(env or {})
+    for name, value in chosen.items():
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            raise ValueError(f"environment variable name {name!r} is not a valid name")
+        if not isinstance(value, str) or "\0" in value:
+            raise ValueError(f"environment variable {name} must be a string without NUL")
+    return chosen
+
+
+def _unavailable(requested: str) -> SandboxUnavailableError:
+    return SandboxUnavailableError(
+        f"untrusted Python blocks run only in a bubblewrap jail, and {requested} cannot "
+        "start one here (no 'bwrap' on PATH, or it cannot create namespaces); install it "
+        f"with: {INSTALL_HINT}. To run blocks anyway in a weaker jail, opt in with "
+        "PythonSandbox(weaker_isolation='unshare') or 'rlimits' (see "
+        "docs/blocks.md#python-blocks-and-the-sandbox for what each does not protect)"
+    )
 
 
 async def _read_capped(
@@ -116,8 +144,13 @@ def _kill(process: asyncio.subprocess.Process) -> None:
 class PythonSandbox:
     """Runs untrusted ``execute(inputs, context)`` code: policy check, then a jailed worker.
 
-    ``isolation="auto"`` picks the strongest jail the machine supports
-    (bubblewrap, else unshare, else resource limits only, with a warning).
+    The jail is bubblewrap. When bubblewrap cannot run here, the sandbox
+    fails closed: every call raises :class:`SandboxUnavailableError` saying
+    how to install it, unless the operator opted into a weaker jail with
+    ``weaker_isolation="unshare"`` or ``"rlimits"`` (used only when
+    bubblewrap is missing, and logged as a warning once). Naming a jail in
+    ``isolation`` forces it, for tests and benchmarks: ``"none"`` (no jail,
+    the host's user) exists to test the policy layer alone.
     ``policy=False`` skips the policy layer and gives the code full builtins:
     **for testing the jail only**, never for real blocks.
 
@@ -134,28 +167,47 @@ class PythonSandbox:
         *,
         limits: SandboxLimits | None = None,
         isolation: Literal["auto", "bubblewrap", "unshare", "rlimits", "none"] = "auto",
+        weaker_isolation: WeakerIsolation | None = None,
         policy: bool = True,
     ) -> None:
         self.limits = limits or SandboxLimits()
         self._isolation = isolation
+        self.weaker_isolation = weaker_isolation
         self.policy = policy
         self._resolved: Isolation | None = None
 
     async def isolation(self) -> Isolation:
         """The jail this sandbox uses (probing the machine on first call).
 
+        Raises :class:`SandboxUnavailableError` when bubblewrap cannot run
+        and no weaker jail was opted into.
+
         Example:
-            >>> # await PythonSandbox().isolation()  # 'bubblewrap' where available
+            >>> # await PythonSandbox().isolation()  # 'bubblewrap', or an error saying why not
         """
         if self._resolved is None:
-            resolved: Isolation = (
-                await asyncio.to_thread(available_isolation)
-                if self._isolation == "auto"
-                else self._isolation
-            )
+            resolved = await asyncio.to_thread(self._resolve)
             warn_once(resolved)
             self._resolved = resolved
         return self._resolved
+
+    def _resolve(self) -> Isolation:
+        requested: Isolation
+        choice = self._isolation
+        if choice == "auto" or choice == "bubblewrap":
+            if jail.bubblewrap_available():
+                return "bubblewrap"
+            if choice == "bubblewrap" or self.weaker_isolation is None:
+                raise _unavailable("flowcore")
+            requested = self.weaker_isolation
+        else:
+            requested = choice
+        if not jail._works(requested):
+            raise SandboxUnavailableError(
+                f"the {requested!r} jail cannot start here ({requested} is missing or "
+                f"cannot create namespaces); install bubblewrap with: {INSTALL_HINT}"
+            )
+        return requested
 
     async def run(
         self,
@@ -165,11 +217,15 @@ class PythonSandbox:
         *,
         network: bool = False,
         timeout: float = 30.0,
+        env: Mapping[str, str] | None = None,
     ) -> SandboxResult:
         """Run the block's ``execute(inputs, context)`` and return the dict it returned.
 
-        Raises :class:`SandboxViolation` (refused by the policy, or stopped
-        by the jail), :class:`SandboxResourceError`,
+        ``env`` is the whole process environment the block sees (nothing of
+        the host's is passed on); its values travel over the worker's stdin,
+        never on a command line. Raises :class:`SandboxUnavailableError`
+        (no jail, see the class docs), :class:`SandboxViolation` (refused by
+        the policy, or stopped by the jail), :class:`SandboxResourceError`,
         :class:`SandboxTimeoutError` or :class:`SandboxExecutionError`.
 
         Example:
@@ -182,38 +238,45 @@ class PythonSandbox:
                 raise SandboxViolation(problems, layer="policy")
             source = ast.unparse(tree)  # with `async def execute` made plain
         try:
-            payload = json.dumps({"inputs": dict(inputs), "context": dict(context)})
+            payload = json.dumps(
+                {"inputs": dict(inputs), "context": dict(context), "env": _env(env)}
+            )
         except (TypeError, ValueError) as exc:
             raise SandboxExecutionError(
-                "TypeError", f"inputs and context must be JSON values ({exc})"
+                "TypeError", f"inputs, context and env must be JSON values ({exc})"
             ) from None
         isolation = await self.isolation()
-        tmp = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="flowcore-block-"))
+        packages = await asyncio.to_thread(_packages, network)
+        if self.policy and not any(p.name == "RestrictedPython" for p in packages):
+            raise SandboxUnavailableError(
+                "Python blocks need RestrictedPython; install it with: "
+                "pip install 'flowcore[sandbox]'"
+            )
+        tmp: Path | None = None
+        if isolation in ("rlimits", "none"):  # no private /tmp: a host dir instead
+            tmp = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="flowcore-block-"))
         try:
-            reply = await self._spawn(source, payload, isolation, tmp, network, timeout)
+            command = jail_command(
+                isolation, tmp, packages, network=network, tmp_mb=self.limits.tmp_mb
+            )
+            if tmp is not None:
+                if command.drop_uid is not None:
+                    os.chown(tmp, command.drop_uid, command.drop_uid)
+                os.chmod(tmp, 0o700)
+            reply = await self._spawn(source, payload, command, network, timeout)
         finally:
-            await asyncio.to_thread(shutil.rmtree, tmp, True)
+            if tmp is not None:
+                await asyncio.to_thread(shutil.rmtree, tmp, True)
         return SandboxResult(reply, isolation, time.perf_counter() - started)
 
     async def _spawn(
         self,
         source: str,
         payload: str,
-        isolation: Isolation,
-        tmp: Path,
+        command: JailCommand,
         network: bool,
         timeout: float,
     ) -> dict[str, Any]:
-        sites = _site_dirs(network)
-        if self.policy and not sites:
-            raise SandboxUnavailableError(
-                "Python blocks need RestrictedPython; install it with: "
-                "pip install 'flowcore[sandbox]'"
-            )
-        command = jail_command(isolation, tmp, sites, network=network)
-        if command.drop_uid is not None:
-            os.chown(tmp, command.drop_uid, command.drop_uid)
-        os.chmod(tmp, 0o700)
         allowed = sorted(ALLOWED_IMPORTS | NETWORK_IMPORTS if network else ALLOWED_IMPORTS)
         request = json.dumps(
             {
@@ -233,8 +296,8 @@ class PythonSandbox:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env={"PYTHONDONTWRITEBYTECODE": "1", "LC_ALL": "C.UTF-8"},
-            cwd=tmp,
+            env={"LC_ALL": "C.UTF-8"},
+            cwd=command.workdir if not command.private_tmp else "/",
             start_new_session=True,
         )
         cap = self.limits.output_bytes + 4096

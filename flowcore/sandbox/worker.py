@@ -178,6 +178,9 @@ def reply_for(exc: BaseException) -> dict[str, Any]:
         return {"ok": False, "kind": "resource", "resource": "memory", "detail": "out of memory"}
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
         return {"ok": False, "kind": "resource", "resource": "file_size", "detail": str(exc)}
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        detail = f"the private /tmp is full: {exc}"
+        return {"ok": False, "kind": "resource", "resource": "disk", "detail": detail}
     if isinstance(exc, OSError) and exc.errno == errno.EAGAIN:
         return {"ok": False, "kind": "resource", "resource": "processes", "detail": str(exc)}
     if isinstance(exc, PermissionError | OSError):
@@ -198,6 +201,9 @@ def main() -> None:
     if request.get("drop_uid") is not None:
         drop_privileges(request["drop_uid"])
     os.chdir(request["workdir"])
+    # The block's whole environment: the variables its definition names, nothing else.
+    os.environ.clear()
+    os.environ.update(request.get("env") or {})
     set_limits(request["limits"])
     try:
         reply = {"ok": True, "outputs": run(request)}
