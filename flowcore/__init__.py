@@ -42,6 +42,7 @@ from flowcore.errors import (
     ResumeError,
     RoutingError,
     SerializationError,
+    ThreadBusyError,
     ToolCallError,
 )
 from flowcore.events import (
@@ -132,6 +133,7 @@ __all__ = [
     "StateSchema",
     "StateSnapshot",
     "TextDeltaEvent",
+    "ThreadBusyError",
     "ToolCallError",
     "ToolCallResultEvent",
     "ToolCallStartEvent",

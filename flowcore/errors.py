@@ -20,6 +20,8 @@ that names the graph element at fault and says how to fix it.
 
 from __future__ import annotations
 
+import datetime
+import time
 from collections.abc import Sequence
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "ResumeError",
     "RoutingError",
     "SerializationError",
+    "ThreadBusyError",
     "ToolCallError",
 ]
 
@@ -318,6 +321,47 @@ class ResumeError(FlowcoreError, ValueError):
     def __init__(self, message: str, *, thread_id: str) -> None:
         super().__init__(message)
         self.thread_id = thread_id
+
+
+class ThreadBusyError(FlowcoreError, RuntimeError):
+    """A thread is already running elsewhere: another run holds its lease.
+
+    A run on a thread (native or LangGraph compat, with a checkpointer that
+    leases threads) first takes the thread's lease in the checkpoint store;
+    a second run of the same thread, in this process or another, gets this
+    error until the first one ends or its lease expires. ``holder`` names
+    the run holding it (host, pid, random part) and ``expires_at`` (Unix
+    time) says when it lapses if that run stops renewing it.
+
+    Example:
+        >>> err = ThreadBusyError(thread_id="t1", holder="web-1:4242:9f2c", expires_at=0.0)
+        >>> err.code, err.holder
+        ('thread-busy', 'web-1:4242:9f2c')
+    """
+
+    code = "thread-busy"
+
+    def __init__(
+        self,
+        *,
+        thread_id: str,
+        holder: str,
+        expires_at: float,
+        message: str | None = None,
+    ) -> None:
+        if message is None:
+            until = datetime.datetime.fromtimestamp(expires_at, datetime.UTC)
+            left = max(0.0, expires_at - time.time())
+            message = (
+                f"thread {thread_id!r} is already running elsewhere: run {holder!r} holds its "
+                f"lease until {until.isoformat(timespec='seconds')} ({left:.1f} s from now; "
+                "renewed while that run is alive); wait for that run to end and try again, "
+                "or, if its process died, try again once the lease has expired"
+            )
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.holder = holder
+        self.expires_at = expires_at
 
 
 class BlockDefinitionError(FlowcoreError, ValueError):

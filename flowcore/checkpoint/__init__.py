@@ -1,13 +1,16 @@
-"""Durable execution: checkpoint stores, their records and serialization."""
+"""Durable execution: checkpoint stores, their records, serialization and thread leases."""
 
+from flowcore.checkpoint.lease import DEFAULT_LEASE_TTL
 from flowcore.checkpoint.memory import InMemoryCheckpointer
 from flowcore.checkpoint.protocol import (
     BatchCheckpointer,
     Checkpoint,
     Checkpointer,
+    LeasingCheckpointer,
     MaintainableCheckpointer,
     PendingWrite,
     StoreItem,
+    ThreadLease,
     WriteAt,
     WriteGroup,
 )
@@ -15,16 +18,19 @@ from flowcore.checkpoint.serde import JsonSerializer, Serializer
 from flowcore.checkpoint.sqlite import SqliteCheckpointer
 
 __all__ = [
+    "DEFAULT_LEASE_TTL",
     "BatchCheckpointer",
     "Checkpoint",
     "Checkpointer",
     "InMemoryCheckpointer",
     "JsonSerializer",
+    "LeasingCheckpointer",
     "MaintainableCheckpointer",
     "PendingWrite",
     "Serializer",
     "SqliteCheckpointer",
     "StoreItem",
+    "ThreadLease",
     "WriteAt",
     "WriteGroup",
 ]

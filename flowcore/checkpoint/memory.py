@@ -16,7 +16,14 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from flowcore.checkpoint.copying import CopyCodec
-from flowcore.checkpoint.protocol import Checkpoint, PendingWrite, StoreItem, WriteAt
+from flowcore.checkpoint.lease import DEFAULT_LEASE_TTL, LeaseTable
+from flowcore.checkpoint.protocol import (
+    Checkpoint,
+    PendingWrite,
+    StoreItem,
+    ThreadLease,
+    WriteAt,
+)
 from flowcore.checkpoint.records import checkpoint_from_record, checkpoint_to_record
 from flowcore.checkpoint.serde import Serializer
 from flowcore.errors import CheckpointError, CheckpointNotFoundError
@@ -35,6 +42,14 @@ class _Thread:
 class InMemoryCheckpointer:
     """A :class:`~flowcore.checkpoint.protocol.Checkpointer` held in a dict.
 
+    It leases threads within this process (see
+    :class:`~flowcore.checkpoint.protocol.LeasingCheckpointer`): two
+    concurrent runs of one thread on one store cannot both run.
+
+    Args:
+        serializer: How values are copied; exact copies of builtins by default.
+        lease_ttl: Seconds a thread's lease lasts without renewal (default 30).
+
     Example:
         >>> import asyncio
         >>> from flowcore.checkpoint import Checkpoint
@@ -44,10 +59,32 @@ class InMemoryCheckpointer:
         'c1'
     """
 
-    def __init__(self, serializer: Serializer | None = None) -> None:
+    def __init__(
+        self, serializer: Serializer | None = None, *, lease_ttl: float = DEFAULT_LEASE_TTL
+    ) -> None:
         self._serde: Serializer = CopyCodec() if serializer is None else serializer
         self._threads: dict[str, _Thread] = {}
         self._seq = itertools.count()
+        self._leases = LeaseTable(ttl=lease_ttl)
+        self.lease_ttl = self._leases.ttl
+
+    async def acquire_lease(self, thread_id: str, holder: str) -> ThreadLease:
+        """Take or renew a thread's lease in this process (see :class:`LeasingCheckpointer`).
+
+        Example:
+            >>> import asyncio
+            >>> asyncio.run(InMemoryCheckpointer().acquire_lease("t", "run-a")).holder
+            'run-a'
+        """
+        return self._leases.take(thread_id, holder)
+
+    async def release_lease(self, thread_id: str, holder: str) -> None:
+        """Give a thread's lease back if ``holder`` has it (see :class:`LeasingCheckpointer`).
+
+        Example:
+            >>> # await store.release_lease("t", "run-a")
+        """
+        self._leases.drop(thread_id, holder)
 
     async def put(self, checkpoint: Checkpoint) -> None:
         """Store a new checkpoint (see :class:`Checkpointer.put`)."""

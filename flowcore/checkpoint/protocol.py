@@ -23,9 +23,11 @@ __all__ = [
     "BatchCheckpointer",
     "Checkpoint",
     "Checkpointer",
+    "LeasingCheckpointer",
     "MaintainableCheckpointer",
     "PendingWrite",
     "StoreItem",
+    "ThreadLease",
     "WriteAt",
     "WriteGroup",
 ]
@@ -100,6 +102,25 @@ class WriteAt:
 
 StoreItem = Checkpoint | WriteAt
 """One thing a batch stores: a new checkpoint, or a node write against one."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadLease:
+    """The right to run a thread, held by one run until ``expires_at`` (Unix time).
+
+    ``holder`` names the run (host, pid and a random part); ``ttl`` is how
+    long each take or renewal lasts, so a holder renews well before
+    ``expires_at`` while it is alive, and a dead holder's lease lapses.
+
+    Example:
+        >>> ThreadLease("thread-1", "web-1:4242:9f2c", expires_at=130.0, ttl=30.0).holder
+        'web-1:4242:9f2c'
+    """
+
+    thread_id: str
+    holder: str
+    expires_at: float
+    ttl: float
 
 
 @runtime_checkable
@@ -204,6 +225,41 @@ class MaintainableCheckpointer(Checkpointer, Protocol):
         checkpoint would name a parent that is not in the thread (replace it
         with another ``parent_id`` too); in each case nothing changes.
         """
+        ...
+
+
+@runtime_checkable
+class LeasingCheckpointer(Checkpointer, Protocol):
+    """A checkpointer that leases threads, so a thread runs in one place at a time.
+
+    Runs on a thread take its lease before loading it, renew it while they
+    run (a heartbeat every third of the lease's ``ttl``) and release it
+    however they end; a run that finds the lease held by another live run
+    raises :class:`~flowcore.errors.ThreadBusyError`. Both built-in stores
+    implement it (SQLite across processes sharing the file, in-memory within
+    one process). A store without these calls still works, unleased.
+
+    Example:
+        >>> from flowcore.checkpoint import InMemoryCheckpointer
+        >>> isinstance(InMemoryCheckpointer(), LeasingCheckpointer)
+        True
+    """
+
+    async def acquire_lease(self, thread_id: str, holder: str) -> ThreadLease:
+        """Take the thread's lease for ``holder``, or renew it if ``holder`` has it.
+
+        Atomic: the current holder is read, its expiry checked and the new
+        holder written as one step (one ``BEGIN IMMEDIATE`` transaction in
+        SQLite), so of two runs racing for a thread exactly one wins. An
+        expired lease is taken over.
+
+        Raises :class:`~flowcore.errors.ThreadBusyError` if another holder's
+        lease has not expired (naming it and when it expires).
+        """
+        ...
+
+    async def release_lease(self, thread_id: str, holder: str) -> None:
+        """Give the lease back; does nothing if ``holder`` no longer holds it."""
         ...
 
 

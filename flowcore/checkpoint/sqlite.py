@@ -17,6 +17,10 @@ sharing one file:
   Reads use a second connection.
 * ``PRAGMA wal_checkpoint(TRUNCATE)`` every ``wal_truncate_every`` commits,
   so a WAL file kept busy by constant readers cannot grow without bound.
+* **Thread leases** in the ``thread_leases`` table (one row per running
+  thread: holder, expiry), taken and renewed in one ``BEGIN IMMEDIATE``
+  transaction each, so across every process sharing the file a thread runs
+  in one place at a time (see :mod:`flowcore.checkpoint.lease`).
 * **A versioned schema.** ``flowcore_meta`` holds the schema version; older
   files are migrated on open, in one transaction; newer ones are refused.
   Corrupt and foreign files are refused too, and never modified.
@@ -32,6 +36,7 @@ import contextlib
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +53,14 @@ from flowcore._sqlite import (
     close_quietly,
     upgrade,
 )
-from flowcore.checkpoint.protocol import Checkpoint, PendingWrite, StoreItem, WriteAt
+from flowcore.checkpoint.lease import DEFAULT_LEASE_TTL, check_lease_ttl
+from flowcore.checkpoint.protocol import (
+    Checkpoint,
+    PendingWrite,
+    StoreItem,
+    ThreadLease,
+    WriteAt,
+)
 from flowcore.checkpoint.records import checkpoint_from_record, checkpoint_to_record
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
 from flowcore.errors import (
@@ -56,6 +68,7 @@ from flowcore.errors import (
     CheckpointNotFoundError,
     CheckpointStoreError,
     InvalidInputError,
+    ThreadBusyError,
 )
 
 __all__ = ["SCHEMA_VERSION", "SqliteCheckpointer"]
@@ -107,6 +120,14 @@ _MIGRATIONS: tuple[tuple[_MigrationStep, ...], ...] = (
         "CREATE INDEX checkpoints_history ON checkpoints (thread_id, seq)",
         "CREATE INDEX writes_order ON writes (thread_id, checkpoint_id, seq)",
     ),
+    # v3: who runs each thread now, and until when (Unix time) unless renewed.
+    (
+        """CREATE TABLE thread_leases (
+            thread_id TEXT PRIMARY KEY,
+            holder TEXT NOT NULL,
+            expires_at REAL NOT NULL
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -155,6 +176,8 @@ class SqliteCheckpointer:
             (at least 5).
         wal_truncate_every: Truncate the WAL file after this many commits.
         serializer: How values become bytes; :class:`JsonSerializer` by default.
+        lease_ttl: Seconds a thread's lease lasts without renewal (default 30):
+            how long a run whose process died keeps its thread.
 
     A write whose caller is cancelled before the writer task starts it is
     dropped; once started it runs to the end. Either way a transaction is
@@ -184,6 +207,7 @@ class SqliteCheckpointer:
         busy_timeout: float = MIN_BUSY_TIMEOUT,
         wal_truncate_every: int = 1000,
         serializer: Serializer | None = None,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
     ) -> None:
         if os.fspath(path) == ":memory:" or os.fspath(path) == "":
             raise InvalidInputError(
@@ -199,6 +223,7 @@ class SqliteCheckpointer:
         self.synchronous: Literal["NORMAL", "FULL"] = synchronous
         self.busy_timeout = busy_timeout
         self.wal_truncate_every = int(wal_truncate_every)
+        self.lease_ttl = check_lease_ttl(lease_ttl)
         self.before_commit: Callable[[], None] | None = None
         """Test hook: called inside every write transaction just before COMMIT."""
         self._serde = serializer or JsonSerializer()
@@ -224,6 +249,7 @@ class SqliteCheckpointer:
         busy_timeout: float = MIN_BUSY_TIMEOUT,
         wal_truncate_every: int = 1000,
         serializer: Serializer | None = None,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
     ) -> Self:
         """Create a store and open it; close it with :meth:`aclose`.
 
@@ -237,6 +263,7 @@ class SqliteCheckpointer:
             busy_timeout=busy_timeout,
             wal_truncate_every=wal_truncate_every,
             serializer=serializer,
+            lease_ttl=lease_ttl,
         )
         await store._open()
         return store
@@ -582,6 +609,62 @@ class SqliteCheckpointer:
             await conn.execute_fetchall("DELETE FROM checkpoints WHERE thread_id = ?", (thread_id,))
 
         await self._write(delete)
+
+    # ------------------------------------------------------------------ leases
+
+    async def acquire_lease(self, thread_id: str, holder: str) -> ThreadLease:
+        """Take or renew a thread's lease (see :class:`LeasingCheckpointer`).
+
+        One ``BEGIN IMMEDIATE`` transaction reads the holder, checks its
+        expiry and writes the new one, so of several processes racing for a
+        thread exactly one gets it.
+
+        Example:
+            >>> # lease = await store.acquire_lease("t", new_holder_id())
+        """
+        self._require_open()
+        ttl = self.lease_ttl
+
+        async def take(conn: aiosqlite.Connection) -> ThreadLease:
+            # The clock is read under the write lock, so no other taker runs in between.
+            now = time.time()
+            rows = list(
+                await conn.execute_fetchall(
+                    "SELECT holder, expires_at FROM thread_leases WHERE thread_id = ?",
+                    (thread_id,),
+                )
+            )
+            if rows and rows[0][0] != holder and rows[0][1] > now:
+                raise ThreadBusyError(
+                    thread_id=thread_id, holder=str(rows[0][0]), expires_at=float(rows[0][1])
+                )
+            expires_at = now + ttl
+            await conn.execute_fetchall(
+                "INSERT INTO thread_leases (thread_id, holder, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (thread_id) DO UPDATE SET holder = excluded.holder, "
+                "expires_at = excluded.expires_at",
+                (thread_id, holder, expires_at),
+            )
+            return ThreadLease(thread_id, holder, expires_at, ttl)
+
+        lease: ThreadLease = await self._write(take)
+        return lease
+
+    async def release_lease(self, thread_id: str, holder: str) -> None:
+        """Give a thread's lease back if ``holder`` has it (see :class:`LeasingCheckpointer`).
+
+        Example:
+            >>> # await store.release_lease("t", holder)
+        """
+        self._require_open()
+
+        async def drop(conn: aiosqlite.Connection) -> None:
+            await conn.execute_fetchall(
+                "DELETE FROM thread_leases WHERE thread_id = ? AND holder = ?",
+                (thread_id, holder),
+            )
+
+        await self._write(drop)
 
     # ------------------------------------------------------------------ maintenance
 

@@ -7,6 +7,7 @@ its own state in its own :class:`~flowcore.scheduler.engine.RunEngine`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
@@ -14,13 +15,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flowcore.checkpoint.protocol import Checkpointer
+from flowcore.checkpoint.lease import hold_thread
+from flowcore.checkpoint.protocol import Checkpointer, ThreadLease
 from flowcore.errors import InvalidInputError
 from flowcore.events import DoneEvent, Event
 from flowcore.graph.spec import EdgeSpec, NodeSpec, RouterSpec
 from flowcore.graph.threads import (
     StateSnapshot,
     check_durability,
+    check_thread_id,
     get_state,
     open_thread,
     state_history,
@@ -236,15 +239,23 @@ class CompiledGraph:
             durability=durability,
             redactor=redactor,
         )
-        values, given, thread = await self._start(
-            run_input,
-            options,
-            thread_id=thread_id,
-            checkpoint_id=checkpoint_id,
-            durability=durability,
-        )
-        engine = RunEngine(self, options, run_id=run_id, thread=thread)
-        return await engine.execute(values, given)
+        async with self._hold(thread_id):
+            values, given, thread = await self._start(
+                run_input,
+                options,
+                thread_id=thread_id,
+                checkpoint_id=checkpoint_id,
+                durability=durability,
+            )
+            engine = RunEngine(self, options, run_id=run_id, thread=thread)
+            return await engine.execute(values, given)
+
+    def _hold(self, thread_id: str | None) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The thread's lease for one run: taken before the thread is read, held to the end."""
+        if thread_id is None:
+            return contextlib.nullcontext()
+        check_thread_id(thread_id)
+        return hold_thread(self.checkpointer, thread_id)
 
     def run_sync(
         self,
@@ -342,7 +353,9 @@ class CompiledGraph:
             checkpoint_id=checkpoint_id,
             durability=durability,
         )
-        return RunStream(self, options, None, {}, run_id, opener=opener)
+        return RunStream(
+            self, options, None, {}, run_id, opener=opener, hold=lambda: self._hold(thread_id)
+        )
 
     # ------------------------------------------------------------- threads
     async def get_state(self, thread_id: str, checkpoint_id: str | None = None) -> StateSnapshot:
@@ -410,11 +423,14 @@ class RunStream:
         *,
         opener: Callable[[], Awaitable[tuple[dict[str, Any], Mapping[str, Any], ThreadRun]]]
         | None = None,
+        hold: Callable[[], contextlib.AbstractAsyncContextManager[ThreadLease | None]]
+        | None = None,
     ) -> None:
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
         self._graph = graph
         self._options = options
         self._opener = opener
+        self._hold = hold
         self._engine = RunEngine(graph, options, run_id=run_id, emit=self._queue.put_nowait)
         self._values = values
         self._given = given
@@ -435,6 +451,12 @@ class RunStream:
         return self._task
 
     async def _run(self) -> RunResult:
+        if self._hold is None:
+            return await self._run_held()
+        async with self._hold():
+            return await self._run_held()
+
+    async def _run_held(self) -> RunResult:
         values, given = self._values, self._given
         if self._opener is not None:
             values, given, thread = await self._opener()

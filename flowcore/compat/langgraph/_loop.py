@@ -13,6 +13,7 @@ follow LangGraph 1.2's rules.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import operator
 import random
@@ -22,6 +23,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from flowcore.checkpoint import ThreadLease
+from flowcore.checkpoint.lease import LeaseKeeper, new_holder_id
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, set_scope
 from flowcore.compat.langgraph._errors import (
@@ -879,7 +882,32 @@ class Run:
 
     # ------------------------------------------------------------------- loop
     async def execute(self) -> None:
-        """Run to the end, a pause, or an error (which propagates)."""
+        """Run to the end, a pause, or an error (which propagates).
+
+        A top-level run on a thread of one of flowcore's savers holds the
+        thread's lease from before it loads the thread until it has saved its
+        last write, so two runs of one thread never overlap (LangGraph itself
+        does not lease); a run that finds it held raises ``ThreadBusyError``.
+        """
+        async with self._lease():
+            await self._execute()
+
+    def _lease(self) -> contextlib.AbstractAsyncContextManager[ThreadLease | None]:
+        saver = self.saver
+        # Subgraph runs live inside their parent's lease.
+        if self.parent_scope is not None or not isinstance(saver, SaverShell):
+            return contextlib.nullcontext()
+        thread_id, holder = str(self.thread_id), new_holder_id()
+
+        async def acquire() -> ThreadLease | None:
+            return await saver._acquire_lease(thread_id, holder)
+
+        async def release() -> None:
+            await saver._release_lease(thread_id, holder)
+
+        return LeaseKeeper(acquire, release)
+
+    async def _execute(self) -> None:
         await self.load()
         try:
             await self.first()

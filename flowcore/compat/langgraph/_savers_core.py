@@ -75,9 +75,11 @@ from urllib.parse import quote, unquote
 
 from flowcore.checkpoint import (
     Checkpoint,
+    LeasingCheckpointer,
     MaintainableCheckpointer,
     PendingWrite,
     StoreItem,
+    ThreadLease,
     WriteAt,
 )
 from flowcore.checkpoint.batching import BatchQueue
@@ -100,6 +102,7 @@ from flowcore.errors import (
     CheckpointError,
     CheckpointNotFoundError,
     InvalidInputError,
+    ThreadBusyError,
 )
 
 __all__ = [
@@ -384,6 +387,28 @@ class SaverCore:
         # Bumped by maintenance: what a batch remembers of the store may be stale.
         self.generation = 0
         self.batches: set[SaveBatch] = set()
+
+    # ------------------------------------------------------------------ leases
+
+    async def acquire_lease(self, thread_id: str, holder: str) -> ThreadLease | None:
+        """Take or renew a LangGraph thread's lease in the store (None: it does not lease).
+
+        The lease is kept under the thread's root-namespace key, so flowcore's
+        own threads in the same file never collide with it.
+        """
+        if not isinstance(self.store, LeasingCheckpointer):
+            return None
+        try:
+            return await self.store.acquire_lease(_thread_key(thread_id, ""), holder)
+        except ThreadBusyError as exc:
+            raise ThreadBusyError(
+                thread_id=thread_id, holder=exc.holder, expires_at=exc.expires_at
+            ) from None
+
+    async def release_lease(self, thread_id: str, holder: str) -> None:
+        """Give a LangGraph thread's lease back if ``holder`` has it."""
+        if isinstance(self.store, LeasingCheckpointer):
+            await self.store.release_lease(_thread_key(thread_id, ""), holder)
 
     # ------------------------------------------------------------------ reading
 

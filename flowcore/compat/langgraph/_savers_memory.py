@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequenc
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from flowcore.checkpoint import Serializer
+from flowcore.checkpoint import DEFAULT_LEASE_TTL, Serializer
 from flowcore.compat.langgraph._savers import CheckpointTuple, RunnableConfig
 from flowcore.compat.langgraph._savers_memory_core import MemoryCore
 from flowcore.compat.langgraph._savers_shell import (
@@ -53,6 +53,8 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
     Args:
         serializer: How values become bytes; by default, exact copies of
             builtin-only values and JSON with tagged types for the rest.
+        lease_ttl: Seconds a thread's lease lasts without renewal (default
+            30); two runs of one thread in this process cannot overlap.
 
     Example:
         >>> saver = InMemorySaver()
@@ -67,8 +69,10 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
         []
     """
 
-    def __init__(self, *, serializer: Serializer | None = None) -> None:
-        self._core = MemoryCore(serializer)
+    def __init__(
+        self, *, serializer: Serializer | None = None, lease_ttl: float = DEFAULT_LEASE_TTL
+    ) -> None:
+        self._core = MemoryCore(serializer, lease_ttl=lease_ttl)
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ context managers

@@ -34,8 +34,9 @@ import heapq
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
-from flowcore.checkpoint import Serializer
+from flowcore.checkpoint import DEFAULT_LEASE_TTL, Serializer, ThreadLease
 from flowcore.checkpoint.copying import CopyCodec
+from flowcore.checkpoint.lease import LeaseTable
 from flowcore.compat.langgraph._savers import CheckpointTuple, RunnableConfig
 from flowcore.compat.langgraph._savers_core import (
     _config,
@@ -102,12 +103,25 @@ class MemoryCore:
         'c1'
     """
 
-    def __init__(self, serializer: Serializer | None = None) -> None:
+    def __init__(
+        self, serializer: Serializer | None = None, *, lease_ttl: float = DEFAULT_LEASE_TTL
+    ) -> None:
         self.codec: Serializer = CopyCodec() if serializer is None else serializer
         self.spaces: dict[str, _Space] = {}
         # What was stored of each list channel, per thread: lets a put store what a list
         # gained since its parent (see _savers_layout).
         self.shadows = ShadowCache()
+        self.leases = LeaseTable(ttl=lease_ttl)
+
+    # ------------------------------------------------------------------ leases
+
+    async def acquire_lease(self, thread_id: str, holder: str) -> ThreadLease | None:
+        """Take or renew a thread's lease in this process (see ``SaverCore``)."""
+        return self.leases.take(thread_id, holder)
+
+    async def release_lease(self, thread_id: str, holder: str) -> None:
+        """Give a thread's lease back if ``holder`` has it."""
+        self.leases.drop(thread_id, holder)
 
     # ------------------------------------------------------------------ writing
 

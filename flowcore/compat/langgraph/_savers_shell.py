@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from flowcore.checkpoint import ThreadLease
 from flowcore.compat.langgraph._savers import (
     BaseCheckpointSaver,
     CheckpointTuple,
@@ -90,6 +91,14 @@ class SaverOperations(Protocol):
         """Remove the checkpoints whose metadata names one of ``run_ids``."""
         ...
 
+    async def acquire_lease(self, thread_id: str, holder: str) -> ThreadLease | None:
+        """Take or renew a thread's lease (None: the store behind does not lease)."""
+        ...
+
+    async def release_lease(self, thread_id: str, holder: str) -> None:
+        """Give a thread's lease back if ``holder`` has it."""
+        ...
+
 
 Operation = Callable[[SaverOperations], Coroutine[Any, Any, T]]
 """One core call, e.g. ``lambda core: core.get_tuple(config)``."""
@@ -145,6 +154,16 @@ class SaverShell(BaseCheckpointSaver[str]):
         loop may batch them instead.
         """
         return None
+
+    # ------------------------------------------------------------------ thread leases
+
+    async def _acquire_lease(self, thread_id: str, holder: str) -> ThreadLease | None:
+        """Take or renew ``thread_id``'s lease for one run (see ``LeaseKeeper``)."""
+        return await self._run_async(lambda core: core.acquire_lease(thread_id, holder))
+
+    async def _release_lease(self, thread_id: str, holder: str) -> None:
+        """Give ``thread_id``'s lease back at the end of a run."""
+        await self._run_async(lambda core: core.release_lease(thread_id, holder))
 
     # ------------------------------------------------------------------ sync API
 

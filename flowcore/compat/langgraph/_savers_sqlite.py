@@ -23,7 +23,7 @@ from typing import Any, Literal, Self, TypeVar
 
 import aiosqlite
 
-from flowcore.checkpoint import Serializer, SqliteCheckpointer
+from flowcore.checkpoint import DEFAULT_LEASE_TTL, Serializer, SqliteCheckpointer
 from flowcore.compat.langgraph._savers import CheckpointTuple
 from flowcore.compat.langgraph._savers_core import SaveBatch, SaverCore
 from flowcore.compat.langgraph._savers_shell import Listing, Operation, SaverShell
@@ -69,6 +69,8 @@ class AsyncSqliteSaver(SaverShell):
         conn: The database file, ``":memory:"``, or a connection to the file.
         serializer: How values become bytes; JSON with tagged types by default.
         synchronous: ``"NORMAL"`` (default) or ``"FULL"`` (survives power loss).
+        lease_ttl: Seconds a thread's lease lasts without renewal (default
+            30): how long a run whose process died keeps its thread.
 
     Example:
         >>> # async with AsyncSqliteSaver.from_conn_string("threads.db") as saver:
@@ -82,10 +84,12 @@ class AsyncSqliteSaver(SaverShell):
         *,
         serializer: Serializer | None = None,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        lease_ttl: float = DEFAULT_LEASE_TTL,
     ) -> None:
         self._target = conn
         self._serializer = serializer
         self._synchronous: Literal["NORMAL", "FULL"] = synchronous
+        self._lease_ttl = lease_ttl
         self._core: SaverCore | None = None
         self._store: SqliteCheckpointer | None = None
         self._tmp: str | None = None
@@ -156,7 +160,10 @@ class AsyncSqliteSaver(SaverShell):
                 raise CheckpointError(f"{self!r} has been closed; open a new saver")
             path = await self._path()
             store = await SqliteCheckpointer.open(
-                path, serializer=self._serializer, synchronous=self._synchronous
+                path,
+                serializer=self._serializer,
+                synchronous=self._synchronous,
+                lease_ttl=self._lease_ttl,
             )
             self.loop = asyncio.get_running_loop()
             self._store, self._core = store, SaverCore(store)

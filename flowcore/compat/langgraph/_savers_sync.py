@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
-from flowcore.checkpoint import Serializer, SqliteCheckpointer
+from flowcore.checkpoint import DEFAULT_LEASE_TTL, Serializer, SqliteCheckpointer
 from flowcore.compat.langgraph._savers import CheckpointTuple
 from flowcore.compat.langgraph._savers_shell import (
     Listing,
@@ -111,6 +111,8 @@ class SqliteSaver(SaverShellWithSyncMaintenance):
             ``sqlite3`` connection to the file.
         serializer: How values become bytes; JSON with tagged types by default.
         synchronous: ``"NORMAL"`` (default) or ``"FULL"`` (survives power loss).
+        lease_ttl: Seconds a thread's lease lasts without renewal (default
+            30): how long a run whose process died keeps its thread.
 
     Raises:
         CheckpointStoreError: If the file is not a database flowcore can use.
@@ -134,12 +136,15 @@ class SqliteSaver(SaverShellWithSyncMaintenance):
         *,
         serializer: Serializer | None = None,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        lease_ttl: float = DEFAULT_LEASE_TTL,
     ) -> None:
         target: Target = sqlite3_file(conn) if isinstance(conn, sqlite3.Connection) else conn
         self._res = _Resources(_LoopThread("flowcore SqliteSaver"))
 
         async def open_inner() -> AsyncSqliteSaver:
-            inner = AsyncSqliteSaver(target, serializer=serializer, synchronous=synchronous)
+            inner = AsyncSqliteSaver(
+                target, serializer=serializer, synchronous=synchronous, lease_ttl=lease_ttl
+            )
             try:
                 await inner.setup()
             except BaseException:
