@@ -18,11 +18,12 @@ The weaker jails run only when the operator opts in (see
 ``unshare``: PID (with its own ``/proc``), mount, network, IPC and UTS
 namespaces from util-linux ``unshare``; a private size-capped tmpfs on
 ``/tmp``, and empty read-only mounts over ``/home``, ``/root``,
-``/run/user``, ``/var/tmp`` and ``/dev/shm`` unless the Python runtime lives
-there. It does NOT hide the rest of the host's filesystem: every file the
-worker's user may read stays readable (as root flowcore the worker is
-nobody, so world-readable files; as another user, that user's own files
-outside the hidden directories), and the whole virtualenv is importable.
+``/run/user``, ``/var/tmp`` and ``/dev/shm`` (with just the Python runtime's
+files bound back, when it lives there). It does NOT hide the rest of the
+host's filesystem: every file elsewhere that the worker's user may read
+stays readable (as root flowcore the worker is nobody, so world-readable
+files; as another user, that user's own files too, e.g. a project
+directory outside ``/home``), and the whole virtualenv is importable.
 
 ``rlimits``: a plain subprocess with resource limits, a new session and,
 under root, the unprivileged uid. It does NOT protect the network
@@ -38,6 +39,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -194,20 +196,45 @@ def _unshare(
         argv.append("--net")
     if not root:
         argv += ["--user", "--map-root-user"]
-    runtime = python_runtime()
-    needed = [runtime.executable, runtime.stdlib, *runtime.libraries, *packages]
-    hide = [
-        d
-        for d in _HIDDEN_BY_UNSHARE
-        if Path(d).is_dir() and not any(Path(d) in (p, *p.parents) for p in needed)
-    ]
-    mount = shutil.which("mount") or "/bin/mount"
-    script = f"set -e; {mount} -t tmpfs -o size={tmp_mb}m,mode=1777 flowcore-tmp /tmp; "
-    script += "".join(f"{mount} -t tmpfs -o ro,size=4k,mode=0755 hidden {d}; " for d in hide)
-    script += 'exec "$0" "$@"'
-    argv += ["--", shutil.which("sh") or "/bin/sh", "-c", script]
+    argv += ["--", shutil.which("sh") or "/bin/sh", "-c", _unshare_script(packages, tmp_mb)]
     paths = list(dict.fromkeys(str(p.parent) for p in packages))
     return argv, paths
+
+
+def _unshare_script(packages: Sequence[Path], tmp_mb: int) -> str:
+    """Shell run as root of the new mount namespace, before it execs the worker.
+
+    It mounts the private /tmp, then covers each home-like directory with an
+    empty read-only tmpfs. Runtime files inside one (a pyenv Python under
+    /root) are bind-mounted aside first and moved back onto the cover, so the
+    worker can still reach them once it is nobody.
+    """
+    runtime = python_runtime()
+    needed = [runtime.executable, runtime.stdlib, *runtime.libraries, *packages]
+    q = shlex.quote
+    mount = q(shutil.which("mount") or "/bin/mount")
+    lines = ["set -e", "umask 022", f"{mount} -t tmpfs -o size={tmp_mb}m,mode=1777 fc /tmp"]
+    lines.append("mkdir /tmp/.fc-stage")
+    kept: list[tuple[Path, str]] = []
+    for hidden in map(Path, _HIDDEN_BY_UNSHARE):
+        if not hidden.is_dir() or hidden.is_symlink():
+            continue
+        inside = [p for p in needed if hidden in p.parents]
+        for path in inside:
+            stage = f"/tmp/.fc-stage/{len(kept)}"
+            lines.append(f"mkdir {stage}" if path.is_dir() else f": > {stage}")
+            lines.append(f"{mount} --bind {q(str(path))} {stage}")
+            kept.append((path, stage))
+        lines.append(f"{mount} -t tmpfs -o size=64k,mode=0755 hidden {q(str(hidden))}")
+        for path, stage in kept[len(kept) - len(inside) :]:
+            target = q(str(path))
+            make = f"mkdir -p {target}" if path.is_dir() else f"mkdir -p {q(str(path.parent))}"
+            lines.append(make if path.is_dir() else f"{make}; : > {target}")
+            lines.append(f"{mount} --move {stage} {target}")
+        lines.append(f"{mount} -o remount,ro hidden {q(str(hidden))}")
+    lines.append("rm -rf /tmp/.fc-stage")
+    lines.append('exec "$0" "$@"')
+    return "; ".join(lines)
 
 
 def jail_command(
