@@ -34,6 +34,7 @@ BlockKind = Literal[
 """How a block runs; each kind needs its own field (see :class:`BlockDefinition`)."""
 
 _ID = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]{0,127}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _JSON_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
 # Names from the seeds' formats, accepted on input and stored under flowcore's names.
 _ALIASES = {
@@ -75,7 +76,10 @@ class BlockDefinition(BaseModel):
     ``llm``; ``source_code`` for ``python``; ``tool`` for ``tool``;
     ``branches`` (and a prompt or source that picks one) for ``decision``.
     ``input_keys`` / ``output_keys`` are shorthand for object schemas that
-    require those keys.
+    require those keys. ``network`` lets Python source use ``httpx``;
+    ``env`` names the environment variables its ``os.environ`` holds (their
+    values come from the environment the application hands the executor;
+    nothing else of the host's environment reaches the block).
 
     Example:
         >>> block = BlockDefinition(
@@ -105,6 +109,7 @@ class BlockDefinition(BaseModel):
     max_retries: int = Field(default=2, ge=0, le=20)
     timeout_seconds: float = Field(default=60.0, gt=0)
     network: bool = False
+    env: tuple[str, ...] = ()
     category: str = ""
     tags: tuple[str, ...] = ()
     use_when: str = ""
@@ -205,6 +210,19 @@ class BlockDefinition(BaseModel):
             )
         return value
 
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not _ENV_NAME.match(name):
+                raise ValueError(
+                    f"{name!r} is not an environment variable name: use letters, digits "
+                    "and '_', not starting with a digit, e.g. 'WEATHER_API_KEY'"
+                )
+        if len(set(value)) != len(value):
+            raise ValueError("lists an environment variable twice; name each once")
+        return value
+
     @field_validator("name", "description")
     @classmethod
     def _not_blank(cls, value: str) -> str:
@@ -279,6 +297,11 @@ class BlockDefinition(BaseModel):
         elif self.branches:
             raise ValueError(
                 f"branches only apply to 'decision' blocks, not {self.kind!r}; remove them"
+            )
+        if self.env and self.source_code is None:
+            raise ValueError(
+                f"env only applies to blocks that run Python source_code, not to this "
+                f"{self.kind!r} block; remove it"
             )
         return self
 

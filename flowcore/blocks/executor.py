@@ -96,8 +96,12 @@ class CodeSandbox(Protocol):
         *,
         network: bool = False,
         timeout: float = 30.0,
+        env: Mapping[str, str] | None = None,
     ) -> CodeRunResult:
-        """Run ``execute(inputs, context)`` from ``source`` and return its outputs."""
+        """Run ``execute(inputs, context)`` from ``source`` and return its outputs.
+
+        ``env`` is the block's whole process environment.
+        """
         ...
 
 
@@ -209,7 +213,10 @@ class BlockExecutor:
     (and LLM blocks whose ``metadata["tools"]`` lists tools the model may
     call); ``memory`` serves memory blocks; ``sandbox`` runs Python blocks.
     ``retry_wait`` is the first backoff between a block's attempts, in
-    seconds (doubling each time).
+    seconds (doubling each time). ``environment`` is where the variables a
+    Python block names in its ``env`` field come from: the executor never
+    reads ``os.environ`` itself, so an application that wants blocks to see
+    e.g. an API key passes ``environment=os.environ`` (or a narrower dict).
 
     Example:
         >>> from flowcore.llm import ProviderRegistry, ScriptedProvider
@@ -228,6 +235,7 @@ class BlockExecutor:
         retry_wait: float = 0.5,
         stream: bool = True,
         max_tool_rounds: int = 5,
+        environment: Mapping[str, str] | None = None,
     ) -> None:
         self.providers = providers
         self.tools = tools
@@ -236,6 +244,7 @@ class BlockExecutor:
         self.retry_wait = retry_wait
         self.stream = stream
         self.max_tool_rounds = max_tool_rounds
+        self.environment: Mapping[str, str] = dict(environment or {})
 
     # ----------------------------------------------------------------- entry
     async def execute(
@@ -539,13 +548,21 @@ class BlockExecutor:
     async def _run_python(self, run: _Run, inputs: dict[str, Any]) -> dict[str, Any]:
         block, ctx = run.block, run.ctx
         assert block.source_code is not None
+        user_id = ctx.config.get("user_id")
+        user = ctx.config.get("user")
         context = {
             "run_id": ctx.run_id,
             "node": ctx.node,
             "block_id": block.id,
             "block_version": block.version,
             "attempt": run.attempt,
+            "user_id": None if user_id is None else str(user_id),
+            "user": dict(user) if isinstance(user, Mapping) else {},
+            "memory": await self._memory_snapshot(run),
         }
+        env = {name: self.environment[name] for name in block.env if name in self.environment}
+        for name, value in env.items():
+            learn(ctx.redactor, value, name=f"env.{name}")  # most are keys: never shown
         try:
             result = await self._code_sandbox().run(
                 block.source_code,
@@ -554,11 +571,24 @@ class BlockExecutor:
                 network=block.network,
                 # The executor's own timeout stops the wait; this one kills the worker.
                 timeout=block.timeout_seconds,
+                env=env,
             )
         except SandboxTimeoutError:
             raise BlockTimeoutError(block.id, block.timeout_seconds) from None
         run.metadata["isolation"] = result.isolation
         return dict(result.outputs)
+
+    async def _memory_snapshot(self, run: _Run) -> dict[str, Any]:
+        # The user's long-term key-values: preferences, then what memory blocks
+        # saved (same namespace as theirs); a snapshot, so writes do not flow back.
+        user_id = run.ctx.config.get("user_id")
+        if self.memory is None or not user_id:
+            return {}
+        snapshot: dict[str, Any] = {}
+        for namespace in (("users", str(user_id), "preferences"), self._namespace(run)):
+            for item in await self.memory.list(namespace):
+                snapshot[item.key] = item.value
+        return snapshot
 
     # --------------------------------------------------------------- memory
     def _store(self, block: BlockDefinition) -> Store:
