@@ -33,6 +33,7 @@ from flowcore.llm.registry import ProviderRegistry
 from flowcore.memory.manager import MemoryManager
 from flowcore.memory.sqlite import SqliteStore
 from flowcore.pipeline.runner import PipelineRunner
+from flowcore.sandbox import PythonSandbox
 from flowcore.secrets import Redactor
 from flowcore.tools.runner import Tool, ToolRunner
 
@@ -246,6 +247,9 @@ class Workspace:
             providers=ProviderRegistry.single(provider, model=model),
             tools=ToolRunner(tools),
             memory=self.memory,
+            # The CLI is a front door: blocks see the variables their `env` names.
+            sandbox=PythonSandbox.from_environment(os.environ),
+            environment=os.environ,
         )
         return PipelineRunner(
             blocks=blocks or self.blocks,

@@ -15,11 +15,17 @@ from flowcore.sandbox.jail import (
     bubblewrap_available,
 )
 from flowcore.sandbox.policy import ALLOWED_IMPORTS, NETWORK_IMPORTS, check_policy
-from flowcore.sandbox.runner import PythonSandbox, SandboxLimits, SandboxResult
+from flowcore.sandbox.runner import (
+    WEAKER_ISOLATION_SETTING,
+    PythonSandbox,
+    SandboxLimits,
+    SandboxResult,
+)
 
 __all__ = [
     "ALLOWED_IMPORTS",
     "NETWORK_IMPORTS",
+    "WEAKER_ISOLATION_SETTING",
     "Isolation",
     "PythonSandbox",
     "SandboxError",

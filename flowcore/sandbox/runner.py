@@ -37,7 +37,10 @@ from flowcore.sandbox.jail import (
 from flowcore.sandbox.policy import ALLOWED_IMPORTS, NETWORK_IMPORTS, prepare_source
 from flowcore.sandbox.runtime import package_paths
 
-__all__ = ["PythonSandbox", "SandboxLimits", "SandboxResult"]
+__all__ = ["WEAKER_ISOLATION_SETTING", "PythonSandbox", "SandboxLimits", "SandboxResult"]
+
+WEAKER_ISOLATION_SETTING = "FLOWCORE_WEAKER_ISOLATION"
+"""The environment variable front doors read for ``PythonSandbox(weaker_isolation=...)``."""
 
 _WORKER = (Path(__file__).parent / "worker.py").read_text()
 _MARK = b"\x00flowcore-result\x00"
@@ -175,6 +178,32 @@ class PythonSandbox:
         self.weaker_isolation = weaker_isolation
         self.policy = policy
         self._resolved: Isolation | None = None
+
+    @classmethod
+    def from_environment(
+        cls, env: Mapping[str, str], *, limits: SandboxLimits | None = None
+    ) -> PythonSandbox:
+        """The sandbox an application's front door configures from its environment.
+
+        ``FLOWCORE_WEAKER_ISOLATION=unshare`` (or ``rlimits``) is the
+        operator's opt-in to a weaker jail when bubblewrap is missing; unset,
+        blocks run under bubblewrap or not at all.
+
+        Example:
+            >>> PythonSandbox.from_environment({"FLOWCORE_WEAKER_ISOLATION": "unshare"}
+            ...                                ).weaker_isolation
+            'unshare'
+        """
+        value = env.get(WEAKER_ISOLATION_SETTING, "").strip()
+        if value == "":
+            return cls(limits=limits)
+        weaker: dict[str, WeakerIsolation] = {"unshare": "unshare", "rlimits": "rlimits"}
+        if value in weaker:
+            return cls(limits=limits, weaker_isolation=weaker[value])
+        raise SandboxUnavailableError(
+            f"{WEAKER_ISOLATION_SETTING}={value!r} is not a weaker jail flowcore knows: "
+            "use 'unshare' or 'rlimits', or unset it to require bubblewrap"
+        )
 
     async def isolation(self) -> Isolation:
         """The jail this sandbox uses (probing the machine on first call).
