@@ -1,0 +1,208 @@
+"""Spec: one thread, one runner, across real processes on one SQLite file (LangGraph compat).
+
+This module is also the worker: ``python test_thread_lease_processes.py
+<config json>`` opens the file with ``SqliteSaver`` (sync ``invoke``) or
+``AsyncSqliteSaver`` (``ainvoke``), says it is ready, waits for the go signal
+and resumes the paused thread. The ``effect`` node appends the worker's pid
+to a side-effect file before it holds on for a while.
+
+* Two workers, one per saver kind, resume the same paused thread at once:
+  exactly one runs the effect; the other raises ``ThreadBusyError``.
+* A worker SIGKILLed in the middle of the effect keeps the thread until its
+  lease expires; then a new worker takes the thread over and completes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, TypedDict
+
+from flowcore import ThreadBusyError
+from flowcore.compat.langgraph import END, START, AsyncSqliteSaver, SqliteSaver, StateGraph
+
+THIS = Path(__file__).resolve()
+GUARD = 60.0
+"""Seconds a worker or a wait may take before the test gives up (only hit on failure)."""
+CONFIG = {"configurable": {"thread_id": "t"}}
+
+
+class State(TypedDict):
+    n: int
+
+
+def build(saver: Any, effects: Path, hold: float) -> Any:
+    """START -> prepare -> effect -> END, paused before effect."""
+
+    def prepare(state: State) -> dict[str, Any]:
+        return {"n": state["n"] + 1}
+
+    async def effect(state: State) -> dict[str, Any]:
+        await asyncio.to_thread(_append, effects, f"{os.getpid()}\n")
+        await asyncio.sleep(hold)
+        return {"n": state["n"] + 10}
+
+    builder = StateGraph(State)
+    builder.add_node("prepare", prepare)
+    builder.add_node("effect", effect)
+    builder.add_edge(START, "prepare")
+    builder.add_edge("prepare", "effect")
+    builder.add_edge("effect", END)
+    return builder.compile(checkpointer=saver, interrupt_before=["effect"])
+
+
+def _append(path: Path, line: str) -> None:
+    with path.open("a") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+# ---------------------------------------------------------------------- the worker
+
+
+def _ready_then_wait_for_go(ready: Path, go: Path) -> None:
+    ready.touch()
+    deadline = time.monotonic() + GUARD
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def _work_sync(config: dict[str, Any]) -> dict[str, Any]:
+    with SqliteSaver(config["db"], lease_ttl=config["ttl"]) as saver:
+        app = build(saver, Path(config["effects"]), config["hold"])
+        _ready_then_wait_for_go(Path(config["ready"]), Path(config["go"]))
+        try:
+            return {"outcome": "completed", "n": app.invoke(None, CONFIG)["n"]}
+        except ThreadBusyError as exc:
+            return {"outcome": "busy", "holder": exc.holder, "message": str(exc)}
+
+
+async def _work_async(config: dict[str, Any]) -> dict[str, Any]:
+    async with AsyncSqliteSaver(config["db"], lease_ttl=config["ttl"]) as saver:
+        app = build(saver, Path(config["effects"]), config["hold"])
+        await asyncio.to_thread(_ready_then_wait_for_go, Path(config["ready"]), Path(config["go"]))
+        try:
+            return {"outcome": "completed", "n": (await app.ainvoke(None, CONFIG))["n"]}
+        except ThreadBusyError as exc:
+            return {"outcome": "busy", "holder": exc.holder, "message": str(exc)}
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    sync = config["saver"] == "sync"
+    result = _work_sync(config) if sync else asyncio.run(_work_async(config))
+    print(json.dumps(result), flush=True)
+
+
+# ---------------------------------------------------------------------- the specs
+
+
+async def paused_thread(db: Path, effects: Path) -> None:
+    async with AsyncSqliteSaver(str(db)) as saver:
+        app = build(saver, effects, 0.0)
+        await app.ainvoke({"n": 0}, CONFIG)
+        state = await app.aget_state(CONFIG)
+    assert state.next == ("effect",)
+    assert state.values == {"n": 1}
+
+
+def start_worker(tmp_path: Path, name: str, saver: str, *, hold: float, ttl: float = 30.0) -> Any:
+    config = {
+        "db": str(tmp_path / "lg.db"),
+        "effects": str(tmp_path / "effects.txt"),
+        "saver": saver,
+        "hold": hold,
+        "ttl": ttl,
+        "ready": str(tmp_path / f"{name}.ready"),
+        "go": str(tmp_path / "go"),
+    }
+    return subprocess.Popen(
+        [sys.executable, str(THIS), json.dumps(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+async def wait_for(check: Any, what: str) -> None:
+    deadline = time.monotonic() + GUARD
+    while not check():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+def outcome(proc: Any) -> dict[str, Any]:
+    out, err = proc.communicate(timeout=GUARD)
+    assert proc.returncode == 0, err
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def effect_pids(tmp_path: Path) -> list[int]:
+    path = tmp_path / "effects.txt"
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+async def test_two_processes_resuming_one_paused_thread_run_it_once(tmp_path: Path) -> None:
+    await paused_thread(tmp_path / "lg.db", tmp_path / "effects.txt")
+    workers = [start_worker(tmp_path, kind, kind, hold=1.0) for kind in ("sync", "async")]
+    await wait_for(
+        lambda: all((tmp_path / f"{k}.ready").exists() for k in ("sync", "async")),
+        "both workers",
+    )
+
+    (tmp_path / "go").touch()  # both resume at once
+    outcomes = [await asyncio.to_thread(outcome, w) for w in workers]
+
+    kinds = [o["outcome"] for o in outcomes]
+    assert sorted(kinds) == ["busy", "completed"], outcomes
+    winner = workers[kinds.index("completed")]
+    loser = outcomes[kinds.index("busy")]
+    assert effect_pids(tmp_path) == [winner.pid]  # the side effect happened once
+    assert loser["holder"].split(":")[1] == str(winner.pid)
+    assert "'t' is already running elsewhere" in loser["message"]
+    assert outcomes[kinds.index("completed")]["n"] == 11
+
+
+async def test_a_killed_holder_s_lease_expires_and_a_new_runner_completes_the_thread(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "lg.db"
+    await paused_thread(db, tmp_path / "effects.txt")
+    ttl = 2.0
+    doomed = start_worker(tmp_path, "doomed", "async", hold=GUARD, ttl=ttl)
+    (tmp_path / "go").touch()
+    await wait_for(lambda: effect_pids(tmp_path) == [doomed.pid], "the holder's side effect")
+
+    doomed.send_signal(signal.SIGKILL)
+    doomed.communicate(timeout=GUARD)
+    assert doomed.returncode == -signal.SIGKILL
+
+    # Dead but not yet expired: the thread is still taken.
+    async with AsyncSqliteSaver(str(db), lease_ttl=ttl) as saver:
+        app = build(saver, tmp_path / "effects.txt", 0.0)
+        try:
+            await app.ainvoke(None, CONFIG)
+        except ThreadBusyError as exc:
+            held = exc
+        else:
+            raise AssertionError("a run was allowed while the killed holder's lease lived")
+    assert held.holder.split(":")[1] == str(doomed.pid)
+
+    await asyncio.sleep(max(0.0, held.expires_at - time.time()) + 0.1)
+    rescuer = start_worker(tmp_path, "rescuer", "sync", hold=0.0, ttl=ttl)
+    result = await asyncio.to_thread(outcome, rescuer)
+
+    assert result == {"outcome": "completed", "n": 11}
+    assert effect_pids(tmp_path) == [doomed.pid, rescuer.pid]
+
+
+if __name__ == "__main__":
+    main()
