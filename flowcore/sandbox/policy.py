@@ -1,46 +1,44 @@
 """The policy layer: refuse unsafe Python before it runs.
 
-RestrictedPython compiles the block: it refuses names and attributes that
-start with ``_`` (so no ``__class__``, ``__globals__``, ``__import__``),
-``exec`` and ``eval``, and routes attribute access, item access, iteration
-and writes through guards at run time. On top of it this module refuses, at
-compile time, what RestrictedPython leaves to run time: the builtins that
-open doors (``open``, ``compile``, ``globals``, ``vars``...), ``getattr`` and
-friends with a computed or private name, ``str.format`` (which reads
-attributes through format fields), and imports outside the allowlist.
+A block is compiled with RestrictedPython through
+:func:`flowcore.sandbox.guards.compile_block`, the same call the worker in
+the jail makes. It refuses names and attributes that start with ``_`` (no
+``__class__``, ``__globals__``, ``__import__``), the introspection
+attributes of frames, code, generators and tracebacks (``gi_frame``,
+``f_globals``...), ``exec`` and ``eval``, and routes attribute access, item
+access, iteration and writes through the run-time guards of
+:mod:`flowcore.sandbox.guards`. ``async def``, ``await``, ``async for`` and
+``async with`` are accepted under the same guards (async comprehensions are
+not).
 
-RestrictedPython does not accept ``async def``. A block may still write
-``async def execute(inputs, context)`` as long as it never awaits: the
-policy turns it into a plain function. Code that awaits is refused.
+On top of it this module refuses at compile time what would otherwise only
+fail at run time: the builtins that open doors (``open``, ``compile``,
+``globals``, ``vars``, ``type``...), ``getattr`` and friends with a computed
+or private name, ``str.format`` and ``format_map`` (they read attributes
+through format fields), ``global``/``nonlocal``, class keyword arguments,
+imports outside :data:`ALLOWED_IMPORTS`, and any name of an imported module
+that is not on its allowlist (``functools.update_wrapper``, ``os.system``,
+``json.codecs``). The allowlist is :data:`flowcore.sandbox.guards.MODULE_ATTRIBUTES`;
+``os`` offers only ``environ`` (read-only) and ``getenv``.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from flowcore.sandbox.errors import SandboxUnavailableError
+from flowcore.sandbox.guards import MODULE_ATTRIBUTES, NETWORK_MODULES, compile_block
 
 __all__ = ["ALLOWED_IMPORTS", "NETWORK_IMPORTS", "check_policy", "prepare_source"]
 
-ALLOWED_IMPORTS = frozenset(
-    {
-        "json",
-        "math",
-        "statistics",
-        "collections",
-        "itertools",
-        "functools",
-        "re",
-        "datetime",
-        "random",
-    }
-)
-"""Modules every Python block may import."""
+# os joins once the worker builds its globals from guards.py: the worker's own
+# module views still show every public name of a module.
+ALLOWED_IMPORTS = frozenset(MODULE_ATTRIBUTES) - NETWORK_MODULES - {"os"}
+"""Modules every Python block may import (each limited to its allowlisted names)."""
 
-NETWORK_IMPORTS = frozenset({"httpx"})
+NETWORK_IMPORTS = NETWORK_MODULES
 """Modules only blocks that declare ``network=True`` may import."""
 
 _FORBIDDEN_NAMES = frozenset(
@@ -67,110 +65,164 @@ _FORBIDDEN_NAMES = frozenset(
     }
 )
 _NAME_TAKING = frozenset({"getattr", "setattr", "delattr", "hasattr"})
-_ASYNC_NODES = (ast.Await, ast.AsyncFor, ast.AsyncWith)
+_FORMATTERS = frozenset({"format", "format_map"})
 
 
-def _restricted() -> Any:
-    try:
-        import RestrictedPython
-    except ImportError:
-        raise SandboxUnavailableError(
-            "Python blocks need RestrictedPython for the sandbox's policy layer; "
-            "install it with: pip install 'flowcore[sandbox]'"
-        ) from None
-    return RestrictedPython
+def _module_aliases(tree: ast.Module) -> dict[str, str]:
+    """Names bound only by ``import module [as name]``, mapped to their module."""
+    aliases: dict[str, str] = {}
+    rebound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            rebound.add(node.id)
+        elif isinstance(node, ast.arg):
+            rebound.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            rebound.add(node.name)
+        elif isinstance(node, ast.ImportFrom):
+            rebound.update(alias.asname or alias.name for alias in node.names)
+    return {name: module for name, module in aliases.items() if name not in rebound}
 
 
-def _unasync(tree: ast.Module, problems: list[str]) -> None:
-    for i, node in enumerate(tree.body):
-        if not isinstance(node, ast.AsyncFunctionDef):
-            continue
-        awaits = [n for n in ast.walk(node) if isinstance(n, _ASYNC_NODES)]
-        if awaits:
-            problems.append(
-                f"line {awaits[0].lineno}: 'await' is not allowed in a sandboxed block; "
-                "compute synchronously (use httpx.Client, not AsyncClient)"
+def _missing_names(module: str, names: Iterable[str], line: object) -> list[str]:
+    known = MODULE_ATTRIBUTES.get(module)
+    if known is None:
+        return []  # the import itself is refused
+    return [
+        f"line {line}: {module}.{name} is not available in a sandboxed block; "
+        f"{module} offers: {', '.join(sorted(known))}"
+        for name in names
+        if name not in known
+    ]
+
+
+def _check_import(node: ast.Import | ast.ImportFrom, allowed: frozenset[str]) -> list[str]:
+    line = node.lineno
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            return [f"line {line}: relative imports are not allowed"]
+        modules = [node.module or ""]
+    else:
+        modules = [alias.name for alias in node.names]
+    problems = []
+    for module in modules:
+        if module not in allowed:
+            extra = (
+                " (httpx needs the block to declare network=True)"
+                if module.split(".")[0] in NETWORK_IMPORTS
+                else ""
             )
-            continue
-        plain = ast.FunctionDef(
-            name=node.name,
-            args=node.args,
-            body=node.body,
-            decorator_list=node.decorator_list,
-            returns=node.returns,
-            type_comment=node.type_comment,
-        )
-        tree.body[i] = ast.copy_location(plain, node)
+            problems.append(
+                f"line {line}: import of {module!r} is not allowed{extra}; allowed: "
+                f"{', '.join(sorted(allowed))}"
+            )
+    if isinstance(node, ast.ImportFrom) and not problems:
+        if any(alias.name == "*" for alias in node.names):
+            return [f"line {line}: 'from {node.module} import *' is not allowed"]
+        problems += _missing_names(modules[0], (a.name for a in node.names), line)
+    return problems
 
 
-def _check_node(node: ast.AST, allowed: frozenset[str], problems: list[str]) -> None:
+def _check_call(node: ast.Call, aliases: dict[str, str]) -> list[str]:
+    if not (isinstance(node.func, ast.Name) and node.func.id in _NAME_TAKING):
+        return []
+    if len(node.args) < 2:
+        return []
+    line = node.lineno
+    name = node.args[1]
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return [
+            f"line {line}: {node.func.id}() with a computed attribute name is not "
+            "allowed; write the attribute out (obj.name)"
+        ]
+    if name.value.startswith("_"):
+        return [f"line {line}: {node.func.id}() of a private name is not allowed"]
+    if name.value in _FORMATTERS:
+        return [f"line {line}: {node.func.id}() of {name.value!r} is not allowed; use an f-string"]
+    target = node.args[0]
+    if isinstance(target, ast.Name) and target.id in aliases:
+        return _missing_names(aliases[target.id], [name.value], line)
+    return []
+
+
+def _check_node(node: ast.AST, allowed: frozenset[str], aliases: dict[str, str]) -> list[str]:
     line = getattr(node, "lineno", "?")
     if isinstance(node, ast.Name) and node.id in _FORBIDDEN_NAMES:
-        problems.append(f"line {line}: {node.id!r} is not available in a sandboxed block")
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        if node.func.id in _NAME_TAKING and len(node.args) >= 2:
-            name = node.args[1]
-            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
-                problems.append(
-                    f"line {line}: {node.func.id}() with a computed attribute name is not "
-                    "allowed; write the attribute out (obj.name)"
-                )
-            elif name.value.startswith("_"):
-                problems.append(f"line {line}: {node.func.id}() of a private name is not allowed")
-    elif isinstance(node, ast.Attribute) and node.attr in ("format", "format_map"):
-        problems.append(
-            f"line {line}: str.{node.attr}() can read attributes through format fields; "
-            "use an f-string"
-        )
-    elif isinstance(node, ast.Import | ast.ImportFrom):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                problems.append(f"line {line}: relative imports are not allowed")
-                return
-            modules = [node.module or ""]
-            if any(alias.name == "*" for alias in node.names):
-                problems.append(f"line {line}: 'from {node.module} import *' is not allowed")
-        else:
-            modules = [alias.name for alias in node.names]
-        for module in modules:
-            if module.split(".")[0] not in allowed:
-                extra = (
-                    " (httpx needs the block to declare network=True)"
-                    if module.split(".")[0] in NETWORK_IMPORTS
-                    else ""
-                )
-                problems.append(
-                    f"line {line}: import of {module!r} is not allowed{extra}; allowed: "
-                    f"{', '.join(sorted(allowed))}"
-                )
-    elif isinstance(node, ast.Global | ast.Nonlocal):
-        problems.append(f"line {line}: global and nonlocal statements are not allowed")
+        return [f"line {line}: {node.id!r} is not available in a sandboxed block"]
+    if isinstance(node, ast.Call):
+        return _check_call(node, aliases)
+    if isinstance(node, ast.Attribute):
+        if node.attr in _FORMATTERS:
+            return [
+                f"line {line}: str.{node.attr}() can read attributes through format fields; "
+                "use an f-string"
+            ]
+        if isinstance(node.value, ast.Name) and node.value.id in aliases:
+            return _missing_names(aliases[node.value.id], [node.attr], line)
+        return []
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return _check_import(node, allowed)
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return [f"line {line}: global and nonlocal statements are not allowed"]
+    return []
 
 
 def prepare_source(source: str, *, network: bool = False) -> tuple[ast.Module, list[str]]:
     """Parse ``source`` and apply the policy; returns the tree to compile and the problems.
 
     Example:
-        >>> tree, problems = prepare_source("import os\\ndef execute(i, c):\\n    return {}")
-        >>> problems
-        ["line 1: import of 'os' is not allowed; allowed: collections, datetime, functools, \
-itertools, json, math, random, re, statistics"]
+        >>> tree, problems = prepare_source("import sys\\ndef execute(i, c):\\n    return {}")
+        >>> problems[0].startswith("line 1: import of 'sys' is not allowed; allowed: ")
+        True
     """
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
         return ast.Module(body=[], type_ignores=[]), [f"line {exc.lineno}: {exc.msg}"]
-    problems: list[str] = []
-    _unasync(tree, problems)
+    except ValueError as exc:  # e.g. a NUL byte in the source
+        return ast.Module(body=[], type_ignores=[]), [f"the source cannot be parsed: {exc}"]
+    _plain_when_awaitless(tree)
     allowed = ALLOWED_IMPORTS | NETWORK_IMPORTS if network else ALLOWED_IMPORTS
+    aliases = _module_aliases(tree)
+    problems: list[str] = []
     for node in ast.walk(tree):
-        _check_node(node, allowed, problems)
-    if not any(isinstance(n, ast.FunctionDef) and n.name == "execute" for n in tree.body):
+        problems += _check_node(node, allowed, aliases)
+    if not any(
+        isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "execute"
+        for n in tree.body
+    ):
         problems.append("the block must define 'def execute(inputs, context)' at top level")
     # RestrictedPython rewrites the tree it is given; keep ours as the user wrote it.
-    result = _restricted().compile_restricted_exec(copy.deepcopy(tree))
-    problems.extend(_lower(e) for e in result.errors)
+    try:
+        _, errors = compile_block(copy.deepcopy(tree))
+    except ImportError:
+        raise SandboxUnavailableError(
+            "Python blocks need RestrictedPython for the sandbox's policy layer; "
+            "install it with: pip install 'flowcore[sandbox]'"
+        ) from None
+    problems.extend(_lower(e) for e in errors)
     return tree, _unique(problems)
+
+
+def _plain_when_awaitless(tree: ast.Module) -> None:
+    # Until the worker compiles with guards.compile_block, it refuses async
+    # nodes; an `async def execute` that never awaits runs as a plain function.
+    for i, node in enumerate(tree.body):
+        if isinstance(node, ast.AsyncFunctionDef) and not any(
+            isinstance(n, ast.Await | ast.AsyncFor | ast.AsyncWith) for n in ast.walk(node)
+        ):
+            plain = ast.FunctionDef(
+                name=node.name,
+                args=node.args,
+                body=node.body,
+                decorator_list=node.decorator_list,
+                returns=node.returns,
+                type_comment=node.type_comment,
+            )
+            tree.body[i] = ast.copy_location(plain, node)
 
 
 def _lower(error: str) -> str:
