@@ -23,6 +23,11 @@ pause. Blocks, memory, checkpoints and the run history share one SQLite file.
 The confirmation is written by a ScriptedProvider, so every run prints the
 same text; pass a real provider (``OpenAIProvider``, ``AnthropicProvider``)
 to ``ProviderRegistry.single`` and nothing else changes.
+
+``check_previous`` runs in the bubblewrap jail. On a machine without
+bubblewrap, flowcore refuses untrusted Python blocks; this demo's blocks are
+its own, so it then opts into the strongest weaker jail the machine has and
+says so (install bubblewrap with ``apt-get install bubblewrap``).
 """
 
 from __future__ import annotations
@@ -50,6 +55,12 @@ from flowcore.history import RunRecord, SqliteRunHistory
 from flowcore.llm import ProviderRegistry, ScriptedProvider
 from flowcore.memory import MemoryManager, SqliteStore
 from flowcore.pipeline import PipelineRunner, TaskPlan
+from flowcore.sandbox import (
+    PythonSandbox,
+    WeakerIsolation,
+    available_isolation,
+    bubblewrap_available,
+)
 from flowcore.tools import Tool, ToolRunner
 
 HERE = pathlib.Path(__file__).parent / "lunch_order"
@@ -136,6 +147,18 @@ def report(result: RunResult) -> None:
         print(f"  message: {shared['message']}")
 
 
+def demo_sandbox() -> PythonSandbox:
+    """bubblewrap when installed; else an explicit, announced weaker jail for our own blocks."""
+    if bubblewrap_available():
+        return PythonSandbox()
+    weaker: WeakerIsolation = "unshare" if available_isolation() == "unshare" else "rlimits"
+    print(
+        "note: bubblewrap is not installed (apt-get install bubblewrap); this demo's own "
+        f"Python block runs in the weaker {weaker!r} jail instead"
+    )
+    return PythonSandbox(weaker_isolation=weaker)
+
+
 async def main(db: pathlib.Path, user: str, answer: str) -> LunchRuns:
     plan = TaskPlan.from_json((HERE / "plan.json").read_text())
     schedule = plan.schedule
@@ -157,6 +180,7 @@ async def main(db: pathlib.Path, user: str, answer: str) -> LunchRuns:
             providers=ProviderRegistry.single(ScriptedProvider(SCRIPT)),
             tools=ToolRunner(load_tools(HERE / "tools.py")),
             memory=store,
+            sandbox=await asyncio.to_thread(demo_sandbox),  # probing runs a process
         )
         memory = MemoryManager(store)
         runner = PipelineRunner(
