@@ -5,7 +5,7 @@ A value is secret when flowcore is told so: it is wrapped in a
 provider's key, or picked from the environment by
 :meth:`SecretRedactor.from_environment`), or it fills a block input field
 whose schema says ``"secret": true`` (or ``"writeOnly": true``). From then
-on it, and its base64, URL-encoded and JSON-escaped forms, are replaced by
+on it, and its base64, base32, hex, URL-encoded and JSON-escaped forms, are replaced by
 ``"[REDACTED]"`` wherever a run's data leaves memory.
 
 One seam per way out, each applying the run's redactor:
@@ -25,7 +25,8 @@ history records               ``record_from_result(..., redactor=...)``
 port AiEvents                 ``InProcExecutor(redactor=...)`` (see :mod:`flowcore.port`)
 provider keys                 providers keep their key as a :class:`Secret` and scrub it from
                               their errors
-logs                          :class:`RedactingFilter` (``redactor.logging_filter()``)
+logs                          :func:`install_log_redaction` (every record as it is made, and
+                              a :class:`RedactingFilter` on every handler, present and future)
 CLI output                    the CLI redacts everything it prints with a redactor built from
                               the environment
 ============================  ==============================================================
@@ -36,8 +37,8 @@ Example:
     {'echo': 'the key is [REDACTED]'}
 """
 
-from flowcore.secrets._forms import base64_cores, credential_name, secret_forms
-from flowcore.secrets._logging import RedactingFilter
+from flowcore.secrets._forms import base32_cores, base64_cores, credential_name, secret_forms
+from flowcore.secrets._logging import LogRedaction, RedactingFilter, install_log_redaction
 from flowcore.secrets._protocol import (
     NO_REDACTION,
     LearningRedactor,
@@ -61,6 +62,7 @@ __all__ = [
     "NO_REDACTION",
     "PLACEHOLDER",
     "LearningRedactor",
+    "LogRedaction",
     "RedactedError",
     "RedactingFilter",
     "Redactor",
@@ -70,10 +72,12 @@ __all__ = [
     "SecretTextStream",
     "SecretUnavailableError",
     "TextStreamRedactor",
+    "base32_cores",
     "base64_cores",
     "conceal_secrets",
     "credential_name",
     "find_secrets",
+    "install_log_redaction",
     "learn",
     "reveal_secrets",
     "scrub",

@@ -318,6 +318,9 @@ class SecretRedactor:
     def logging_filter(self) -> Any:
         """A :class:`logging.Filter` redacting every record it sees; add it to your handlers.
 
+        To redact every log of the process, present and future handlers
+        alike, call :func:`~flowcore.secrets.install_log_redaction` instead.
+
         Example:
             >>> import logging
             >>> handler = logging.StreamHandler()

@@ -135,6 +135,8 @@ def forms(value: str) -> dict[str, str]:
         "json": json.dumps(value)[1:-1],
         "json twice": json.dumps(json.dumps(value))[1:-1],
         "repr": repr(value)[1:-1],
+        "hex": raw.hex(),
+        "HEX": raw.hex().upper(),
     }
     # Inside longer base64 text: the middle characters that depend on `value` alone.
     for k in (1, 2, 3):
@@ -143,6 +145,12 @@ def forms(value: str) -> dict[str, str]:
         middle = encoded[start : (8 * (k + len(raw))) // 6]
         found[f"base64 after {k} bytes"] = middle
         found[f"urlsafe base64 after {k} bytes"] = middle.replace("+", "-").replace("/", "_")
+    # Base32 groups 5 bytes into 8 characters: 5 alignments, in either case.
+    for k in range(5):
+        encoded = base64.b32encode(b"x" * k + raw + b"yz").decode()
+        middle = encoded[(8 * k + 4) // 5 : (8 * (k + len(raw))) // 5]
+        found[f"base32 after {k} bytes"] = middle
+        found[f"lower-case base32 after {k} bytes"] = middle.lower()
     return found
 
 
