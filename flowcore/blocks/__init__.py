@@ -5,10 +5,17 @@ from flowcore.blocks.definition import BlockDefinition, BlockExample, BlockKind
 from flowcore.blocks.executor import BlockExecutor, BlockOutcome, CodeRunResult, CodeSandbox
 from flowcore.blocks.jsonschema import schema_problems
 from flowcore.blocks.node import BlockState, add_block, block_node, block_outputs, branch_router
-from flowcore.blocks.prompting import parse_json_object, render_prompt
+from flowcore.blocks.prompting import AnswerParseError, aparse_json_object, parse_json_object
 from flowcore.blocks.store import BlockNotFoundError, BlockStore, BlockStoreError, SqliteBlockStore
+from flowcore.blocks.templates import (
+    TemplateLimits,
+    TemplateRenderError,
+    arender_prompt,
+    render_prompt,
+)
 
 __all__ = [
+    "AnswerParseError",
     "BlockDefinition",
     "BlockExample",
     "BlockExecutor",
@@ -21,7 +28,11 @@ __all__ = [
     "CodeRunResult",
     "CodeSandbox",
     "SqliteBlockStore",
+    "TemplateLimits",
+    "TemplateRenderError",
     "add_block",
+    "aparse_json_object",
+    "arender_prompt",
     "block_node",
     "block_outputs",
     "branch_router",

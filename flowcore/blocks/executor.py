@@ -38,7 +38,8 @@ from tenacity import (
 
 from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.jsonschema import schema_problems
-from flowcore.blocks.prompting import parse_json_object, render_prompt, repair_prompt, system_prompt
+from flowcore.blocks.prompting import aparse_json_object, repair_prompt, system_prompt
+from flowcore.blocks.templates import TemplateLimits, TemplateRenderError, arender_prompt
 from flowcore.errors import (
     BlockConfigurationError,
     BlockError,
@@ -217,6 +218,9 @@ class BlockExecutor:
     Python block names in its ``env`` field come from: the executor never
     reads ``os.environ`` itself, so an application that wants blocks to see
     e.g. an API key passes ``environment=os.environ`` (or a narrower dict).
+    ``template_limits`` bounds each prompt template render (see
+    :class:`~flowcore.blocks.templates.TemplateLimits`); renders run in a
+    worker thread and stop at the block's ``timeout_seconds``.
 
     Example:
         >>> from flowcore.llm import ProviderRegistry, ScriptedProvider
@@ -236,6 +240,7 @@ class BlockExecutor:
         stream: bool = True,
         max_tool_rounds: int = 5,
         environment: Mapping[str, str] | None = None,
+        template_limits: TemplateLimits | None = None,
     ) -> None:
         self.providers = providers
         self.tools = tools
@@ -245,6 +250,7 @@ class BlockExecutor:
         self.stream = stream
         self.max_tool_rounds = max_tool_rounds
         self.environment: Mapping[str, str] = dict(environment or {})
+        self.template_limits = template_limits or TemplateLimits()
 
     # ----------------------------------------------------------------- entry
     async def execute(
@@ -342,7 +348,7 @@ class BlockExecutor:
         elif kind == "memory_save":
             raw = await self._run_memory_save(run, inputs)
         elif kind == "human":
-            return self._run_human(run, inputs, schema)
+            return await self._run_human(run, inputs, schema)
         else:
             raw = await self._run_wait(run, inputs, schema)
         problems = schema_problems(raw, schema, "output")
@@ -351,6 +357,15 @@ class BlockExecutor:
         return _declared(raw, schema)
 
     # ------------------------------------------------------------------ llm
+    async def _render(self, block: BlockDefinition, template: str, inputs: dict[str, Any]) -> str:
+        # Off the event loop, and stopped (not just abandoned) at the block's timeout.
+        try:
+            return await arender_prompt(
+                template, inputs, limits=self.template_limits, timeout=block.timeout_seconds
+            )
+        except TemplateRenderError as exc:
+            raise BlockInputError(block.id, [str(exc)]) from None
+
     def _provider(self, block: BlockDefinition) -> tuple[LLMProvider, str | None]:
         if self.providers is None:
             raise BlockConfigurationError(
@@ -369,10 +384,7 @@ class BlockExecutor:
         block = run.block
         provider, model = self._provider(block)
         assert block.prompt_template is not None
-        try:
-            prompt = render_prompt(block.prompt_template, inputs)
-        except ValueError as exc:
-            raise BlockInputError(block.id, [str(exc)]) from None
+        prompt = await self._render(block, block.prompt_template, inputs)
         run.metadata.update(provider=provider.name, model=model)
         tools = self._offered_tools(block)
         messages: list[Message] = [Message("user", prompt)]
@@ -394,7 +406,7 @@ class BlockExecutor:
                 messages.extend(await self._answer_tool_calls(run, response.tool_calls))
                 continue
             try:
-                outputs = parse_json_object(response.text)
+                outputs = await aparse_json_object(response.text)
                 problems = schema_problems(outputs, schema, "output")
             except ValueError as exc:
                 outputs, problems = {}, [f"output: {exc}"]
@@ -636,15 +648,12 @@ class BlockExecutor:
         return {_single_key(run.block.output_schema, "saved"): True}
 
     # ---------------------------------------------------------------- human
-    def _run_human(
+    async def _run_human(
         self, run: _Run, inputs: dict[str, Any], schema: Mapping[str, Any]
     ) -> dict[str, Any]:
         block = run.block
         if block.prompt_template is not None:
-            try:
-                question: Any = render_prompt(block.prompt_template, inputs)
-            except ValueError as exc:
-                raise BlockInputError(block.id, [str(exc)]) from None
+            question: Any = await self._render(block, block.prompt_template, inputs)
         else:
             question = inputs.get("question", block.description)
         shown = {
@@ -689,4 +698,4 @@ class BlockExecutor:
             await asyncio.sleep(max(float(seconds), 0.0))
             return {_single_key(schema, "waited"): seconds}
         # No duration: wait for an outside event, delivered as a resume value.
-        return self._run_human(run, inputs, schema)
+        return await self._run_human(run, inputs, schema)

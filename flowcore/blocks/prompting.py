@@ -1,61 +1,49 @@
 """Turning a block and its inputs into a prompt, and a model's answer into data.
 
-Templates render in Jinja2's ``ImmutableSandboxedEnvironment`` with
-``StrictUndefined``: a template sees only the block's validated inputs (never
-the run config, environment or provider keys), cannot reach attributes such
-as ``__class__`` or ``__globals__``, cannot mutate what it is given, and a
-missing input is an error rather than an empty string in the prompt.
+Templates render through :mod:`flowcore.blocks.templates` (sandboxed and
+bounded); ``render_prompt`` is re-exported here for existing imports.
+Finding the JSON object in an answer takes time linear in the answer's
+length, and never fails with anything but :class:`AnswerParseError`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, TemplateError, UndefinedError
-from jinja2.exceptions import SecurityError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-
 from flowcore.blocks.definition import BlockDefinition
+from flowcore.blocks.templates import render_prompt
+from flowcore.errors import FlowcoreError
 
-__all__ = ["parse_json_object", "render_prompt", "repair_prompt", "system_prompt"]
+__all__ = [
+    "AnswerParseError",
+    "aparse_json_object",
+    "parse_json_object",
+    "render_prompt",
+    "repair_prompt",
+    "system_prompt",
+]
 
-_ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.DOTALL)
+# Failed decode attempts may scan, in all, this many times the answer's
+# length; past that the answer is refused instead of parsed in quadratic time.
+_SCAN_FACTOR = 4
+# Answers longer than this are parsed in a worker thread by aparse_json_object.
+_THREAD_ABOVE = 64 * 1024
 
 
-@lru_cache(maxsize=512)
-def _compiled(source: str) -> Template:
-    return _ENV.from_string(source)
-
-
-def render_prompt(template: str, inputs: Mapping[str, Any]) -> str:
-    """Render ``template`` with exactly ``inputs`` as its variables.
-
-    Raises ``ValueError`` naming the missing variable, or saying that the
-    template tried an operation the sandbox forbids.
+class AnswerParseError(FlowcoreError, ValueError):
+    """A model's answer holds no usable JSON object; the message says what it held.
 
     Example:
-        >>> render_prompt("Summarize: {{ text }}", {"text": "a long story"})
-        'Summarize: a long story'
+        >>> AnswerParseError("the answer was empty; expected a JSON object").code
+        'answer-parse'
     """
-    try:
-        return _compiled(template).render(dict(inputs))
-    except UndefinedError as exc:
-        raise ValueError(
-            f"prompt_template uses an input the block was not given ({exc.message}); "
-            "declare it in the block's input_schema and wire it into the node"
-        ) from None
-    except (SecurityError, OverflowError) as exc:
-        raise ValueError(
-            f"prompt_template tried an operation the template sandbox forbids ({exc}); "
-            "templates may only read their inputs"
-        ) from None
-    except TemplateError as exc:
-        raise ValueError(f"prompt_template failed to render: {exc}") from None
+
+    code = "answer-parse"
 
 
 def system_prompt(block: BlockDefinition, output_schema: Mapping[str, Any]) -> str:
@@ -93,34 +81,66 @@ def parse_json_object(text: str) -> dict[str, Any]:
     """Find the JSON object in a model's answer: bare, fenced, or wrapped in prose.
 
     Tries the whole text, then each fenced code block, then the first ``{``
-    from which a whole object decodes. Raises ``ValueError`` saying what was
-    found instead.
+    from which a whole object decodes. Raises :class:`AnswerParseError` (a
+    ``ValueError``) saying what was found instead, also for JSON nested too
+    deeply to decode and for answers whose many ``{`` would take quadratic
+    time to try one by one.
 
     Example:
         >>> parse_json_object('Sure! Here it is:\\n```json\\n{"a": 1}\\n```\\nAnything else?')
         {'a': 1}
     """
     stripped = text.strip()
-    candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(text))]
-    for candidate in candidates:
+    too_deep = False
+    for candidate in (stripped, *(m.group(1).strip() for m in _FENCE.finditer(text))):
         try:
             value = json.loads(candidate)
         except ValueError:
             continue
+        except RecursionError:
+            too_deep = True
+            continue
         if isinstance(value, dict):
             return value
     decoder = json.JSONDecoder()
+    work_left = _SCAN_FACTOR * len(stripped)
     start = stripped.find("{")
     while start != -1:
         try:
             value, _end = decoder.raw_decode(stripped, start)
-        except ValueError:
-            start = stripped.find("{", start + 1)
-            continue
-        if isinstance(value, dict):
-            return value
+        except json.JSONDecodeError as exc:
+            work_left -= exc.pos - start + 1
+        except RecursionError:
+            too_deep = True
+            work_left -= len(stripped) - start
+        else:
+            if isinstance(value, dict):
+                return value
+        if work_left < 0:
+            break
         start = stripped.find("{", start + 1)
+    if too_deep:
+        raise AnswerParseError(
+            "the answer's JSON nests deeper than it can be decoded; ask for a flatter object"
+        )
     if not stripped:
-        raise ValueError("the answer was empty; expected a JSON object")
+        raise AnswerParseError("the answer was empty; expected a JSON object")
     preview = stripped if len(stripped) <= 80 else stripped[:77] + "..."
-    raise ValueError(f"the answer holds no JSON object (it began {preview!r})")
+    if start != -1:
+        raise AnswerParseError(
+            f"the answer holds no JSON object that could be found in linear time (it began "
+            f"{preview!r}); ask for the object alone or in a ```json fence"
+        )
+    raise AnswerParseError(f"the answer holds no JSON object (it began {preview!r})")
+
+
+async def aparse_json_object(text: str) -> dict[str, Any]:
+    """:func:`parse_json_object` for async code: long answers are parsed in a worker thread.
+
+    Example:
+        >>> asyncio.run(aparse_json_object('{"a": 1}'))
+        {'a': 1}
+    """
+    if len(text) <= _THREAD_ABOVE:
+        return parse_json_object(text)
+    return await asyncio.to_thread(parse_json_object, text)

@@ -1,0 +1,286 @@
+"""Rendering prompt templates with bounded time, memory and output.
+
+Templates are Jinja2 rendered in an immutable sandbox with ``StrictUndefined``:
+a template sees only the block's validated inputs (never the run config,
+environment or provider keys), cannot reach attributes such as
+``__class__`` or ``__globals__``, cannot mutate what it is given, and a
+missing input is an error rather than an empty string in the prompt.
+
+On top of the sandbox, every render is metered against
+:class:`TemplateLimits` (time, operations, loop iterations, call depth, the
+size of any value and of the output, the size of integers). A template that
+runs past a limit stops itself: the check sits in the template's own loops,
+calls and operators, so a render running in a worker thread ends as soon as
+its limit is reached or its caller stops waiting, instead of being left to
+burn a core. Every failure, from a syntax error to ``{{ 1/0 }}``, is a
+:class:`TemplateRenderError` naming the template line and the cause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Generator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from types import TracebackType
+from typing import Any
+
+from jinja2 import Template, TemplateSyntaxError, UndefinedError
+from jinja2.exceptions import SecurityError
+
+from flowcore.blocks._template_env import (
+    BoundedEnvironment,
+    Budget,
+    LimitExceededError,
+    RefusedTemplateError,
+    install_budget,
+    remove_budget,
+)
+from flowcore.errors import FlowcoreError
+
+__all__ = [
+    "MAX_CONCURRENT_RENDERS",
+    "TemplateLimits",
+    "TemplateRenderError",
+    "active_renders",
+    "arender_prompt",
+    "render_prompt",
+]
+
+#: Renders running at once in the worker threads of :func:`arender_prompt`;
+#: more wait their turn (their time limit runs while they wait).
+MAX_CONCURRENT_RENDERS = 4
+
+# How long a cancelled render may take to notice; a check runs at least once
+# per loop iteration, call, operator and output, so this is generous.
+_STOP_GRACE = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateLimits:
+    """What one prompt template render may spend. Sizes count characters (or items).
+
+    ``max_output_chars`` also caps any single value the template builds;
+    ``max_total_chars`` caps everything it builds along the way, so growing a
+    string in a loop stops long before it fills memory. ``max_seconds``
+    applies when the caller gives no shorter timeout.
+
+    Example:
+        >>> TemplateLimits(max_output_chars=10_000).max_iterations
+        100000
+    """
+
+    max_template_chars: int = 100_000
+    max_output_chars: int = 1_000_000
+    max_total_chars: int = 20_000_000
+    max_iterations: int = 100_000
+    max_steps: int = 1_000_000
+    max_depth: int = 40
+    max_int_bits: int = 4096
+    max_seconds: float = 10.0
+
+    def __post_init__(self) -> None:
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ValueError(
+                    f"TemplateLimits.{spec.name} must be a positive number, got {value!r}"
+                )
+
+
+class TemplateRenderError(FlowcoreError, ValueError):
+    """A prompt template could not be rendered; ``line`` and ``cause`` say where and why.
+
+    The block executor reports it as a ``BlockInputError`` of the block.
+
+    Example:
+        >>> err = TemplateRenderError("division by zero", line=3)
+        >>> str(err), err.code
+        ('prompt_template line 3: division by zero', 'template-render')
+    """
+
+    code = "template-render"
+
+    def __init__(self, cause: str, *, line: int | None = None) -> None:
+        self.cause = cause
+        self.line = line
+        where = "prompt_template" if line is None else f"prompt_template line {line}"
+        super().__init__(f"{where}: {cause}")
+
+
+_ENV = BoundedEnvironment()
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+_active = 0
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(
+                max_workers=MAX_CONCURRENT_RENDERS, thread_name_prefix="flowcore-template"
+            )
+        return _POOL
+
+
+def active_renders() -> int:
+    """How many template renders are running right now, in any thread.
+
+    A render whose caller gave up (its block timed out) stops within a
+    moment, so this drops back to zero; useful in health checks and tests.
+
+    Example:
+        >>> active_renders()
+        0
+    """
+    return _active
+
+
+@lru_cache(maxsize=256)
+def _compiled(source: str, limits: TemplateLimits) -> Template:
+    # ``limits`` is part of the key: constants folded at compile time were
+    # checked against the limits of the render that compiled them.
+    ast = _ENV.meter(_ENV.parse(source))
+    code = _ENV.compile(ast)
+    return _ENV.template_class.from_code(_ENV, code, _ENV.make_globals(None))
+
+
+def _template_line(tb: TracebackType | None) -> int | None:
+    # Jinja rewrites tracebacks so frames of template code carry template lines.
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _render_error(exc: Exception) -> TemplateRenderError:
+    line = _template_line(exc.__traceback__)
+    if isinstance(exc, TemplateSyntaxError):
+        return TemplateRenderError(f"syntax error: {exc.message}", line=exc.lineno)
+    if isinstance(exc, RefusedTemplateError):
+        return TemplateRenderError(str(exc), line=exc.lineno)
+    if isinstance(exc, UndefinedError):
+        cause = (
+            f"uses an input the block was not given ({exc.message}); declare it in the "
+            "block's input_schema and wire it into the node"
+        )
+    elif isinstance(exc, SecurityError):
+        cause = (
+            f"tried an operation the template sandbox forbids ({exc}); templates may only "
+            "read their inputs"
+        )
+    elif isinstance(exc, LimitExceededError):
+        cause = str(exc)
+    elif isinstance(exc, RecursionError | MemoryError):
+        cause = (
+            f"nests too deeply or grows too large ({type(exc).__name__}); "
+            "simplify the template or its inputs"
+        )
+    else:
+        cause = f"failed with {type(exc).__name__}: {exc}"
+    return TemplateRenderError(cause, line=line)
+
+
+def _render(
+    template: str,
+    inputs: dict[str, Any],
+    limits: TemplateLimits,
+    deadline: float,
+    stop: threading.Event,
+) -> str:
+    global _active
+    if len(template) > limits.max_template_chars:
+        raise TemplateRenderError(
+            f"the template is {len(template)} characters long, more than "
+            f"TemplateLimits.max_template_chars ({limits.max_template_chars})"
+        )
+    budget = Budget(limits, deadline, stop)
+    token = install_budget(budget)
+    with _POOL_LOCK:
+        _active += 1
+    try:
+        budget.tick()  # a render whose caller already left never starts
+        chunks: list[str] = []
+        size = 0
+        stream = _compiled(template, limits).generate(inputs)
+        assert isinstance(stream, Generator)
+        try:
+            for chunk in stream:
+                size += len(chunk)
+                budget.fits(size, "the rendered prompt")
+                budget.tick()
+                chunks.append(chunk)
+        finally:
+            stream.close()
+        return "".join(chunks)
+    except TemplateRenderError:
+        raise
+    except Exception as exc:
+        raise _render_error(exc) from None
+    finally:
+        with _POOL_LOCK:
+            _active -= 1
+        remove_budget(token)
+
+
+def render_prompt(
+    template: str, inputs: Mapping[str, Any], *, limits: TemplateLimits | None = None
+) -> str:
+    """Render ``template`` with exactly ``inputs`` as its variables, in this thread.
+
+    Bounded by ``limits`` (default :class:`TemplateLimits`); raises
+    :class:`TemplateRenderError` (a ``ValueError``) naming the template line
+    and the cause. From async code use :func:`arender_prompt`, which keeps
+    the event loop free.
+
+    Example:
+        >>> render_prompt("Summarize: {{ text }}", {"text": "a long story"})
+        'Summarize: a long story'
+    """
+    limits = limits or TemplateLimits()
+    deadline = time.monotonic() + limits.max_seconds
+    return _render(template, dict(inputs), limits, deadline, threading.Event())
+
+
+async def arender_prompt(
+    template: str,
+    inputs: Mapping[str, Any],
+    *,
+    limits: TemplateLimits | None = None,
+    timeout: float | None = None,
+) -> str:
+    """Render ``template`` in a worker thread, stopping it when it runs out of time.
+
+    At most :data:`MAX_CONCURRENT_RENDERS` renders run at once. The render
+    stops itself after ``timeout`` seconds (or ``limits.max_seconds``,
+    whichever is shorter) with a :class:`TemplateRenderError`; if the awaiting
+    task is cancelled first (an ``asyncio.timeout`` around it fired), the
+    render is told to stop and this waits briefly for it to end before the
+    cancellation goes on, so no abandoned render keeps a core busy.
+
+    Example:
+        >>> import asyncio
+        >>> asyncio.run(arender_prompt("Hi {{ name }}", {"name": "Ada"}, timeout=2))
+        'Hi Ada'
+    """
+    limits = limits or TemplateLimits()
+    seconds = limits.max_seconds if timeout is None else min(timeout, limits.max_seconds)
+    # The clock starts now: time spent waiting for a free worker counts too.
+    deadline = time.monotonic() + seconds
+    stop = threading.Event()
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(_pool(), _render, template, dict(inputs), limits, deadline, stop)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        stop.set()
+        await asyncio.wait({future}, timeout=_STOP_GRACE)
+        # Its outcome no longer matters; fetch it so asyncio does not log it.
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+        raise
