@@ -9,13 +9,16 @@ to make a fresh, ready store::
         async def make_checkpointer(self, tmp_path: Path) -> Checkpointer:
             return await MyStore.open(tmp_path / "x")
 
-The kit closes the store after each test with ``aclose()``.
+The kit closes the store after each test with ``aclose()``. Stores that
+lease threads (:class:`LeasingCheckpointer`) also say how to make one with a
+given lease length, in ``make_checkpointer_with_lease_ttl``.
 """
 
 from __future__ import annotations
 
 import abc
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,10 +29,17 @@ from flowcore.checkpoint import (
     BatchCheckpointer,
     Checkpoint,
     Checkpointer,
+    LeasingCheckpointer,
     PendingWrite,
+    ThreadLease,
     WriteAt,
 )
-from flowcore.errors import CheckpointError, CheckpointNotFoundError, SerializationError
+from flowcore.errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    SerializationError,
+    ThreadBusyError,
+)
 
 __all__ = ["CheckpointerContract", "make_cp"]
 
@@ -64,6 +74,12 @@ class CheckpointerContract(abc.ABC):
     @abc.abstractmethod
     async def make_checkpointer(self, tmp_path: Path) -> Checkpointer:
         """A new, empty store, ready for use (opened if it needs opening)."""
+
+    @abc.abstractmethod
+    async def make_checkpointer_with_lease_ttl(
+        self, tmp_path: Path, lease_ttl: float
+    ) -> Checkpointer:
+        """Like ``make_checkpointer``, with leases lasting ``lease_ttl`` seconds."""
 
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[Checkpointer]:
@@ -464,6 +480,92 @@ class CheckpointerContract(abc.ABC):
                 [make_cp("t", "c1"), WriteAt("t", "c1", PendingWrite("a", {"v": object()}))]
             )
         assert await store.get("t") is None
+
+    # ----------------------------------------------------------------- leases
+
+    async def test_a_lease_is_taken_renewed_by_its_holder_and_released(
+        self, store: Checkpointer
+    ) -> None:
+        assert isinstance(store, LeasingCheckpointer)
+        before = time.time()
+        lease = await store.acquire_lease("t", "run-a")
+        assert (lease.thread_id, lease.holder) == ("t", "run-a")
+        assert before + lease.ttl <= lease.expires_at <= time.time() + lease.ttl
+
+        renewed = await store.acquire_lease("t", "run-a")
+        assert renewed.holder == "run-a"
+        assert renewed.expires_at >= lease.expires_at
+
+        await store.release_lease("t", "run-a")
+        assert (await store.acquire_lease("t", "run-b")).holder == "run-b"
+
+    async def test_a_held_lease_refuses_another_holder_and_names_it(
+        self, store: Checkpointer
+    ) -> None:
+        assert isinstance(store, LeasingCheckpointer)
+        lease = await store.acquire_lease("t", "run-a")
+
+        with pytest.raises(ThreadBusyError) as caught:
+            await store.acquire_lease("t", "run-b")
+
+        err = caught.value
+        assert (err.thread_id, err.holder, err.code) == ("t", "run-a", "thread-busy")
+        assert err.expires_at == pytest.approx(lease.expires_at)
+        assert "run-a" in str(err)
+        # Refusing changed nothing: the holder still renews, the other is still refused.
+        assert (await store.acquire_lease("t", "run-a")).holder == "run-a"
+        with pytest.raises(ThreadBusyError):
+            await store.acquire_lease("t", "run-b")
+
+    async def test_only_the_holder_releases_a_lease(self, store: Checkpointer) -> None:
+        assert isinstance(store, LeasingCheckpointer)
+        await store.acquire_lease("t", "run-a")
+
+        await store.release_lease("t", "run-b")
+        await store.release_lease("nobody-leased-this", "run-a")
+
+        with pytest.raises(ThreadBusyError):
+            await store.acquire_lease("t", "run-b")
+
+    async def test_threads_are_leased_independently(self, store: Checkpointer) -> None:
+        assert isinstance(store, LeasingCheckpointer)
+        await store.acquire_lease("t1", "run-a")
+
+        assert (await store.acquire_lease("t2", "run-b")).holder == "run-b"
+        assert (await store.acquire_lease("t1/x", "run-c")).holder == "run-c"
+
+    async def test_an_expired_lease_is_taken_over(self, tmp_path: Path) -> None:
+        ttl = 0.2
+        store = await self.make_checkpointer_with_lease_ttl(tmp_path, ttl)
+        try:
+            assert isinstance(store, LeasingCheckpointer)
+            lease = await store.acquire_lease("t", "run-a")
+            assert lease.ttl == ttl
+
+            await asyncio.sleep(max(0.0, lease.expires_at - time.time()) + 0.05)
+
+            assert (await store.acquire_lease("t", "run-b")).holder == "run-b"
+            # The old holder lost it: it cannot renew, and its release changes nothing.
+            with pytest.raises(ThreadBusyError):
+                await store.acquire_lease("t", "run-a")
+            await store.release_lease("t", "run-a")
+            with pytest.raises(ThreadBusyError):
+                await store.acquire_lease("t", "run-c")
+        finally:
+            await store.aclose()
+
+    async def test_of_many_racing_takers_exactly_one_gets_the_lease(
+        self, store: Checkpointer
+    ) -> None:
+        assert isinstance(store, LeasingCheckpointer)
+        outcomes = await asyncio.gather(
+            *(store.acquire_lease("t", f"run-{i}") for i in range(20)), return_exceptions=True
+        )
+
+        won = [o for o in outcomes if isinstance(o, ThreadLease)]
+        refused = [o for o in outcomes if isinstance(o, ThreadBusyError)]
+        assert (len(won), len(refused)) == (1, 19), outcomes
+        assert {o.holder for o in refused} == {won[0].holder}
 
     # ----------------------------------------------------------------- concurrency
 

@@ -14,7 +14,17 @@ class TestInMemoryCheckpointer(CheckpointerContract):
     async def make_checkpointer(self, tmp_path: Path) -> Checkpointer:
         return InMemoryCheckpointer()
 
+    async def make_checkpointer_with_lease_ttl(
+        self, tmp_path: Path, lease_ttl: float
+    ) -> Checkpointer:
+        return InMemoryCheckpointer(lease_ttl=lease_ttl)
+
 
 class TestSqliteCheckpointer(CheckpointerContract):
     async def make_checkpointer(self, tmp_path: Path) -> Checkpointer:
         return await SqliteCheckpointer.open(tmp_path / "checkpoints.db")
+
+    async def make_checkpointer_with_lease_ttl(
+        self, tmp_path: Path, lease_ttl: float
+    ) -> Checkpointer:
+        return await SqliteCheckpointer.open(tmp_path / "leases.db", lease_ttl=lease_ttl)

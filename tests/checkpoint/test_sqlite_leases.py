@@ -1,0 +1,99 @@
+"""Spec: thread leases in the SQLite file, shared by every store (and process) on it.
+
+The lease semantics every store shares are in the contract (``contract.py``);
+here is what is SQLite's own: the ``thread_leases`` table and its migration,
+takers on separate connections (as separate processes are), a lease that
+outlives the store that took it, and the ``lease_ttl`` setting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from flowcore.checkpoint import DEFAULT_LEASE_TTL, ThreadLease
+from flowcore.checkpoint.sqlite import SCHEMA_VERSION, SqliteCheckpointer
+from flowcore.errors import InvalidInputError, ThreadBusyError
+
+from .contract import make_cp
+from .test_sqlite_store import query, write_v1_file
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "threads.db"
+
+
+async def test_a_new_file_has_an_empty_lease_table(db: Path) -> None:
+    async with SqliteCheckpointer(db) as store:
+        assert store.lease_ttl == DEFAULT_LEASE_TTL == 30.0
+
+    assert await asyncio.to_thread(query, db, "SELECT * FROM thread_leases") == []
+
+
+async def test_an_older_file_gets_the_lease_table_when_migrated(db: Path) -> None:
+    await asyncio.to_thread(write_v1_file, db, [make_cp("t", "c1"), make_cp("t", "c2", "c1")])
+
+    async with SqliteCheckpointer(db) as store:
+        lease = await store.acquire_lease("t", "run-a")
+
+    version = "SELECT value FROM flowcore_meta WHERE key = 'schema_version'"
+    assert await asyncio.to_thread(query, db, version) == [(str(SCHEMA_VERSION),)]
+    rows = await asyncio.to_thread(
+        query, db, "SELECT thread_id, holder, expires_at FROM thread_leases"
+    )
+    assert rows == [("t", "run-a", lease.expires_at)]
+
+
+async def test_takers_on_separate_connections_race_and_exactly_one_wins(db: Path) -> None:
+    stores = [await SqliteCheckpointer.open(db) for _ in range(6)]
+    try:
+        outcomes = await asyncio.gather(
+            *(s.acquire_lease("t", f"run-{i}") for i, s in enumerate(stores)),
+            return_exceptions=True,
+        )
+    finally:
+        for store in stores:
+            await store.aclose()
+
+    won = [o for o in outcomes if isinstance(o, ThreadLease)]
+    refused = [o for o in outcomes if isinstance(o, ThreadBusyError)]
+    assert (len(won), len(refused)) == (1, 5), outcomes
+    assert {o.holder for o in refused} == {won[0].holder}
+    rows = await asyncio.to_thread(query, db, "SELECT holder FROM thread_leases")
+    assert rows == [(won[0].holder,)]
+
+
+async def test_a_lease_outlives_the_store_that_took_it_until_it_expires(db: Path) -> None:
+    # Closing without releasing is what a process that dies leaves behind.
+    async with SqliteCheckpointer(db, lease_ttl=0.3) as first:
+        lease = await first.acquire_lease("t", "run-a")
+
+    async with SqliteCheckpointer(db) as second:
+        with pytest.raises(ThreadBusyError) as caught:
+            await second.acquire_lease("t", "run-b")
+        assert caught.value.holder == "run-a"
+        assert caught.value.expires_at == pytest.approx(lease.expires_at)
+
+        await asyncio.sleep(0.35)
+        taken = await second.acquire_lease("t", "run-b")
+
+    assert taken.holder == "run-b"
+    assert taken.ttl == DEFAULT_LEASE_TTL  # each taker's own setting
+
+
+async def test_releasing_removes_the_row(db: Path) -> None:
+    async with SqliteCheckpointer(db) as store:
+        await store.acquire_lease("t", "run-a")
+        await store.release_lease("t", "run-a")
+
+    assert await asyncio.to_thread(query, db, "SELECT * FROM thread_leases") == []
+
+
+@pytest.mark.parametrize("ttl", [0, -1.0, float("inf"), float("nan"), True, "30"])
+def test_lease_ttl_must_be_a_positive_number_of_seconds(db: Path, ttl: object) -> None:
+    with pytest.raises(InvalidInputError, match="lease_ttl must be a positive number"):
+        SqliteCheckpointer(db, lease_ttl=ttl)  # type: ignore[arg-type]
+    assert not db.exists()
