@@ -31,8 +31,27 @@ _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.DOTALL)
 # Failed decode attempts may scan, in all, this many times the answer's
 # length; past that the answer is refused instead of parsed in quadratic time.
 _SCAN_FACTOR = 4
+# Where an object may start: "{" then a key or "}" (anything else fails at once).
+_OBJECT_START = re.compile(r'\{[ \t\n\r]*["}]')
 # Answers longer than this are parsed in a worker thread by aparse_json_object.
 _THREAD_ABOVE = 64 * 1024
+
+
+class _Document(str):
+    """The answer as the decoder sees it, without line numbers in its errors.
+
+    ``json.JSONDecodeError`` counts the newlines before the error position on
+    every failed attempt, which makes trying many ``{`` quadratic; the line and
+    column are never shown (the message previews the answer instead).
+    """
+
+    __slots__ = ()
+
+    def count(self, *_args: Any) -> int:
+        return 0
+
+    def rfind(self, *_args: Any) -> int:
+        return -1
 
 
 class AnswerParseError(FlowcoreError, ValueError):
@@ -103,11 +122,13 @@ def parse_json_object(text: str) -> dict[str, Any]:
         if isinstance(value, dict):
             return value
     decoder = json.JSONDecoder()
+    document = _Document(stripped)
     work_left = _SCAN_FACTOR * len(stripped)
-    start = stripped.find("{")
-    while start != -1:
+    gave_up = False
+    for match in _OBJECT_START.finditer(stripped):
+        start = match.start()
         try:
-            value, _end = decoder.raw_decode(stripped, start)
+            value, _end = decoder.raw_decode(document, start)
         except json.JSONDecodeError as exc:
             work_left -= exc.pos - start + 1
         except RecursionError:
@@ -117,8 +138,8 @@ def parse_json_object(text: str) -> dict[str, Any]:
             if isinstance(value, dict):
                 return value
         if work_left < 0:
+            gave_up = True
             break
-        start = stripped.find("{", start + 1)
     if too_deep:
         raise AnswerParseError(
             "the answer's JSON nests deeper than it can be decoded; ask for a flatter object"
@@ -126,7 +147,7 @@ def parse_json_object(text: str) -> dict[str, Any]:
     if not stripped:
         raise AnswerParseError("the answer was empty; expected a JSON object")
     preview = stripped if len(stripped) <= 80 else stripped[:77] + "..."
-    if start != -1:
+    if gave_up:
         raise AnswerParseError(
             f"the answer holds no JSON object that could be found in linear time (it began "
             f"{preview!r}); ask for the object alone or in a ```json fence"
