@@ -68,6 +68,12 @@ def encodings(value: str) -> dict[str, str]:
         "json": json.dumps(value)[1:-1],
         "json in json": json.dumps(json.dumps({"k": value})),
         "repr": repr(value),
+        "hex": raw.hex(),
+        "upper-case hex": raw.hex().upper(),
+        "hex dump of a longer buffer": (b"\x00\x01" + raw + b"\xff").hex(),
+        "base32": base64.b32encode(raw).decode(),
+        "lower-case base32 unpadded": base64.b32encode(raw).decode().lower().rstrip("="),
+        "base32 of a longer blob": base64.b32encode(b"seed" + raw + b"!").decode(),
     }
 
 
@@ -299,14 +305,13 @@ def test_a_stream_holds_back_only_the_longest_form_less_one() -> None:
     prefix=st.text(max_size=30),
     suffix=st.text(max_size=30),
     cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=8),
-    which=st.sampled_from(["raw", "base64", "quote", "json"]),
+    which=st.sampled_from(["raw", "base64", "quote", "json", "hex", "base32 of a longer blob"]),
 )
 def test_however_a_text_is_cut_the_stream_sends_what_whole_redaction_gives(
     prefix: str, suffix: str, cuts: list[int], which: str
 ) -> None:
     redactor = SecretRedactor([KEY, AWKWARD])
-    secret = {"raw": KEY, "base64": encodings(AWKWARD)["base64"]}.get(which)
-    secret = secret or encodings(AWKWARD)["quote" if which == "quote" else "json"]
+    secret = KEY if which == "raw" else encodings(AWKWARD)[which]
     text = f"{prefix}{secret}{suffix}{KEY}"
     points = sorted({min(c, len(text)) for c in cuts})
     pieces = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
@@ -316,6 +321,19 @@ def test_however_a_text_is_cut_the_stream_sends_what_whole_redaction_gives(
 
     assert "".join(sent) == redactor.redact_text(text)
     assert all(KEY not in piece and AWKWARD not in piece for piece in sent)
+
+
+def test_a_hex_or_base32_secret_cut_anywhere_in_a_stream_is_sent_redacted() -> None:
+    redactor = SecretRedactor([KEY])
+    for form in ("hex", "upper-case hex", "base32", "base32 of a longer blob"):
+        encoded = encodings(KEY)[form]
+        text = f"dump: {encoded} end"
+        for cut in range(len(text)):
+            stream = redactor.text_stream()
+            sent = [stream.feed(text[:cut]), stream.feed(text[cut:]), stream.flush()]
+            joined = "".join(sent)
+            assert PLACEHOLDER in joined, (form, cut)
+            assert all(encoded[i : i + 12] not in joined for i in range(len(encoded) - 12)), form
 
 
 def test_many_small_deltas_of_a_long_answer() -> None:
