@@ -175,8 +175,8 @@ def _bubblewrap(
                 argv += ["--ro-bind", name, name]
     argv += ["--proc", "/proc", "--dev", "/dev"]
     argv += ["--perms", "1777", "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
-    argv += ["--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
-    argv += ["--setenv", "LC_ALL", "C.UTF-8", "--"]
+    # An empty environment: in the C locale Python runs in UTF-8 mode anyway.
+    argv += ["--remount-ro", "/", "--chdir", "/tmp", "--clearenv", "--"]
     return argv, ["/fc/site"] if packages else []
 
 

@@ -325,7 +325,7 @@ class PythonSandbox:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env={"LC_ALL": "C.UTF-8"},
+            env={},  # the block's own variables travel in the request
             cwd=command.workdir if not command.private_tmp else "/",
             start_new_session=True,
         )
