@@ -212,10 +212,12 @@ class LeaseKeeper:
         except asyncio.CancelledError:
             await release
             raise
-        lost = self.lost
-        if lost is not None and exc_type is asyncio.CancelledError and self._host is not None:
-            # The keeper cancelled this task itself; report why instead.
-            self._host.uncancel()
+        lost, host = self.lost, self._host
+        # The keeper cancelled this task itself: report why instead, unless someone
+        # else asked for a cancellation too.
+        if lost is None or exc_type is not asyncio.CancelledError or host is None:
+            return
+        if host.uncancel() == 0:
             raise lost from None
 
     async def _release_quietly(self) -> None:

@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 
 import pytest
 
-from flowcore import ThreadBusyError
+from flowcore import InvalidInputError, ThreadBusyError
 from flowcore.compat.langgraph import (
     END,
     START,
@@ -244,3 +244,14 @@ async def test_a_subgraph_on_the_parent_s_saver_runs_inside_the_parent_s_lease(
     app = outer.compile(checkpointer=await make_saver())
 
     assert await asyncio.wait_for(app.ainvoke({"n": 3}, CONFIG), GUARD) == {"n": 6}
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "async-sqlite"])
+def test_lease_ttl_must_be_a_positive_number_of_seconds(tmp_path: Path, kind: str) -> None:
+    makers: dict[str, Callable[[], Any]] = {
+        "memory": lambda: InMemorySaver(lease_ttl=0),
+        "sqlite": lambda: SqliteSaver(str(tmp_path / "lg.db"), lease_ttl=-5),
+        "async-sqlite": lambda: AsyncSqliteSaver(str(tmp_path / "lg.db"), lease_ttl=0),
+    }
+    with pytest.raises(InvalidInputError, match="lease_ttl must be a positive number"):
+        makers[kind]()

@@ -24,6 +24,7 @@ from typing import Any, Literal, Self, TypeVar
 import aiosqlite
 
 from flowcore.checkpoint import DEFAULT_LEASE_TTL, Serializer, SqliteCheckpointer
+from flowcore.checkpoint.lease import check_lease_ttl
 from flowcore.compat.langgraph._savers import CheckpointTuple
 from flowcore.compat.langgraph._savers_core import SaveBatch, SaverCore
 from flowcore.compat.langgraph._savers_shell import Listing, Operation, SaverShell
@@ -89,7 +90,7 @@ class AsyncSqliteSaver(SaverShell):
         self._target = conn
         self._serializer = serializer
         self._synchronous: Literal["NORMAL", "FULL"] = synchronous
-        self._lease_ttl = lease_ttl
+        self._lease_ttl = check_lease_ttl(lease_ttl)
         self._core: SaverCore | None = None
         self._store: SqliteCheckpointer | None = None
         self._tmp: str | None = None
