@@ -212,7 +212,8 @@ def _plain_when_awaitless(tree: ast.Module) -> None:
     # nodes; an `async def execute` that never awaits runs as a plain function.
     for i, node in enumerate(tree.body):
         if isinstance(node, ast.AsyncFunctionDef) and not any(
-            isinstance(n, ast.Await | ast.AsyncFor | ast.AsyncWith) for n in ast.walk(node)
+            isinstance(n, ast.Await | ast.AsyncFor | ast.AsyncWith | ast.Yield | ast.YieldFrom)
+            for n in ast.walk(node)
         ):
             plain = ast.FunctionDef(
                 name=node.name,
