@@ -102,6 +102,19 @@ async def test_the_jail_shows_the_runtime_the_allowed_packages_and_nothing_else(
     assert seen["tmp"] == []
 
 
+async def test_a_network_block_also_sees_httpx_and_what_it_depends_on(
+    jail_only: PythonSandbox,
+) -> None:
+    seen = (
+        await jail_only.run(LOOK, _look_inputs(_other_venv_package()), {}, network=True)
+    ).outputs
+
+    expected = sorted(p.name for p in package_paths(["RestrictedPython", "httpx"]))
+    assert seen["site"] == expected
+    assert {"httpx", "httpcore", "h11", "anyio", "idna", "certifi"} <= set(expected)
+    assert seen["venv"] is False
+
+
 async def test_the_home_directory_shows_at_most_the_path_to_the_runtime(
     jail_only: PythonSandbox,
 ) -> None:
