@@ -7,9 +7,10 @@ system libraries under ``/usr``, the host's own interpreter binary and its
 ``libpython`` at their real paths, the standard library (its
 ``site-packages`` covered by an empty read-only mount), and the directories
 of the packages a block may import under ``/fc/site``. ``/tmp`` is a private
-tmpfs capped at ``SandboxLimits.tmp_mb`` and the only writable place; there
-is no network unless the block declares it, and the worker's whole process
-tree dies with it. When flowcore runs as root the worker drops to uid 65534
+tmpfs capped at ``SandboxLimits.tmp_mb`` (in bytes: bubblewrap cannot cap
+its number of files, which cost kernel memory until the worker exits) and
+the only writable place; there is no network unless the block declares it,
+and the worker's whole process tree dies with it. When flowcore runs as root the worker drops to uid 65534
 (nobody) itself before any block code runs.
 
 The weaker jails run only when the operator opts in (see
@@ -73,6 +74,8 @@ NOBODY = 65534
 INSTALL_HINT = "apt-get install bubblewrap"
 _LOG = logging.getLogger("flowcore.sandbox")
 _WARNED: set[str] = set()
+# Each file costs kernel memory outside a tmpfs's size; only unshare's mount can cap them.
+_TMP_INODES = 16384
 _HIDDEN_BY_UNSHARE = ("/home", "/root", "/run/user", "/var/tmp", "/dev/shm")
 _NETWORK_FILES = (
     "/etc/resolv.conf",
@@ -213,7 +216,8 @@ def _unshare_script(packages: Sequence[Path], tmp_mb: int) -> str:
     needed = [runtime.executable, runtime.stdlib, *runtime.libraries, *packages]
     q = shlex.quote
     mount = q(shutil.which("mount") or "/bin/mount")
-    lines = ["set -e", "umask 022", f"{mount} -t tmpfs -o size={tmp_mb}m,mode=1777 fc /tmp"]
+    tmp_options = f"size={tmp_mb}m,nr_inodes={_TMP_INODES},mode=1777"
+    lines = ["set -e", "umask 022", f"{mount} -t tmpfs -o {tmp_options} fc /tmp"]
     lines.append("mkdir /tmp/.fc-stage")
     kept: list[tuple[Path, str]] = []
     for hidden in map(Path, _HIDDEN_BY_UNSHARE):

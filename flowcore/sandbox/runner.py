@@ -98,13 +98,14 @@ def _env(env: Mapping[str, str] | None) -> dict[str, str]:
     return chosen
 
 
-def _unavailable(requested: str) -> SandboxUnavailableError:
+def _unavailable() -> SandboxUnavailableError:
     return SandboxUnavailableError(
-        f"untrusted Python blocks run only in a bubblewrap jail, and {requested} cannot "
-        "start one here (no 'bwrap' on PATH, or it cannot create namespaces); install it "
-        f"with: {INSTALL_HINT}. To run blocks anyway in a weaker jail, opt in with "
-        "PythonSandbox(weaker_isolation='unshare') or 'rlimits' (see "
-        "docs/blocks.md#python-blocks-and-the-sandbox for what each does not protect)"
+        "untrusted Python blocks run only in a bubblewrap jail, and bubblewrap cannot run "
+        "here (no 'bwrap' on PATH, or it cannot create namespaces); install it with: "
+        f"{INSTALL_HINT}. To run blocks anyway in a weaker jail, opt in with "
+        f"PythonSandbox(weaker_isolation='unshare') or 'rlimits' ({WEAKER_ISOLATION_SETTING}"
+        "=unshare for the CLI); docs/blocks.md#without-bubblewrap-the-weaker-isolation-setting "
+        "says what each does not protect"
     )
 
 
@@ -227,7 +228,7 @@ class PythonSandbox:
             if jail.bubblewrap_available():
                 return "bubblewrap"
             if choice == "bubblewrap" or self.weaker_isolation is None:
-                raise _unavailable("flowcore")
+                raise _unavailable()
             requested = self.weaker_isolation
         else:
             requested = choice
