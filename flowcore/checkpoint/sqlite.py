@@ -628,24 +628,21 @@ class SqliteCheckpointer:
         async def take(conn: aiosqlite.Connection) -> ThreadLease:
             # The clock is read under the write lock, so no other taker runs in between.
             now = time.time()
+            expires_at = now + ttl
+            row = {"t": thread_id, "h": holder, "now": now, "exp": expires_at}
+            # One statement reads the holder, checks its expiry and writes the new one.
+            cursor = await conn.execute(_TAKE_LEASE, row)
+            if cursor.rowcount == 1:
+                return ThreadLease(thread_id, holder, expires_at, ttl)
             rows = list(
                 await conn.execute_fetchall(
                     "SELECT holder, expires_at FROM thread_leases WHERE thread_id = ?",
                     (thread_id,),
                 )
             )
-            if rows and rows[0][0] != holder and rows[0][1] > now:
-                raise ThreadBusyError(
-                    thread_id=thread_id, holder=str(rows[0][0]), expires_at=float(rows[0][1])
-                )
-            expires_at = now + ttl
-            await conn.execute_fetchall(
-                "INSERT INTO thread_leases (thread_id, holder, expires_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (thread_id) DO UPDATE SET holder = excluded.holder, "
-                "expires_at = excluded.expires_at",
-                (thread_id, holder, expires_at),
+            raise ThreadBusyError(
+                thread_id=thread_id, holder=str(rows[0][0]), expires_at=float(rows[0][1])
             )
-            return ThreadLease(thread_id, holder, expires_at, ttl)
 
         lease: ThreadLease = await self._write(take)
         return lease
@@ -807,6 +804,15 @@ _UPSERT_WRITE = (
     "AND checkpoint_id = :checkpoint_id) "
     "ON CONFLICT (thread_id, checkpoint_id, node) "
     "DO UPDATE SET seq = excluded.seq, payload = excluded.payload"
+)
+
+
+# Taken when free, renewed by its holder, taken over once expired; else no row changes.
+_TAKE_LEASE = (
+    "INSERT INTO thread_leases (thread_id, holder, expires_at) VALUES (:t, :h, :exp) "
+    "ON CONFLICT (thread_id) DO UPDATE SET holder = excluded.holder, "
+    "expires_at = excluded.expires_at "
+    "WHERE thread_leases.holder = excluded.holder OR thread_leases.expires_at <= :now"
 )
 
 

@@ -51,7 +51,8 @@ def effect_graph(store: Any, gate: Gate, *, fail: bool = False, ask: bool = Fals
     async def effect(state: State) -> dict[str, Any]:
         gate.runs += 1
         gate.entered.set()
-        await wait(gate.release, "the test to release the effect node")
+        # Patient: specs hold it across stalls and sleeps that a loaded machine stretches.
+        await asyncio.wait_for(gate.release.wait(), 30.0)
         if ask:
             interrupt("approve?")
         if fail:
