@@ -10,8 +10,9 @@ of the packages a block may import under ``/fc/site``. ``/tmp`` is a private
 tmpfs capped at ``SandboxLimits.tmp_mb`` (in bytes: bubblewrap cannot cap
 its number of files, which cost kernel memory until the worker exits) and
 the only writable place; there is no network unless the block declares it,
-and the worker's whole process tree dies with it. When flowcore runs as root the worker drops to uid 65534
-(nobody) itself before any block code runs.
+and the worker's whole process tree dies with it. When flowcore runs as
+root the worker drops to uid 65534 (nobody) itself before any block code
+runs.
 
 The weaker jails run only when the operator opts in (see
 ``PythonSandbox(weaker_isolation=...)``), and are logged as a warning once:

@@ -42,7 +42,10 @@ __all__ = ["WEAKER_ISOLATION_SETTING", "PythonSandbox", "SandboxLimits", "Sandbo
 WEAKER_ISOLATION_SETTING = "FLOWCORE_WEAKER_ISOLATION"
 """The environment variable front doors read for ``PythonSandbox(weaker_isolation=...)``."""
 
-_WORKER = (Path(__file__).parent / "worker.py").read_text()
+# The worker cannot import flowcore: it runs the guards' text, then its own.
+_WORKER = "\n".join(
+    (Path(__file__).parent / name).read_text() for name in ("guards.py", "worker.py")
+)
 _MARK = b"\x00flowcore-result\x00"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIGNALS_CPU = {-signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGXCPU, 128 + signal.SIGKILL}

@@ -1,7 +1,9 @@
 """The program that runs inside the jail: one block call, then exit.
 
-It is run as ``python -I -S -c <this file's text>`` so that it imports only
-the standard library and RestrictedPython, never flowcore. It reads one JSON
+It is run as ``python -I -S -c <guards.py's text, then this file's>`` so
+that it imports only the standard library and RestrictedPython, never
+flowcore: :func:`compile_block` and :func:`restricted_globals` come from
+the guards text that precedes this one. It reads one JSON
 request from stdin, drops to the unprivileged user when it starts as root,
 sets its resource limits, runs ``execute(inputs, context)`` and writes one
 JSON reply after a marker on stdout. Everything after the limits are set
@@ -14,8 +16,10 @@ import os
 import resource
 import signal
 import sys
-import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # in the jail these are defined by guards.py's text, run just before
+    from flowcore.sandbox.guards import compile_block, restricted_globals
 
 __all__: list[str] = []
 
@@ -45,124 +49,16 @@ def drop_privileges(uid: int) -> None:
     os.setuid(uid)
 
 
-# SWITCH-OVER (helper A, policy): module_view and restricted_globals below are the
-# old guards, which show every public name of a module (functools.update_wrapper
-# included). Their replacements live in guards.py, which runs here unchanged. To
-# switch: the runner sends guards.py's text ahead of this file's
-# (_WORKER = guards text + "\n" + worker text), run() compiles with
-# `code, problems = compile_block(source)` instead of compile_restricted_exec
-# (so await is accepted), and these two functions are deleted (guards.py
-# defines restricted_globals). Until then policy.py keeps `os` out of the
-# allowlist and lowers await-free `async def` to `def`.
-def module_view(module: types.ModuleType) -> types.SimpleNamespace:
-    # Only the module's public, non-module names: json.codecs.open must not exist.
-    names = getattr(module, "__all__", None) or [n for n in dir(module) if n[:1] != "_"]
-    view = types.SimpleNamespace()
-    for name in names:
-        value = getattr(module, name, None)
-        if not name.startswith("_") and not isinstance(value, types.ModuleType):
-            setattr(view, name, value)
-    return view
-
-
-def restricted_globals(allowed: set[str]) -> dict[str, Any]:
-    import operator
-
-    from RestrictedPython.Eval import default_guarded_getitem, default_guarded_getiter
-    from RestrictedPython.Guards import (
-        full_write_guard,
-        guarded_iter_unpack_sequence,
-        guarded_unpack_sequence,
-        safe_builtins,
-        safer_getattr,
-    )
-    from RestrictedPython.PrintCollector import PrintCollector
-
-    def guarded_import(
-        name: str,
-        globals: Any = None,
-        locals: Any = None,
-        fromlist: Any = (),
-        level: int = 0,
-    ) -> types.SimpleNamespace:
-        if level or name.split(".")[0] not in allowed or "." in name:
-            raise ImportError(f"import of {name!r} is not allowed in a sandboxed block")
-        return module_view(__import__(name))
-
-    ops: dict[str, Any] = {
-        "+=": operator.iadd,
-        "-=": operator.isub,
-        "*=": operator.imul,
-        "/=": operator.itruediv,
-        "//=": operator.ifloordiv,
-        "%=": operator.imod,
-        "**=": operator.ipow,
-        "|=": operator.ior,
-        "&=": operator.iand,
-        "^=": operator.ixor,
-    }
-
-    def inplacevar(op: str, x: Any, y: Any) -> Any:
-        if op not in ops:
-            raise SyntaxError(f"operator {op} is not allowed")
-        return ops[op](x, y)
-
-    builtins = dict(safe_builtins)
-    for name in (
-        "list",
-        "dict",
-        "tuple",
-        "set",
-        "frozenset",
-        "sorted",
-        "min",
-        "max",
-        "sum",
-        "enumerate",
-        "zip",
-        "map",
-        "filter",
-        "any",
-        "all",
-        "reversed",
-        "iter",
-        "next",
-        "bytes",
-        "format",
-        "ascii",
-    ):
-        builtins[name] = getattr(__import__("builtins"), name)
-    builtins["__import__"] = guarded_import
-    builtins["getattr"] = safer_getattr
-    for name in ("setattr", "delattr"):
-        builtins.pop(name, None)
-    return {
-        "__builtins__": builtins,
-        "__name__": "block",
-        "__metaclass__": type,
-        "_getattr_": safer_getattr,
-        "_getitem_": default_guarded_getitem,
-        "_getiter_": default_guarded_getiter,
-        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
-        "_unpack_sequence_": guarded_unpack_sequence,
-        "_write_": full_write_guard,
-        "_print_": PrintCollector,
-        "_inplacevar_": inplacevar,
-        "_apply_": lambda f, *a, **kw: f(*a, **kw),
-    }
-
-
 def run(request: dict[str, Any]) -> dict[str, Any]:
     source = request["source"]
     namespace: dict[str, Any]
     if request["policy"]:
-        from RestrictedPython.compile import compile_restricted_exec
-
-        compiled = compile_restricted_exec(source)
-        if compiled.errors or compiled.code is None:
-            raise PolicyRefused(list(compiled.errors))
+        # The same compiler the host's policy layer used, so both agree.
+        code, problems = compile_block(source)
+        if problems or code is None:
+            raise PolicyRefused(problems)
         namespace = restricted_globals(set(request["allowed_imports"]))
-        exec(compiled.code, namespace)
+        exec(code, namespace)
     else:
         # The jail alone, with full builtins: only used to test the jail.
         namespace = {"__name__": "block"}
@@ -205,8 +101,14 @@ def main() -> None:
         # Load what the block may use while the runtime is still readable: a
         # dropped uid may not be able to read the Python installation.
         restricted_globals(set())
-        for name in ("RestrictedPython.compile", *request["allowed_imports"]):
+        for name in (
+            "RestrictedPython.compile",
+            "RestrictedPython.transformer",
+            *request["allowed_imports"],
+        ):
             __import__(name)
+    if "async" in request["source"]:
+        import asyncio  # noqa: F401 - run() needs it for a coroutine, maybe after the drop
     if request.get("drop_uid") is not None:
         drop_privileges(request["drop_uid"])
     os.chdir(request["workdir"])
