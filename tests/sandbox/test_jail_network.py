@@ -83,10 +83,11 @@ async def test_a_block_granted_network_calls_the_api_with_httpx(
     assert api.requests == [b"GET /weather?city=Oslo HTTP/1.1"]
 
 
-async def test_an_async_block_may_await_httpx(api: Api) -> None:
-    # The jail's part: the worker runs the coroutine to the end. (Without the
-    # policy layer, so this holds whatever the policy accepts.)
-    sandbox = PythonSandbox(limits=LIMITS, policy=False)
+@pytest.mark.parametrize("policy", [True, False], ids=["with the policy", "jail alone"])
+async def test_an_async_block_may_await_httpx(api: Api, policy: bool) -> None:
+    # Seed 003's shape: async def execute that awaits an API call; the worker
+    # runs the coroutine to the end, under the policy's guards or without them.
+    sandbox = PythonSandbox(limits=LIMITS, policy=policy)
 
     result = await sandbox.run(
         CALL_API_ASYNC, {"url": api.url, "city": "Lima"}, {}, network=True, timeout=20
