@@ -94,6 +94,21 @@ async def test_a_block_naming_no_variables_gets_an_empty_environment(
     assert run.outputs["env"] == {}
 
 
+async def test_under_the_policy_a_block_reads_its_variables_through_os() -> None:
+    source = """
+import os
+
+async def execute(inputs, context):
+    return {"key": os.getenv("WEATHER_API_KEY"), "names": sorted(os.environ)}
+"""
+    sandbox = PythonSandbox(limits=SandboxLimits(cpu_seconds=2))
+    guarded = BlockExecutor(sandbox=sandbox, retry_wait=0, environment={"WEATHER_API_KEY": "k"})
+
+    run = await run_block(python_block(source, env=["WEATHER_API_KEY"]), guarded)
+
+    assert run.outputs == {"key": "k", "names": ["WEATHER_API_KEY"]}
+
+
 @pytest.mark.parametrize("name", ["1ST", "WITH-DASH", "A B", "", "X=Y"])
 def test_env_names_must_be_environment_variable_names(name: str) -> None:
     with pytest.raises(BlockDefinitionError, match="is not an environment variable name"):
