@@ -32,14 +32,28 @@ DEFAULT_MIN_LENGTH = 8
 
 @dataclass(frozen=True, slots=True)
 class _Patterns:
-    """An immutable snapshot of what to look for."""
+    """An immutable snapshot of what to look for.
+
+    The bytes pattern is compiled on first use: it costs as much as the text
+    one, and most redactors (log records, events, streams) never need it.
+    """
 
     text: re.Pattern[str] | None
-    data: re.Pattern[bytes] | None
+    forms: frozenset[str]
     longest: int
+    _data: list[re.Pattern[bytes]] = dataclasses.field(default_factory=list)
+
+    def data(self) -> re.Pattern[bytes] | None:
+        if not self.forms:
+            return None
+        if not self._data:
+            # Two threads may both compile it: same result, no lock needed.
+            latin = {f.encode("utf-8").decode("latin-1") for f in self.forms}
+            self._data[:] = [re.compile(_trie_pattern(latin).encode("latin-1"))]
+        return self._data[0]
 
 
-_EMPTY = _Patterns(None, None, 0)
+_EMPTY = _Patterns(None, frozenset(), 0)
 
 
 class SecretRedactor:
@@ -212,7 +226,7 @@ class SecretRedactor:
             >>> SecretRedactor(["sk-test-0123456789"]).redact_bytes(b"k=sk-test-0123456789")
             b'k=[REDACTED]'
         """
-        pattern = self._patterns.data
+        pattern = self._patterns.data()
         if pattern is None:
             return data
         return pattern.sub(self.placeholder.encode(), data)
@@ -405,10 +419,7 @@ def _compile(values: Mapping[str, str], min_length: int) -> _Patterns:
         forms |= {f for f in secret_forms(value) if len(f) >= min_length}
         forms.add(value)
     text = re.compile(_trie_pattern(forms))
-    data = re.compile(
-        _trie_pattern({f.encode("utf-8").decode("latin-1") for f in forms}).encode("latin-1")
-    )
-    return _Patterns(text, data, max(len(f) for f in forms))
+    return _Patterns(text, frozenset(forms), max(len(f) for f in forms))
 
 
 def _trie_pattern(words: Iterable[str]) -> str:
