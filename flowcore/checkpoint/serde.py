@@ -36,10 +36,18 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from flowcore._shown import shown
 from flowcore.errors import SerializationError
 from flowcore.secrets import Redactor, Secret, scrub
 
-__all__ = ["MAX_NESTING", "JsonSerializer", "Serializer", "check_json_value", "check_storable"]
+__all__ = [
+    "MAX_NESTING",
+    "JsonSerializer",
+    "Serializer",
+    "check_json_value",
+    "check_storable",
+    "check_text_and_nesting",
+]
 
 _TAG = "__fc__"
 
@@ -50,6 +58,12 @@ Deeper values are refused with a :class:`~flowcore.errors.SerializationError`
 rather than left to hit Python's recursion limit while they are encoded,
 copied or, worst, decoded again from a store long after they were written.
 """
+
+# Stores wrap values in records of their own (checkpoint.snapshot.values.<key>): the
+# serializer allows that many levels on top of MAX_NESTING, so a value that passed
+# check_storable is never refused when it is stored inside a record.
+_WRAPPING = 10
+_LIMIT = MAX_NESTING + _WRAPPING
 
 # Python refuses to turn ints of more than 4300 digits into text (and so into
 # JSON); 14,000 bits stay just below that limit.
@@ -100,17 +114,7 @@ class JsonSerializer:
         """
         if self.redactor is not None:
             value = scrub(value, self.redactor)
-        try:
-            # Plain JSON needs no tags: the JSON encoder can take the value as it is.
-            encoded = value if _is_plain_json(value, 0) else _encode_fast(value, 0)
-        except SerializationError:
-            # Encode again with paths, only to say exactly where the bad value is.
-            encoded = _encode(value, path or "value", 0)
-        try:
-            return _to_json(encoded).encode()
-        except (UnicodeEncodeError, ValueError) as exc:
-            # A lone surrogate, or an int too long to write as text: find which.
-            raise _unwritable(encoded, path or "value") from exc
+        return _dump(value, path, 0)
 
     def loads(self, data: bytes) -> Any:
         """Decode bytes written by :meth:`dumps`.
@@ -147,7 +151,7 @@ def check_storable(value: Any, *, path: str = "value") -> None:
         ...     exc.path
         'input.name'
     """
-    _CHECKER.dumps(value, path=path)
+    _dump(value, path, _WRAPPING)
 
 
 def check_json_value(value: Any, *, path: str = "value") -> None:
@@ -211,6 +215,60 @@ def check_json_value(value: Any, *, path: str = "value") -> None:
                 todo.append((v, f"{where}.{k}", depth + 1))
         else:
             todo.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
+
+
+def check_text_and_nesting(value: Any, *, path: str = "value") -> None:
+    """Raise :class:`~flowcore.errors.SerializationError` for the two faults no consumer takes.
+
+    A string (or dict key) with a lone surrogate cannot be encoded as UTF-8,
+    so no model, tool, log or store can take it; containers nested more than
+    :data:`MAX_NESTING` deep exhaust Python's recursion limit in whatever
+    walks them. Objects of any other type pass: this is the check for values
+    that need not be storable, like a block's inputs.
+
+    Example:
+        >>> check_text_and_nesting({"when": object(), "text": "fine"})
+        >>> try:
+        ...     check_text_and_nesting(["ok", "\\udc80"], path="inputs")
+        ... except SerializationError as exc:
+        ...     exc.path
+        'inputs[1]'
+    """
+    todo: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while todo:
+        item, where, depth = todo.pop()
+        if isinstance(item, str):
+            if not _is_utf8(item):
+                raise _unwritable(str(item), where)
+            continue
+        if not isinstance(item, dict | list | tuple | set | frozenset):
+            continue
+        if depth >= MAX_NESTING:
+            raise _too_deep(where)
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if isinstance(k, str) and not _is_utf8(k):
+                    raise _unwritable({str(k): None}, where)
+                todo.append(
+                    (v, f"{where}.{k}" if isinstance(k, str) else f"{where}[{shown(k)}]", depth + 1)
+                )
+        else:
+            todo.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
+
+
+def _dump(value: Any, path: str, depth: int) -> bytes:
+    """Encode ``value`` as if it sat ``depth`` containers deep already."""
+    try:
+        # Plain JSON needs no tags: the JSON encoder can take the value as it is.
+        encoded = value if _is_plain_json(value, depth) else _encode_fast(value, depth)
+    except SerializationError:
+        # Encode again with paths, only to say exactly where the bad value is.
+        encoded = _encode(value, path or "value", depth)
+    try:
+        return _to_json(encoded).encode()
+    except (UnicodeEncodeError, ValueError) as exc:
+        # A lone surrogate, or an int too long to write as text: find which.
+        raise _unwritable(encoded, path or "value") from exc
 
 
 def _too_deep(path: str) -> SerializationError:
@@ -332,7 +390,7 @@ def _is_plain_json(value: Any, depth: int) -> bool:
     if kind is str or kind is int or value is None or kind is bool:
         return True
     if kind is dict:
-        if _TAG in value or depth >= MAX_NESTING:
+        if _TAG in value or depth >= _LIMIT:
             return False
         depth += 1
         # Plain loops, not all(): no generator per container on this hot path.
@@ -341,7 +399,7 @@ def _is_plain_json(value: Any, depth: int) -> bool:
                 return False
         return True
     if kind is list:
-        if depth >= MAX_NESTING:
+        if depth >= _LIMIT:
             return False
         depth += 1
         for v in value:  # noqa: SIM110
@@ -362,7 +420,7 @@ def _encode_fast(value: Any, depth: int) -> Any:
     kind = type(value)
     if value is None or kind is str or kind is int or kind is bool:
         return value
-    if depth >= MAX_NESTING:
+    if depth >= _LIMIT:
         return _encode(value, "value", depth)
     depth += 1
     if kind is list:
@@ -388,7 +446,7 @@ def _encode(value: Any, path: str, depth: int) -> Any:
         if math.isfinite(value):
             return value
         return {_TAG: "float", "v": repr(value)}
-    if depth >= MAX_NESTING:
+    if depth >= _LIMIT:
         raise _too_deep(path)
     depth += 1
     if kind is list:
@@ -518,7 +576,3 @@ def _decode_tagged(tag: Any, value: dict[str, Any]) -> Any:
         model: Any = _import_class(value["cls"], BaseModel)
         return model.model_validate(_decode(v))
     raise SerializationError(f"unknown stored type tag {tag!r}")
-
-
-# check_storable's serializer: no redactor, nothing kept between calls.
-_CHECKER = JsonSerializer()

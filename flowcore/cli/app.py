@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ from flowcore.secrets import SecretRedactor, scrub_error
 __all__ = ["build_parser", "main"]
 
 EXIT_USAGE = 2
+EXIT_INTERNAL = 70  # EX_SOFTWARE: flowcore itself failed
 
 
 class _Parser(argparse.ArgumentParser):
@@ -184,8 +186,14 @@ def main(
             err.write("flowcore: interrupted\n")
             return 130
         except Exception as exc:
-            # An unexpected failure still prints a traceback: without secrets.
+            # A bug, not a mistake of the user's: still one line (without secrets), with the
+            # traceback only when asked for, so a terminal never shows a wall of frames.
             safe = scrub_error(exc, redactor)
-            if safe is exc:
-                raise
-            raise safe from None
+            if os.environ.get("FLOWCORE_TRACEBACK"):
+                raise safe from None
+            err.write(
+                f"flowcore: error: internal error: {type(exc).__name__}: {one_line(str(safe))} "
+                "(this is a flowcore bug: please report it; set FLOWCORE_TRACEBACK=1 to see "
+                "the traceback)\n"
+            )
+            return EXIT_INTERNAL

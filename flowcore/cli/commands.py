@@ -29,7 +29,7 @@ from flowcore.errors import BlockDefinitionError, InvalidInputError
 from flowcore.history import RunRecord
 from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.plan import TaskPlan, as_pipeline, load_definition
-from flowcore.pipeline.runner import check_run_inputs
+from flowcore.pipeline.runner import check_run_inputs, check_run_request
 from flowcore.result import RunResult
 
 __all__ = ["COMMANDS"]
@@ -42,9 +42,23 @@ EXIT_OK, EXIT_FAILED = 0, 1
 def _read_json(path: str, what: str) -> Any:
     text = _read_text(path, what)
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        return _json(text)
+    except ValueError as exc:
         raise CliError(f"{what} file {path!r} is not valid JSON: {exc}") from None
+
+
+def _json(text: str) -> Any:
+    """``json.loads``, with every way it can refuse text raised as a ValueError that says why."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(
+            "it nests arrays or objects too deeply to read; flatten the nested value"
+        ) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an int with more digits than Python turns into a number
+        raise ValueError(f"{exc}; write such a number as a string") from None
 
 
 def read_definition(path: str) -> Pipeline | TaskPlan:
@@ -74,6 +88,8 @@ def _read_text(path: str, what: str) -> str:
         return file.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise CliError(f"{what} file {path!r} is not UTF-8 text") from None
+    except OSError as exc:
+        raise CliError(f"cannot read {what} file {path!r}: {exc.strerror or exc}") from None
 
 
 def _write_text(path: str, text: str) -> None:
@@ -88,9 +104,11 @@ def _value(text: str) -> Any:
     if text.startswith("@"):
         return _read_json(text[1:], "value")
     try:
-        return json.loads(text)
+        return _json(text)
     except json.JSONDecodeError:
         return text
+    except ValueError as exc:  # JSON, but not JSON flowcore can read
+        raise CliError(f"value {short(text, 40)!r} is JSON that cannot be read: {exc}") from None
 
 
 def parse_inputs(items: Sequence[str]) -> dict[str, Any]:
@@ -159,6 +177,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         # Everything is checked before anything is written.
         pipeline = as_pipeline(definition)
         await runner.compile(pipeline)
+        check_run_request(pipeline, inputs, user_id=args.user, thread_id=args.thread)
         problems = check_run_inputs(pipeline, inputs)
         if problems:
             raise InvalidInputError(

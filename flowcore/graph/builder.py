@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
+from flowcore._shown import shown
 from flowcore.errors import ReferenceSyntaxError
 from flowcore.graph.policy import RetryPolicy
 from flowcore.refs import ValueTemplate
@@ -122,37 +123,41 @@ class Graph:
         if func is None:
             if not callable(name):
                 self._problems.append(
-                    f"add_node({name!r}): no function given; call add_node(name, func)"
+                    f"add_node({shown(name)}): no function given; call add_node(name, func)"
                 )
                 return self
             func = name
             name = getattr(func, "__name__", "")
         if not isinstance(name, str):
-            self._problems.append(f"add_node: node name {name!r} must be a string")
+            self._problems.append(f"add_node: node name {shown(name)} must be a string")
             return self
         if name in self._nodes:
-            self._problems.append(f"duplicate node name {name!r}: each node needs a unique name")
+            self._problems.append(
+                f"duplicate node name {shown(name)}: each node needs a unique name"
+            )
             return self
         if inputs is not None and not isinstance(inputs, Mapping):
             self._problems.append(
-                f"node {name!r}: inputs must be a mapping of input names to values, "
+                f"node {shown(name)}: inputs must be a mapping of input names to values, "
                 f"got {type(inputs).__name__}"
             )
             inputs = None
         if retry is not None and not isinstance(retry, RetryPolicy):
             self._problems.append(
-                f"node {name!r}: retry must be a RetryPolicy (or None), got {type(retry).__name__}"
+                f"node {shown(name)}: retry must be a RetryPolicy (or None), got "
+                f"{type(retry).__name__}"
             )
             retry = None
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
         ):
             self._problems.append(
-                f"node {name!r}: timeout must be > 0 seconds (a number, or None), got {timeout!r}"
+                f"node {shown(name)}: timeout must be > 0 seconds (a number, or None), got "
+                f"{shown(timeout)}"
             )
         if output_view is not None and not callable(output_view):
             self._problems.append(
-                f"node {name!r}: output_view must be a function of the node's update"
+                f"node {shown(name)}: output_view must be a function of the node's update"
             )
             output_view = None
         self._nodes[name] = _PendingNode(name, func, inputs, retry, timeout, output_view)
@@ -174,17 +179,21 @@ class Graph:
             sources = tuple(source)
         else:
             self._problems.append(
-                f"add_edge({source!r}, {target!r}): the source must be a node name or a list "
+                f"add_edge({shown(source)}, {shown(target)}): the source must be a node name or a "
+                "list "
                 "of node names (strings)"
             )
             return self
         if not isinstance(target, str):
             self._problems.append(
-                f"add_edge({source!r}, {target!r}): the target must be a node name (a string)"
+                f"add_edge({shown(source)}, {shown(target)}): the target must be a node name (a "
+                "string)"
             )
             return self
         if not sources:
-            self._problems.append(f"add_edge(..., {target!r}): a join needs at least one source")
+            self._problems.append(
+                f"add_edge(..., {shown(target)}): a join needs at least one source"
+            )
             return self
         self._edges.append((sources, target))
         return self
@@ -212,7 +221,7 @@ class Graph:
         """
         if not isinstance(source, str):
             self._problems.append(
-                f"add_conditional_edges({source!r}, ...): the source must be a node name "
+                f"add_conditional_edges({shown(source)}, ...): the source must be a node name "
                 "(a string) or START"
             )
             return self
@@ -276,10 +285,10 @@ class Graph:
         problems = list(self._problems)
         graph_name = name or self.name or "graph"
         if not isinstance(graph_name, str):
-            problems.append(f"graph name {graph_name!r} must be a string")
+            problems.append(f"graph name {shown(graph_name)} must be a string")
             graph_name = "graph"
         if version is not None and not isinstance(version, str):
-            problems.append(f"version {version!r} must be a string (or None)")
+            problems.append(f"version {shown(version)} must be a string (or None)")
             version = None
         return compile_graph(
             self.state_schema,
@@ -301,5 +310,5 @@ def _node_names(option: str, names: object, problems: list[str]) -> tuple[str, .
         return (names,)
     if isinstance(names, Sequence | frozenset | set) and all(isinstance(n, str) for n in names):
         return tuple(names)
-    problems.append(f"{option} must be a list of node names (strings), got {names!r}")
+    problems.append(f"{option} must be a list of node names (strings), got {shown(names)}")
     return ()

@@ -12,6 +12,7 @@ import re
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from flowcore._shown import shown
 from flowcore.errors import GraphDefinitionError
 from flowcore.graph.constants import END, RESERVED_NAMES, START
 from flowcore.graph.spec import (
@@ -40,10 +41,10 @@ def _shape_of(func: Any, node: str, cache: dict[Any, CallableShape]) -> Callable
     try:
         known = cache.get(func)
     except TypeError:  # an unhashable callable object
-        return inspect_callable(func, f"node {node!r}")
+        return inspect_callable(func, f"node {shown(node)}")
     if known is not None:
         return known
-    shape = inspect_callable(func, f"node {node!r}")
+    shape = inspect_callable(func, f"node {shown(node)}")
     if isinstance(shape, CallableShape):
         cache[func] = shape
     return shape
@@ -83,7 +84,7 @@ def compile_graph(
             problems.append(shape)
             shape = CallableShape(is_async=False, takes_context=False)
         if pending.template_error:
-            problems.append(f"node {pending.name!r} inputs: {pending.template_error}")
+            problems.append(f"node {shown(pending.name)} inputs: {pending.template_error}")
         specs.append(
             NodeSpec(  # positional: cheaper than keywords, once per node
                 pending.name,
@@ -116,13 +117,15 @@ def compile_graph(
                 problems.append(f"{label}: START cannot be part of a join")
                 bad = True
             elif src != START and src not in known:
-                problems.append(f"{label}: unknown source node {src!r}{_suggest(src, known)}")
+                problems.append(f"{label}: unknown source node {shown(src)}{_suggest(src, known)}")
                 bad = True
         if target == START:
             problems.append(f"{label}: START cannot be the target of an edge")
             bad = True
         elif target != END and target not in known:
-            problems.append(f"{label}: unknown target node {target!r}{_suggest(target, known)}")
+            problems.append(
+                f"{label}: unknown target node {shown(target)}{_suggest(target, known)}"
+            )
             bad = True
         if not bad and (sources, target) not in seen_edges:
             seen_edges.add((sources, target))
@@ -148,7 +151,8 @@ def compile_graph(
         for n in node_names:
             if n not in topology.reachable:
                 problems.append(
-                    f"node {n!r} is unreachable from START; connect it with an edge or remove it"
+                    f"node {shown(n)} is unreachable from START; connect it with an edge or "
+                    "remove it"
                 )
     for edge in edge_specs:
         if len(edge.sources) > 1:
@@ -170,7 +174,7 @@ def compile_graph(
         for n in names:
             if n not in known:
                 problems.append(
-                    f"{option} names {n!r}, which is not a node of this graph; "
+                    f"{option} names {shown(n)}, which is not a node of this graph; "
                     "use one of the names given to add_node"
                 )
     if problems:
@@ -193,12 +197,12 @@ def compile_graph(
 def _check_node_name(name: str) -> list[str]:
     if name in RESERVED_NAMES:
         return [
-            f"node name {name!r} is reserved (START, END and the <<ref>> namespaces "
+            f"node name {shown(name)} is reserved (START, END and the <<ref>> namespaces "
             f"{', '.join(_NAMESPACES)}); rename the node"
         ]
     if not _NODE_NAME.fullmatch(name):
         return [
-            f"node name {name!r} is not valid: use letters, digits, '_' or '-' so "
+            f"node name {shown(name)} is not valid: use letters, digits, '_' or '-' so "
             "<<refs>> can name it"
         ]
     return []
@@ -208,13 +212,13 @@ def _build_router(
     pending: _PendingRouter, index: int, known: set[str], problems: list[str]
 ) -> RouterSpec | None:
     source = pending.source
-    label = f"conditional edge from {source!r}"
+    label = f"conditional edge from {shown(source)}"
     ok = True
     if source == END:
         problems.append(f"{label}: END cannot route anywhere")
         ok = False
     elif source != START and source not in known:
-        problems.append(f"{label}: unknown source node {source!r}{_suggest(source, known)}")
+        problems.append(f"{label}: unknown source node {shown(source)}{_suggest(source, known)}")
         ok = False
     shape = inspect_callable(pending.func, f"router of {label}")
     if isinstance(shape, str):
@@ -227,7 +231,7 @@ def _build_router(
         targets = literal_targets(pending.func)
         if not targets:
             problems.append(
-                f"{label}: router {getattr(pending.func, '__name__', pending.func)!r} has no "
+                f"{label}: router {shown(getattr(pending.func, '__name__', pending.func))} has no "
                 "declared targets; pass path_map={'key': 'node', ...} or a list of node "
                 "names, or annotate its return type as Literal['node_a', 'node_b']"
             )
@@ -245,7 +249,7 @@ def _build_router(
     else:
         problems.append(
             f"{label}: path_map must be a dict or a list of node names (a dict maps each "
-            f"route key to a node name string), got {raw!r}"
+            f"route key to a node name string), got {shown(raw)}"
         )
         return None
     if not targets and raw is not None:
@@ -256,7 +260,7 @@ def _build_router(
             problems.append(f"{label}: START cannot be a route target")
             ok = False
         elif t != END and t not in known:
-            problems.append(f"{label}: path map names unknown node {t!r}{_suggest(t, known)}")
+            problems.append(f"{label}: path map names unknown node {shown(t)}{_suggest(t, known)}")
             ok = False
     if not ok:
         return None
@@ -273,18 +277,18 @@ def _check_references(
         upstream: frozenset[str] | None = None
         for ref in spec.inputs.references:
             ns = ref.namespace
-            where = f"node {spec.name!r} input {ref.text}"
+            where = f"node {shown(spec.name)} input {ref.text}"
             if ns == "state":
                 if ref.path and ref.path[0] not in schema:
                     problems.append(
-                        f"{where}: state has no key {ref.path[0]!r} "
+                        f"{where}: state has no key {shown(ref.path[0])} "
                         f"(keys: {', '.join(schema.keys)})"
                     )
             elif ns in ("memory", "user"):
                 if ns not in schema:
                     problems.append(
-                        f"{where}: the {ns!r} namespace reads state[{ns!r}]; "
-                        f"add a {ns!r} key to state schema {schema.name}"
+                        f"{where}: the {shown(ns)} namespace reads state[{shown(ns)}]; "
+                        f"add a {shown(ns)} key to state schema {schema.name}"
                     )
             elif ns == "input":
                 continue
@@ -293,12 +297,12 @@ def _check_references(
                     upstream = topology.ancestors(spec.name)
                 if ns not in upstream:
                     problems.append(
-                        f"{where}: node {ns!r} is not upstream of {spec.name!r}, so its "
+                        f"{where}: node {shown(ns)} is not upstream of {shown(spec.name)}, so its "
                         f"output cannot exist yet; add an edge path {ns} -> {spec.name}"
                     )
             else:
                 problems.append(
-                    f"{where}: {ns!r} is not a node or a namespace "
+                    f"{where}: {shown(ns)} is not a node or a namespace "
                     f"({', '.join(_NAMESPACES)}){_suggest(ns, known)}"
                 )
     return problems
@@ -308,7 +312,7 @@ def _suggest(name: str, known: set[str]) -> str:
     import difflib
 
     close = difflib.get_close_matches(name, sorted(known), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return f" (did you mean {shown(close[0])}?)" if close else ""
 
 
 def _structural_version(

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from flowcore._shown import shown
 from flowcore.errors import GraphDefinitionError
 
 __all__ = ["RetryPolicy"]
@@ -37,19 +38,25 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         problems: list[str] = []
         if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
-            problems.append(f"RetryPolicy.max_attempts must be an int, got {self.max_attempts!r}")
+            problems.append(
+                f"RetryPolicy.max_attempts must be an int, got {shown(self.max_attempts)}"
+            )
         elif self.max_attempts < 1:
-            problems.append(f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}")
+            problems.append(
+                f"RetryPolicy.max_attempts must be >= 1, got {shown(self.max_attempts)}"
+            )
         for field in ("initial_interval", "backoff_factor", "max_interval", "jitter"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int | float):
-                problems.append(f"RetryPolicy.{field} must be a number, got {value!r}")
-            elif not math.isfinite(value):
-                problems.append(f"RetryPolicy.{field} must be finite, got {value!r}")
+                problems.append(f"RetryPolicy.{field} must be a number, got {shown(value)}")
+            elif not math.isfinite(float(value) if abs(value) < 2**64 else math.inf):
+                problems.append(
+                    f"RetryPolicy.{field} must be finite and below 2**64, got {shown(value)}"
+                )
             elif field == "backoff_factor" and value < 1:
-                problems.append(f"RetryPolicy.backoff_factor must be >= 1, got {value}")
+                problems.append(f"RetryPolicy.backoff_factor must be >= 1, got {shown(value)}")
             elif value < 0:
-                problems.append(f"RetryPolicy.{field} must be >= 0, got {value}")
+                problems.append(f"RetryPolicy.{field} must be >= 0, got {shown(value)}")
         retry_on = self.retry_on
         if not (
             _is_exception_type(retry_on)
@@ -58,7 +65,7 @@ class RetryPolicy:
         ):
             problems.append(
                 "RetryPolicy.retry_on must be an exception type, a tuple of them, or a "
-                f"predicate (exception) -> bool, got {retry_on!r}"
+                f"predicate (exception) -> bool, got {shown(retry_on)}"
             )
         if problems:
             raise GraphDefinitionError(problems)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, get_args, get_origin
 
+from flowcore._shown import shown
 from flowcore.graph.constants import END
 from flowcore.graph.policy import RetryPolicy
 from flowcore.refs import ValueTemplate
@@ -33,7 +34,7 @@ def inspect_callable(func: Callable[..., Any], what: str) -> CallableShape | str
         CallableShape(is_async=True, takes_context=True)
     """
     if not callable(func):
-        return f"{what}: {func!r} is not callable; pass a function (state) -> update"
+        return f"{what}: {shown(func)} is not callable; pass a function (state) -> update"
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError):

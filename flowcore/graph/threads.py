@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from flowcore._shown import shown
 from flowcore.checkpoint.protocol import Checkpoint, Checkpointer, PendingWrite
 from flowcore.checkpoint.serde import check_storable
 from flowcore.errors import InvalidInputError, InvalidUpdateError, ResumeError, SerializationError
@@ -71,7 +72,8 @@ def check_durability(durability: object) -> Durability:
     """Validate a ``durability=`` argument."""
     if durability not in DURABILITIES:
         raise InvalidInputError(
-            f"durability={durability!r} is not a durability mode; use 'sync', 'async' or 'exit'"
+            f"durability={shown(durability)} is not a durability mode; use 'sync', 'async' "
+            "or 'exit'"
         )
     return durability
 
@@ -84,7 +86,7 @@ def check_thread_id(thread_id: object) -> str:
         't1'
     """
     if not isinstance(thread_id, str) or not thread_id:
-        raise InvalidInputError(f"thread_id must be a non-empty string, got {thread_id!r}")
+        raise InvalidInputError(f"thread_id must be a non-empty string, got {shown(thread_id)}")
     return thread_id
 
 

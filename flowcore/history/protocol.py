@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 from typing import Protocol, runtime_checkable
 
+from flowcore._shown import shown
 from flowcore.errors import FlowcoreError, InvalidInputError, SerializationError
 from flowcore.history.records import RunRecord
 
@@ -53,7 +54,7 @@ class RunNotFoundError(RunHistoryError, LookupError):
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         super().__init__(
-            f"no run {run_id!r} in the run history; list recorded runs with "
+            f"no run {shown(run_id)} in the run history; list recorded runs with "
             "'await history.list()' (filter by pipeline_id=, user_id=, status=, thread_id=) "
             "and use one of their run_id values"
         )
@@ -84,7 +85,7 @@ def check_limit(limit: int | None) -> int | None:
         return None
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidInputError(
-            f"limit must be a positive int (or None for every run), got {limit!r}"
+            f"limit must be a positive int (or None for every run), got {shown(limit)}"
         )
     return limit
 
@@ -106,22 +107,24 @@ def check_record(record: RunRecord) -> RunRecord:
         )
     if not isinstance(record.run_id, str) or not record.run_id:
         raise InvalidInputError(
-            f"a RunRecord needs a non-empty run_id string, got {record.run_id!r}"
+            f"a RunRecord needs a non-empty run_id string, got {shown(record.run_id)}"
         )
     # The filterable fields must compare the same in every store (SQLite would
     # turn a number into text), so their types are checked, not coerced.
-    where = f"RunRecord {record.run_id!r}"
+    where = f"RunRecord {shown(record.run_id)}"
     for name in ("pipeline_id", "status"):
         if not isinstance(getattr(record, name), str):
-            raise InvalidInputError(f"{where}: {name} must be a str, got {getattr(record, name)!r}")
+            raise InvalidInputError(
+                f"{where}: {name} must be a str, got {shown(getattr(record, name))}"
+            )
     for name in ("user_id", "thread_id"):
         value = getattr(record, name)
         if value is not None and not isinstance(value, str):
-            raise InvalidInputError(f"{where}: {name} must be a str or None, got {value!r}")
+            raise InvalidInputError(f"{where}: {name} must be a str or None, got {shown(value)}")
     version = record.pipeline_version
     if isinstance(version, bool) or not isinstance(version, int | str):
         raise InvalidInputError(
-            f"{where}: pipeline_version must be an int or a str, got {version!r}"
+            f"{where}: pipeline_version must be an int or a str, got {shown(version)}"
         )
     # Text columns are written as UTF-8, which a lone surrogate cannot be.
     texts = [

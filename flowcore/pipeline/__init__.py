@@ -13,6 +13,7 @@ from flowcore.pipeline.runner import (
     EventCallback,
     PipelineRunner,
     check_run_inputs,
+    check_run_request,
     input_keys,
 )
 from flowcore.pipeline.schedule import CronSchedule, ScheduleError, ScheduleSpec, parse_cron
@@ -32,6 +33,7 @@ __all__ = [
     "as_pipeline",
     "check_pipeline",
     "check_run_inputs",
+    "check_run_request",
     "compile_pipeline",
     "compile_task_plan",
     "input_keys",

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
+from flowcore._shown import shown
 from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.executor import BlockExecutor
 from flowcore.blocks.node import add_block
@@ -62,7 +63,7 @@ async def load_pipeline_blocks(
         try:
             blocks[node.id] = await store.get(node.block_id, node.block_version)
         except BlockNotFoundError as exc:
-            problems.append(f"node {node.id!r}: {exc}")
+            problems.append(f"node {shown(node.id)}: {exc}")
     return blocks, problems
 
 
@@ -120,14 +121,14 @@ def _analyse(
     ids = [n.id for n in pipeline.nodes]
     known = set(ids)
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
-        problems.append(f"node id {dup!r} is used more than once; node ids must be unique")
+        problems.append(f"node id {shown(dup)} is used more than once; node ids must be unique")
     deps: dict[str, set[str]] = {i: set() for i in ids}
     explicit = {(e.source, e.target) for e in pipeline.edges}
     for edge in pipeline.edges:
         bad = [n for n in (edge.source, edge.target) if n not in known]
         if bad:
             problems.append(
-                f"edge {edge.source} -> {edge.target}: unknown node {bad[0]!r} "
+                f"edge {edge.source} -> {edge.target}: unknown node {shown(bad[0])} "
                 f"(nodes: {', '.join(ids)})"
             )
         else:
@@ -139,11 +140,12 @@ def _analyse(
                 continue
             if ref.namespace not in known:
                 problems.append(
-                    f"node {node.id!r}: {ref.text} refers to unknown node {ref.namespace!r} "
+                    f"node {shown(node.id)}: {ref.text} refers to unknown node "
+                    f"{shown(ref.namespace)} "
                     f"(nodes: {', '.join(ids)}; or use input., state., memory., user.)"
                 )
             elif ref.namespace == node.id:
-                problems.append(f"node {node.id!r}: {ref.text} refers to the node itself")
+                problems.append(f"node {shown(node.id)}: {ref.text} refers to the node itself")
             else:
                 deps[node.id].add(ref.namespace)
                 implied.setdefault((ref.namespace, node.id), ref.text)
@@ -152,16 +154,17 @@ def _analyse(
         block = blocks.get(node.id)
         if node.branches is not None and block is not None and block.kind != "decision":
             problems.append(
-                f"node {node.id!r}: branches only apply to decision blocks, and block "
-                f"{block.id!r} is a {block.kind!r} block; remove them or use a decision block"
+                f"node {shown(node.id)}: branches only apply to decision blocks, and block "
+                f"{shown(block.id)} is a {shown(block.kind)} block; remove them or use a decision "
+                "block"
             )
             branches.pop(node.id, None)
     for source, mapping in branches.items():
         for key, target in mapping.items():
             if target not in known:
                 problems.append(
-                    f"node {source!r}: decision branch {key!r} leads to unknown node "
-                    f"{target!r}; name a node of this pipeline (nodes: {', '.join(ids)})"
+                    f"node {shown(source)}: decision branch {shown(key)} leads to unknown node "
+                    f"{shown(target)}; name a node of this pipeline (nodes: {', '.join(ids)})"
                 )
     # Plain edges and references must form a DAG; only a decision branch may loop back.
     order = _order(deps, implied, problems)
@@ -192,9 +195,10 @@ def _analyse(
     for source, target in sorted(set(implied) - data_only - explicit - routed):
         if target in targets:
             problems.append(
-                f"node {target!r} runs only when decision {targets[target]!r} picks it, but "
-                f"{implied[(source, target)]} reads node {source!r}, which is not upstream of "
-                f"{targets[target]!r}; add an edge {source} -> {targets[target]} so the value "
+                f"node {shown(target)} runs only when decision {shown(targets[target])} picks it, "
+                "but "
+                f"{implied[(source, target)]} reads node {shown(source)}, which is not upstream of "
+                f"{shown(targets[target])}; add an edge {source} -> {targets[target]} so the value "
                 "is ready, or read it from the shared context"
             )
     return problems, _Shape(deps, branches, frozenset(loops), data_only)
@@ -246,7 +250,7 @@ def _order(
         cycle: list[str] = list(exc.args[1])
         path = " -> ".join(reversed(cycle))
         later = [
-            f"{implied[(a, b)]} in node {b!r}"
+            f"{implied[(a, b)]} in node {shown(b)}"
             for a, b in zip(reversed(cycle), list(reversed(cycle))[1:], strict=False)
             if (a, b) in implied
         ]
@@ -275,7 +279,8 @@ def _input_problems(
     for key in block.input_schema.get("required", []):
         if key not in inputs and key not in offered:
             problems.append(
-                f"node {node_id!r}: required input {key!r} of block {block.id!r} has no source; "
+                f"node {shown(node_id)}: required input {shown(key)} of block {shown(block.id)} "
+                "has no source; "
                 f'wire it in inputs (e.g. "{key}": "<<input.{key}>>") or produce it upstream'
             )
     for key, value in inputs.items():
@@ -290,8 +295,8 @@ def _input_problems(
         field = ref.path[0]
         if outs and field not in outs:
             problems.append(
-                f"node {node_id!r}: {ref.text} reads output {field!r}, which block "
-                f"{source.id!r} does not produce (outputs: {', '.join(outs)})"
+                f"node {shown(node_id)}: {ref.text} reads output {shown(field)}, which block "
+                f"{shown(source.id)} does not produce (outputs: {', '.join(outs)})"
             )
             continue
         if len(ref.path) > 1 or field not in outs or key not in props:
@@ -304,8 +309,8 @@ def _input_problems(
             and not any((h, w) in _FEEDS for h in have for w in want)
         ):
             problems.append(
-                f"node {node_id!r}: input {key!r} expects {'/'.join(sorted(want))} but "
-                f"{ref.text} is {'/'.join(sorted(have))} (output of block {source.id!r})"
+                f"node {shown(node_id)}: input {shown(key)} expects {'/'.join(sorted(want))} but "
+                f"{ref.text} is {'/'.join(sorted(have))} (output of block {shown(source.id)})"
             )
     return problems
 

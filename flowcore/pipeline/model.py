@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from flowcore._shown import shown
 from flowcore.checkpoint.serde import MAX_NESTING, check_json_value
 from flowcore.errors import FlowcoreError, SerializationError
 
@@ -37,7 +38,7 @@ class PipelineError(FlowcoreError, ValueError):
     def __init__(self, problems: list[str], *, pipeline: str | None = None) -> None:
         self.problems = tuple(problems)
         self.pipeline = pipeline
-        where = f"pipeline {pipeline!r}" if pipeline else "pipeline"
+        where = f"pipeline {shown(pipeline)}" if pipeline else "pipeline"
         count = len(problems)
         listed = "\n".join(f"  - {p}" for p in problems)
         super().__init__(f"{where} has {count} problem{'s' if count != 1 else ''}:\n{listed}")
@@ -68,11 +69,11 @@ class PipelineNode(BaseModel):
     def _check_id(cls, value: str) -> str:
         if not _ID.match(value):
             raise ValueError(
-                f"node id {value!r} must start with a letter and use letters, digits, '_' or "
+                f"node id {shown(value)} must start with a letter and use letters, digits, '_' or "
                 "'-' (it is used in <<id.field>> references)"
             )
         if value in _RESERVED:
-            raise ValueError(f"node id {value!r} is reserved; pick another name")
+            raise ValueError(f"node id {shown(value)} is reserved; pick another name")
         return value
 
 

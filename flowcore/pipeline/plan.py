@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from flowcore._shown import shown
 from flowcore.blocks.executor import BlockExecutor
 from flowcore.blocks.store import BlockStore
 from flowcore.checkpoint.protocol import Checkpointer
@@ -340,7 +341,7 @@ def _structure_problems(shapes: Sequence[_StepShape], entry: str | None) -> list
     problems: list[str] = []
     ids = [s.step_id for s in shapes if s.step_id is not None]
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
-        problems.append(f"step id {dup!r} is used more than once; step ids must be unique")
+        problems.append(f"step id {shown(dup)} is used more than once; step ids must be unique")
     if len(ids) < len(shapes):
         return problems  # without every id, "unknown step" would be guesswork
     known = set(ids)
@@ -348,28 +349,30 @@ def _structure_problems(shapes: Sequence[_StepShape], entry: str | None) -> list
     for shape in shapes:
         for dep in shape.depends_on or ():
             if dep == shape.step_id:
-                problems.append(f"step {dep!r}: depends_on names the step itself")
+                problems.append(f"step {shown(dep)}: depends_on names the step itself")
             elif dep not in known:
                 problems.append(
-                    f"step {shape.step_id!r}: depends_on names unknown step {dep!r} "
+                    f"step {shown(shape.step_id)}: depends_on names unknown step {shown(dep)} "
                     f"(steps: {listed})"
                 )
         for key, target in (shape.branches or {}).items():
             if target not in known:
                 problems.append(
-                    f"step {shape.step_id!r}: branch {key!r} leads to unknown step {target!r} "
+                    f"step {shown(shape.step_id)}: branch {shown(key)} leads to unknown step "
+                    f"{shown(target)} "
                     f"(steps: {listed})"
                 )
     by_id = {s.step_id: s for s in shapes}
     if entry is not None:
         if entry not in known:
             problems.append(
-                f"entry_step_id {entry!r} is not a step of this plan; name one of: {listed}"
+                f"entry_step_id {shown(entry)} is not a step of this plan; name one of: {listed}"
             )
         elif by_id[entry].depends_on:
             deps = ", ".join(repr(d) for d in by_id[entry].depends_on or ())
             problems.append(
-                f"entry step {entry!r} has depends_on ({deps}), but the entry step runs first; "
+                f"entry step {shown(entry)} has depends_on ({deps}), but the entry step runs "
+                "first; "
                 "remove its depends_on or make another step the entry step"
             )
     if any(s.depends_on is None or s.branches is None for s in shapes):
@@ -380,7 +383,8 @@ def _structure_problems(shapes: Sequence[_StepShape], entry: str | None) -> list
         for step_id in dict.fromkeys(ids):
             if step_id not in reached:
                 problems.append(
-                    f"step {step_id!r} is not reachable from the entry step {entry!r}; list the "
+                    f"step {shown(step_id)} is not reachable from the entry step {shown(entry)}; "
+                    "list the "
                     "step it runs after in its depends_on, or route to it from a decision "
                     "step's branches"
                 )
@@ -396,7 +400,7 @@ def _cycle_problems(shapes: Sequence[_StepShape], known: set[str]) -> list[str]:
     except graphlib.CycleError as exc:
         # graphlib lists the cycle in run order; read backwards, each step depends on the next.
         cycle: list[str] = list(reversed(exc.args[1]))
-        chain = ", ".join(f"{a!r} depends on {b!r}" for a, b in pairwise(cycle))
+        chain = ", ".join(f"{shown(a)} depends on {shown(b)}" for a, b in pairwise(cycle))
         return [
             f"depends_on forms a cycle: {chain}; break it (to repeat steps, route back to an "
             "earlier step with a decision step's branches)"

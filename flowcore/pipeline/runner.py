@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from flowcore._shown import shown
 from flowcore.blocks.executor import BlockExecutor
 from flowcore.blocks.store import BlockStore
 from flowcore.checkpoint.protocol import Checkpointer
@@ -40,7 +41,7 @@ from flowcore.refs.resolver import extract_references
 from flowcore.result import RunResult
 from flowcore.secrets import Redactor, Secret
 
-__all__ = ["EventCallback", "PipelineRunner", "check_run_inputs", "input_keys"]
+__all__ = ["EventCallback", "PipelineRunner", "check_run_inputs", "check_run_request", "input_keys"]
 
 EventCallback = Callable[[Event], Awaitable[None] | None]
 """Called with every event of a run as it happens (sync or async)."""
@@ -82,14 +83,14 @@ def check_run_inputs(pipeline: Pipeline, inputs: Mapping[str, Any]) -> list[str]
     """
     wanted = input_keys(pipeline)
     problems = [
-        f"input {key!r} is missing (read by node {', '.join(readers)}); "
+        f"input {shown(key)} is missing (read by node {', '.join(readers)}); "
         f"pass it, e.g. --input {key}=..."
         for key, readers in wanted.items()
         if key not in inputs
     ]
     known = ", ".join(sorted(wanted)) or "none"
     problems.extend(
-        f"input {key!r} is not read by pipeline {pipeline.id!r} (it reads: {known}); "
+        f"input {shown(key)} is not read by pipeline {shown(pipeline.id)} (it reads: {known}); "
         "remove it or wire it into a node's inputs as <<input." + key + ">>"
         for key in inputs
         if key not in wanted
@@ -97,20 +98,26 @@ def check_run_inputs(pipeline: Pipeline, inputs: Mapping[str, Any]) -> list[str]
     return problems
 
 
-def _checked_request(
+def check_run_request(
     pipeline: Pipeline,
     inputs: Mapping[str, Any] | None,
     *,
-    user_id: object,
-    thread_id: object,
+    user_id: object = None,
+    thread_id: object = None,
 ) -> dict[str, Any]:
     """The run input as a dict, refused before anything runs if the run could not be recorded.
 
     Run inputs, the user id and the thread id are stored with the run (history,
     checkpoints), so each must be data those stores hold: plain JSON for the
     inputs (a :class:`~flowcore.secrets.Secret` is stored as a placeholder).
+    Raises :class:`~flowcore.errors.InvalidInputError` naming the bad value's path.
+
+    Example:
+        >>> p = Pipeline.from_data({"id": "p", "name": "P", "nodes": []})
+        >>> check_run_request(p, {"doc": "text"}, user_id="ada")
+        {'doc': 'text'}
     """
-    where = f"run input of pipeline {pipeline.id!r}"
+    where = f"run input of pipeline {shown(pipeline.id)}"
     if inputs is not None and not isinstance(inputs, Mapping):
         raise InvalidInputError(
             f"{where} must be a mapping of input names to values, got {type(inputs).__name__}"
@@ -118,7 +125,9 @@ def _checked_request(
     given = dict(inputs or {})
     for name, value in (("user_id", user_id), ("thread_id", thread_id)):
         if value is not None and (not isinstance(value, str) or not value):
-            raise InvalidInputError(f"{name} must be a non-empty string or None, got {value!r}")
+            raise InvalidInputError(
+                f"{name} must be a non-empty string or None, got {shown(value)}"
+            )
     try:
         plain = {k: v for k, v in given.items() if not isinstance(v, Secret)}
         check_json_value(plain, path="input")
@@ -195,11 +204,11 @@ class PipelineRunner:
             >>> # result = await runner.run(plan, {"request": "lunch"}, user_id="ada")
         """
         pipeline = as_pipeline(definition)
-        given = _checked_request(pipeline, inputs, user_id=user_id, thread_id=thread_id)
+        given = check_run_request(pipeline, inputs, user_id=user_id, thread_id=thread_id)
         problems = check_run_inputs(pipeline, given)
         if problems:
             raise InvalidInputError(
-                f"run input of pipeline {pipeline.id!r}: " + "; ".join(problems)
+                f"run input of pipeline {shown(pipeline.id)}: " + "; ".join(problems)
             )
         graph = await self.compile(pipeline)
         given = await self.guard_inputs(pipeline, given)
@@ -278,7 +287,7 @@ class PipelineRunner:
                     definition = load_definition(dict(latest[0].source))
         if definition is None:
             raise ResumeError(
-                f"no recorded run on thread {thread_id!r}; check the id with "
+                f"no recorded run on thread {shown(thread_id)}; check the id with "
                 "'flowcore runs list', or pass the pipeline to resume(definition=...)",
                 thread_id=thread_id,
             )
@@ -343,9 +352,9 @@ class PipelineRunner:
                     await self.history.save(storable_record(record))
             except RunHistoryError as exc:
                 raise RunHistoryError(
-                    f"run {result.run_id!r} of pipeline {pipeline.id!r} ended "
-                    f"{result.status!r}"
-                    + (f" on thread {thread_id!r}" if thread_id else "")
+                    f"run {shown(result.run_id)} of pipeline {shown(pipeline.id)} ended "
+                    f"{shown(result.status)}"
+                    + (f" on thread {shown(thread_id)}" if thread_id else "")
                     + f", but recording it in the run history failed: {exc}"
                 ) from exc
         return result

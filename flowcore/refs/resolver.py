@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
+from flowcore._shown import shown
 from flowcore.errors import ReferenceResolutionError, ReferenceSyntaxError
 
 __all__ = [
@@ -220,7 +221,7 @@ class ValueTemplate:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._value!r})"
+        return f"{type(self).__name__}({shown(self._value)})"
 
 
 def extract_references(value: object) -> tuple[Reference, ...]:
@@ -376,7 +377,7 @@ def _to_text(value: object) -> str:
 
 def _compile(value: object, refs: list[Reference], location: tuple[object, ...]) -> _Plan:
     if len(location) > _MAX_DEPTH and isinstance(value, (dict, list, tuple)):
-        where = "".join(f"[{key!r}]" for key in location[:5])
+        where = "".join(f"[{shown(key)}]" for key in location[:5])
         raise ReferenceSyntaxError(
             f"the value at {where}... nests lists and dicts more than {_MAX_DEPTH} levels "
             "deep, too deep to search for <<references>>; flatten it, or pass it as a JSON "
@@ -463,7 +464,7 @@ def _syntax_message(text: str, inner: str, location: tuple[object, ...]) -> str:
         why = f"segment '{bad}' may only contain letters, digits, '_' and '-'"
         if "[" in bad:
             why += " (index lists with a dot: <<node.items.0>>)"
-    where = f" at {''.join(f'[{key!r}]' for key in location)}" if location else ""
+    where = f" at {''.join(f'[{shown(key)}]' for key in location)}" if location else ""
     return (
         f"malformed reference '{text}'{where}: {why}. Write a reference as "
         "<<namespace.path>> with dot-separated segments, e.g. <<node.field.0>>, "

@@ -16,6 +16,7 @@ from typing import Any, NotRequired, Required, get_args, get_origin, get_type_hi
 
 from pydantic import BaseModel, ValidationError
 
+from flowcore._shown import shown
 from flowcore.errors import GraphDefinitionError, InvalidInputError, InvalidUpdateError
 from flowcore.state.reducers import Reducer, append, merge, replace
 
@@ -82,7 +83,7 @@ class StateSchema:
             return cls(schema, _typeddict_channels(schema), None)
         raise GraphDefinitionError(
             [
-                f"state schema {schema!r} must be a TypedDict or a pydantic BaseModel "
+                f"state schema {shown(schema)} must be a TypedDict or a pydantic BaseModel "
                 "subclass; declare the state keys as one of those"
             ]
         )
@@ -124,7 +125,7 @@ class StateSchema:
             example = self.keys[0] if self.keys else "key"
             raise InvalidInputError(
                 "run input must be a mapping of state keys (or None), got "
-                f"{type(run_input).__name__}; pass e.g. {{{example!r}: value}}"
+                f"{type(run_input).__name__}; pass e.g. {{{shown(example)}: value}}"
             )
         values: dict[str, Any] = {
             c.name: c.default() for c in self._channels.values() if c.default is not None
@@ -205,14 +206,14 @@ class StateSchema:
         if isinstance(update, BaseModel) and self.model is not None:
             if not isinstance(update, self.model):
                 raise InvalidUpdateError(
-                    f"node {node!r} returned a {type(update).__name__}; return a dict of "
+                    f"node {shown(node)} returned a {type(update).__name__}; return a dict of "
                     f"{self.name} keys or a {self.name} instance",
                     node=node,
                 )
             return {k: getattr(update, k) for k in update.model_fields_set}
         if not isinstance(update, Mapping):
             raise InvalidUpdateError(
-                f"node {node!r} returned {type(update).__name__}; a node must return a dict "
+                f"node {shown(node)} returned {type(update).__name__}; a node must return a dict "
                 f"of state keys to new values (keys of {self.name}: {', '.join(self.keys)}) "
                 "or None",
                 node=node,
@@ -220,7 +221,7 @@ class StateSchema:
         for key in update:
             if key not in self._reducers:
                 raise InvalidUpdateError(
-                    f"node {node!r} wrote key {key!r}, which is not in state schema "
+                    f"node {shown(node)} wrote key {shown(key)}, which is not in state schema "
                     f"{self.name} (keys: {', '.join(self.keys)}); add it to the schema",
                     node=node,
                     key=str(key),
@@ -266,7 +267,8 @@ class StateSchema:
                 except Exception as exc:
                     name = getattr(reducer, "__name__", repr(reducer))
                     raise InvalidUpdateError(
-                        f"reducer {name} for key {key!r} rejected the write of node {node!r}: "
+                        f"reducer {name} for key {shown(key)} rejected the write of node "
+                        f"{shown(node)}: "
                         f"{type(exc).__name__}: {exc}",
                         node=node,
                         key=key,
@@ -283,7 +285,7 @@ def replace_conflict(key: str, first: str, second: str) -> InvalidUpdateError:
         ('left', 'right')
     """
     return InvalidUpdateError(
-        f"nodes {first!r} and {second!r} both wrote replace-key {key!r} in the same "
+        f"nodes {shown(first)} and {shown(second)} both wrote replace-key {shown(key)} in the same "
         "superstep, so the result would depend on timing; give the key a reducer, "
         "e.g. Annotated[list[T], append], or let only one of them write it",
         node=second,
