@@ -63,6 +63,7 @@ from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.registry import ProviderRegistry
 from flowcore.llm.retry import call_with_retries, provider_retry_delay
 from flowcore.llm.types import LLMRequest, LLMResponse, Message, ToolCall, ToolSpec, Usage
+from flowcore.memory.manager import MemoryManager
 from flowcore.memory.store import Namespace, Store
 from flowcore.sandbox import PythonSandbox, SandboxTimeoutError
 from flowcore.scheduler.context import NodeContext
@@ -597,7 +598,8 @@ class BlockExecutor:
         if self.memory is None or not user_id:
             return {}
         snapshot: dict[str, Any] = {}
-        for namespace in (("users", str(user_id), "preferences"), self._namespace(run)):
+        preferences = MemoryManager.preferences_namespace(str(user_id))
+        for namespace in (preferences, self._namespace(run)):
             for item in await self.memory.list(namespace):
                 snapshot[item.key] = item.value
         return snapshot
