@@ -40,12 +40,14 @@ from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.jsonschema import schema_problems
 from flowcore.blocks.prompting import aparse_json_object, repair_prompt, system_prompt
 from flowcore.blocks.templates import TemplateLimits, TemplateRenderError, arender_prompt
+from flowcore.checkpoint.serde import check_text_and_nesting
 from flowcore.errors import (
     BlockConfigurationError,
     BlockError,
     BlockInputError,
     BlockOutputError,
     BlockTimeoutError,
+    SerializationError,
     ToolCallError,
 )
 from flowcore.events import (
@@ -292,6 +294,7 @@ class BlockExecutor:
             return duration
 
         try:
+            _check_inputs(block, inputs)
             for name in block.secret_inputs & set(inputs):
                 learn(ctx.redactor, inputs[name], name=f"{block.id}.{name}")
             outputs = await self._with_retries(run, reveal_secrets(dict(inputs)))
@@ -418,7 +421,9 @@ class BlockExecutor:
             # One more try, telling the model what was wrong with its answer.
             repaired = True
             run.metadata["repaired"] = True
-            messages.append(Message("assistant", response.text))
+            # The answer goes back to the model as text: a lone surrogate in it cannot.
+            answer = response.text.encode("utf-8", "replace").decode("utf-8")
+            messages.append(Message("assistant", answer))
             messages.append(Message("user", repair_prompt(problems)))
 
     def _offered_tools(self, block: BlockDefinition) -> tuple[ToolSpec, ...]:
@@ -701,3 +706,15 @@ class BlockExecutor:
             return {_single_key(schema, "waited"): seconds}
         # No duration: wait for an outside event, delivered as a resume value.
         return await self._run_human(run, inputs, schema)
+
+
+def _check_inputs(block: BlockDefinition, inputs: Mapping[str, Any]) -> None:
+    """Refuse inputs no model, tool or store can take, before any attempt runs."""
+    if not isinstance(inputs, Mapping):
+        raise BlockInputError(
+            block.id, [f"inputs: must be a mapping of input names, got {type(inputs).__name__}"]
+        )
+    try:
+        check_text_and_nesting(dict(inputs), path="inputs")
+    except SerializationError as exc:
+        raise BlockInputError(block.id, [str(exc).removeprefix("cannot store ")]) from None
