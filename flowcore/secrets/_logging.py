@@ -92,7 +92,9 @@ _INSTALL_LOCK = threading.Lock()
 class LogRedaction:
     """What :func:`install_log_redaction` set up; :meth:`remove` takes it all away again.
 
+    Made by :func:`install_log_redaction` (building one installs nothing).
     Also a context manager: the redaction lasts for the ``with`` block.
+    ``filter`` is the :class:`RedactingFilter` it puts on handlers.
 
     Example:
         >>> import logging
@@ -110,7 +112,8 @@ class LogRedaction:
         self._scope = None if logger is None or logger is logging.root else logger.name
         self._handlers: weakref.WeakSet[logging.Handler] = weakref.WeakSet()
         self._active = False
-        self._previous_factory: Callable[..., logging.LogRecord] = logging.makeLogRecord
+        # What was in place before; read again, under the install lock, by _install.
+        self._previous_factory: Callable[..., logging.LogRecord] = logging.getLogRecordFactory()
         self._previous_add_handler: Callable[[logging.Logger, logging.Handler], None]
         self._previous_add_handler = logging.Logger.addHandler
 
@@ -153,7 +156,7 @@ class LogRedaction:
 
         def add_handler(logger: logging.Logger, handler: logging.Handler) -> None:
             previous_add_handler(logger, handler)
-            if self._active and (self._scope is None or self.covers(logger.name)):
+            if self._active and self.covers(logger.name):
                 self._attach(handler)
 
         self._factory = make_record
