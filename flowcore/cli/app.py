@@ -18,7 +18,7 @@ from typing import TextIO
 from flowcore.cli.commands import COMMANDS
 from flowcore.cli.redaction import redacted_output
 from flowcore.cli.render import one_line
-from flowcore.cli.workspace import PROVIDERS, default_db_path
+from flowcore.cli.workspace import PROVIDERS, CliError, default_db_path
 from flowcore.errors import FlowcoreError
 from flowcore.secrets import SecretRedactor, scrub_error
 
@@ -178,6 +178,7 @@ def main(
         args.json = getattr(args, "json", False)
         args.redactor = redactor
         try:
+            _check_text_arguments(args)
             return asyncio.run(COMMANDS[args.command](args, out))
         except FlowcoreError as exc:
             err.write(f"flowcore: error: {one_line(str(exc))}\n")
@@ -197,3 +198,32 @@ def main(
                 "the traceback)\n"
             )
             return EXIT_INTERNAL
+
+
+# Arguments naming files: a file name may hold bytes that are not UTF-8, and stays as
+# the OS gave it (Python keeps such bytes as lone surrogates, which open() takes back).
+_PATH_ARGUMENTS = frozenset({"file", "db", "blocks", "tools", "output"})
+
+
+def _check_text_arguments(args: argparse.Namespace) -> None:
+    """Refuse an id, name or value that holds bytes the terminal gave but UTF-8 cannot hold.
+
+    Such text (e.g. from ``$'\\xff'`` in a shell) reaches Python as lone
+    surrogates, which no database, model or JSON document can store: refused
+    here, before anything runs, instead of failing deep inside a store.
+    """
+    for name, value in vars(args).items():
+        if name in _PATH_ARGUMENTS:
+            continue
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if not isinstance(item, str) or (name == "input" and item.startswith("@")):
+                continue
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = item.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+                raise CliError(
+                    f"{name.replace('_', ' ')} {shown[:60]!r} holds bytes that are not UTF-8 text; "
+                    "retype it, or pass it from a UTF-8 file (--input @file.json)"
+                ) from None

@@ -192,6 +192,12 @@ class Judge:
         self.figures.ok += 1
         return result
 
+    def refused(self, code: str) -> None:
+        """Count the last case, which returned, as a typed refusal (a CLI's exit code 2)."""
+        self.figures.ok -= 1
+        self.figures.typed += 1
+        self.figures.codes[code] = self.figures.codes.get(code, 0) + 1
+
     def _typed(self, exc: FlowcoreError, took: float) -> None:
         self._ended(took)
         self.figures.typed += 1
