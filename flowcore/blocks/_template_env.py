@@ -68,6 +68,12 @@ class Budget:
 
     def tick(self) -> None:
         self.steps += 1
+        # The clock and the stop flag are read every few steps: a step is
+        # microseconds, and this runs on every operation of the template.
+        if self.steps & 15 == 0 or self.steps > self.limits.max_steps:
+            self.check()
+
+    def check(self) -> None:
         if self.steps > self.limits.max_steps:
             raise LimitExceededError(
                 f"the template did more than {self.limits.max_steps} operations "
@@ -143,8 +149,36 @@ def size_of(value: object) -> int:
     return 0
 
 
+def text_size(value: object, cap: int) -> int:
+    """About ``len(str(value))``, counted only until it passes ``cap`` so it stays cheap.
+
+    A list holding a million references to one long string is small in
+    memory but enormous as text; this is what refuses it before ``str()``.
+    """
+    if isinstance(value, str | bytes):
+        return len(value)
+    total = 0
+    stack = [value]
+    while stack and total <= cap:
+        item = stack.pop()
+        if isinstance(item, str | bytes):
+            total += len(item) + 2
+        elif isinstance(item, dict):
+            total += 2 + 4 * len(item)
+            if total <= cap:
+                stack.extend(item.keys())
+                stack.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            total += 2 + 2 * len(item)
+            if total <= cap:
+                stack.extend(item)
+        else:
+            total += len(str(item))
+    return total
+
+
 def _str_len(value: object) -> int:
-    return len(value) if isinstance(value, str | bytes) else len(str(value))
+    return text_size(value, current_budget().limits.max_output_chars)
 
 
 # -------------------------------------------------------------- formatting
@@ -279,19 +313,36 @@ def check_binop(budget: Budget, op: str, left: Any, right: Any) -> None:
     elif op == "*":
         seq, times = (left, right) if isinstance(left, _SEQUENCES) else (right, left)
         if isinstance(seq, _SEQUENCES) and isinstance(times, int) and times > 0:
-            budget.fits(len(seq) * times, "the repeated sequence")
+            budget.fits(_str_len(seq) * times, "the repeated sequence")
     elif op == "+" and isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
-        budget.fits(len(left) + len(right), "the joined sequence")
+        budget.fits(_str_len(left) + _str_len(right), "the joined sequence")
     elif op == "%" and isinstance(left, str | bytes):
         check_format(budget, left, right if isinstance(right, tuple) else (right,), "%")
 
 
 # ----------------------------------------------------------------- filters
+_PASSED_ARGS = frozenset({"eval_ctx", "environment", "context"})
+
+
+@functools.cache
+def _signature(func: Callable[..., Any]) -> tuple[inspect.Signature, bool]:
+    signature = inspect.signature(func)
+    first = next(iter(signature.parameters), None)
+    # Jinja passes the context/environment first; a wrapper made by
+    # ``async_variant`` takes it without showing it in its signature.
+    hidden = getattr(func, "jinja_pass_arg", None) is not None and first not in _PASSED_ARGS
+    return signature, hidden
+
+
 def _bound(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The filter's arguments by parameter name, whichever way Jinja wraps it."""
+    signature, hidden = _signature(func)
+    if hidden:
+        args = args[1:]
     try:
-        return inspect.signature(func).bind(*args, **kwargs).arguments
+        return signature.bind(*args, **kwargs).arguments
     except TypeError:
-        return None  # the filter itself reports the wrong call
+        return None  # a wrong call: the filter itself raises, cheaply
 
 
 def _arg(bound: Mapping[str, Any], name: str, default: Any) -> Any:
@@ -306,7 +357,10 @@ def _precheck_filter(
     if bound is None:
         return args
     value = bound.get("value", bound.get("s"))
-    text_len = _str_len(value) if value is not None else 0
+    text_len = _str_len(value)
+    if name in _STRINGIFYING:
+        budget.fits(text_len, f"{name}()'s input as text")
+        value = value if isinstance(value, str) else str(value)
     if name == "center":
         width = _arg(bound, "width", 80)
         if isinstance(width, int):
@@ -314,18 +368,18 @@ def _precheck_filter(
     elif name == "indent":
         width = _arg(bound, "width", 4)
         pad = width if isinstance(width, int) else _str_len(width)
-        lines = str(value).count("\n") + 1
+        lines = value.count("\n") + 1
         budget.fits(text_len + lines * max(pad, 0), "indent()'s result")
     elif name == "wordwrap":
         width = _arg(bound, "width", 79)
         wrap = _arg(bound, "wrapstring", None)
         wrap_len = _str_len(wrap) if wrap is not None else 1
         if isinstance(width, int) and width > 0:
-            breaks = text_len // width + str(value).count("\n") + 1
+            breaks = text_len // width + value.count("\n") + 1
             budget.fits(text_len + breaks * wrap_len, "wordwrap()'s result")
     elif name == "format":
         rest = bound.get("args", ()) + tuple((bound.get("kwargs") or {}).values())
-        check_format(budget, str(value), rest, "%")
+        check_format(budget, value, rest, "%")
     elif name == "join" and value is not None and not isinstance(value, str):
         items = list(value)
         sep = _arg(bound, "d", "")
@@ -336,14 +390,18 @@ def _precheck_filter(
     elif name == "replace":
         old, new = _arg(bound, "old", ""), _arg(bound, "new", "")
         count = _arg(bound, "count", None)
-        hits = str(value).count(str(old)) if old else text_len + 1
+        hits = value.count(str(old)) if old else text_len + 1
         if isinstance(count, int) and count >= 0:
             hits = min(hits, count)
         budget.fits(text_len + hits * _str_len(new), "replace()'s result")
     elif name in ("batch", "slice"):
         count = _arg(bound, "linecount" if name == "batch" else "slices", 1)
-        if isinstance(count, int):
-            budget.fits(count, f"{name}()'s count")
+        if isinstance(count, int) and count > budget.limits.max_iterations:
+            # Both loop that many times in Python, out of reach of the loop checks.
+            raise LimitExceededError(
+                f"{name}() into {count} parts is more than TemplateLimits.max_iterations "
+                f"({budget.limits.max_iterations})"
+            )
     elif name == "tojson":
         indent = (bound.get("kwargs") or {}).get("indent", _arg(bound, "indent", None))
         wide = indent if isinstance(indent, int) else len(indent) if isinstance(indent, str) else 0
@@ -356,20 +414,33 @@ def _precheck_filter(
     return args
 
 
+# Filters that turn their value into text first: refused when that text alone
+# would be too large (the value may be a list of many references to one string).
+_STRINGIFYING = frozenset(
+    {"capitalize", "center", "e", "escape", "forceescape", "format", "indent", "lower", "pprint"}
+    | {"replace", "safe", "string", "striptags", "title", "tojson", "trim", "truncate", "upper"}
+    | {"urlencode", "urlize", "wordcount", "wordwrap", "xmlattr"}
+)
 _MULTIPLYING_FILTERS = frozenset(
-    {"center", "indent", "wordwrap", "format", "join", "replace", "batch", "slice", "tojson", "sum"}
+    {"batch", "center", "format", "indent", "join", "replace", "slice", "sum", "tojson"}
+    | {"wordwrap"}
 )
 
 
 def _guarded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
-    guarded = name in _MULTIPLYING_FILTERS
+    multiplying = name in _MULTIPLYING_FILTERS
+    stringifying = name in _STRINGIFYING
+    # The runtime passes one context/environment argument before the value.
+    value_at = 1 if getattr(func, "jinja_pass_arg", None) is not None else 0
 
     @functools.wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
         budget = current_budget()
         budget.tick()
-        if guarded:
+        if multiplying:
             args = _precheck_filter(budget, name, func, args, kwargs)
+        elif stringifying and len(args) > value_at and not isinstance(args[value_at], str):
+            budget.fits(_str_len(args[value_at]), f"{name}()'s input as text")
         result = func(*args, **kwargs)
         budget.charge(result)
         return result
@@ -423,8 +494,13 @@ def _finalize(value: Any) -> Any:
     # Every ``{{ ... }}``, including those inside macros and {% set %} blocks
     # (which Python joins before our output loop sees them), is charged here.
     budget = current_budget()
-    budget.tick()
-    text = value if isinstance(value, str) else str(value)
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, int | float) or value is None:
+        text = str(value)
+    else:
+        budget.fits(_str_len(value), "an output expression")
+        text = str(value)
     budget.fits(len(text), "an output expression")
     budget.spend(len(text))
     return text
@@ -509,8 +585,9 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
             yield item
 
     def bounded_concat(self, *parts: Any) -> str:
-        texts = [p if isinstance(p, str) else str(p) for p in parts]
         budget = current_budget()
+        budget.fits(sum(map(_str_len, parts)), "the ~ concatenation")
+        texts = [p if isinstance(p, str) else str(p) for p in parts]
         budget.fits(sum(map(len, texts)), "the ~ concatenation")
         joined = "".join(texts)
         budget.spend(len(joined))

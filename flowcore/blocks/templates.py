@@ -205,7 +205,7 @@ def _render(
     with _POOL_LOCK:
         _active += 1
     try:
-        budget.tick()  # a render whose caller already left never starts
+        budget.check()  # a render whose caller already left never starts
         chunks: list[str] = []
         size = 0
         stream = _compiled(template, limits).generate(inputs)
@@ -213,8 +213,8 @@ def _render(
         try:
             for chunk in stream:
                 size += len(chunk)
-                budget.fits(size, "the rendered prompt")
-                budget.tick()
+                if size > limits.max_output_chars:
+                    budget.fits(size, "the rendered prompt")
                 chunks.append(chunk)
         finally:
             stream.close()

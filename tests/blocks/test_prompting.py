@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 import jinja2
 import pytest
 
-from flowcore.blocks import BlockDefinition, parse_json_object, render_prompt
+from flowcore.blocks import (
+    AnswerParseError,
+    BlockDefinition,
+    BlockExecutor,
+    aparse_json_object,
+    parse_json_object,
+    render_prompt,
+)
 from flowcore.blocks.prompting import repair_prompt, system_prompt
+from flowcore.errors import BlockOutputError
+from flowcore.llm import ProviderRegistry, ScriptedProvider
 
 # Template-injection payloads: each tries to reach Python internals, the
 # process environment, or data that is not one of the block's inputs.
@@ -115,3 +127,58 @@ def test_a_json_object_is_found_wherever_the_model_put_it(
 def test_an_answer_without_a_json_object_says_what_it_held(answer: str, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         parse_json_object(answer)
+
+
+# Answers built to make a naive search slow or deep: each must end in a typed
+# error (or the object) quickly. The bound is a hang guard, not a speed target
+# (bench/templates.py measures the time).
+HOSTILE_ANSWERS = {
+    "100k opening braces": "{" * 100_000,
+    "unclosed flat object": '{"a": 1, ' * 11_000,
+    "prose quoting half objects": 'see {"k": "' * 9_000,
+    "objects nested 20k deep": '{"a":' * 20_000,
+    "arrays nested 100k deep": "[" * 100_000,
+    "closed arrays nested 5k deep": "[" * 5_000 + "]" * 5_000,
+}
+
+
+@pytest.mark.parametrize("answer", HOSTILE_ANSWERS.values(), ids=HOSTILE_ANSWERS.keys())
+def test_a_hostile_answer_fails_typed_and_without_hanging(answer: str) -> None:
+    started = time.perf_counter()
+    with pytest.raises(AnswerParseError) as caught:
+        parse_json_object(answer)
+    assert time.perf_counter() - started < 5.0  # hang guard: quadratic took seconds
+    assert isinstance(caught.value, ValueError)
+
+
+def test_an_object_after_thousands_of_false_starts_is_still_found() -> None:
+    answer = 'say {"hi ' * 5_000 + '{"a": [' + "1, " * 30_000 + '2], "b": {"c": 3}}'
+    assert parse_json_object(answer)["b"] == {"c": 3}
+
+
+def test_deep_nesting_says_so() -> None:
+    with pytest.raises(AnswerParseError, match="nests deeper"):
+        parse_json_object('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+
+
+async def test_a_long_answer_parses_off_the_event_loop_to_the_same_result() -> None:
+    answer = "Here you go:\n```json\n" + json.dumps({"k": "x" * 200_000}) + "\n```"
+    assert await aparse_json_object(answer) == parse_json_object(answer)
+
+
+async def test_a_model_answering_deep_nesting_fails_the_block_with_a_typed_output_error() -> None:
+    model = ScriptedProvider(["[" * 100_000, '{"a":' * 20_000])
+    executor = BlockExecutor(providers=ProviderRegistry.single(model), retry_wait=0)
+    block = BlockDefinition(
+        id="t",
+        name="Tag",
+        description="Tag a text",
+        kind="llm",
+        prompt_template="{{ text }}",
+        input_keys=["text"],
+        output_keys=["tags"],
+        max_retries=0,
+    )
+    with pytest.raises(BlockOutputError, match="nests deeper"):
+        await executor.execute(block, {"text": "hi"})
+    assert len(model.requests) == 2  # the answer, then the one repair round
