@@ -27,6 +27,7 @@ The rules, each closing a class of escape rather than one payload:
 
 import builtins as _builtins
 import collections
+import functools
 import operator
 import os
 import types
@@ -197,6 +198,7 @@ def _module_ok(name: object) -> bool:
     return isinstance(name, str) and name.partition(".")[0] in _TYPE_MODULES
 
 
+@functools.cache
 def _block_transformer() -> type[Any]:
     from RestrictedPython.transformer import RestrictingNodeTransformer, copy_locations
 
@@ -315,7 +317,7 @@ def restricted_globals(allowed: set[str]) -> dict[str, Any]:
 
     def checked(value: Any, where: str) -> Any:
         if not holdable(value):
-            raise refuse(f"a {type(value).__name__} object (from {where})")
+            raise refuse(f"a value of type {type(value).__name__} (from {where})")
         return value
 
     def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
@@ -328,7 +330,7 @@ def restricted_globals(allowed: set[str]) -> dict[str, Any]:
         ):
             raise refuse("str.format (it reads attributes through format fields; use an f-string)")
         if not readable(obj):
-            raise refuse(f"reading attributes of a {type(obj).__name__} object")
+            raise refuse(f"reading attributes of type {type(obj).__name__}")
         value = getattr(obj, name, *default)
         if isinstance(obj, ModuleView):
             return value
@@ -343,20 +345,20 @@ def restricted_globals(allowed: set[str]) -> dict[str, Any]:
 
     def guarded_getitem(obj: Any, index: Any) -> Any:
         if not readable(obj):
-            raise refuse(f"items of a {type(obj).__name__} object")
+            raise refuse(f"items of type {type(obj).__name__}")
         return checked(obj[index], "an item")
 
     def guarded_iter(obj: Any, *sentinel: Any) -> Iterator[Any]:
         if isinstance(obj, _NEVER_HELD) or not (
             isinstance(obj, types.GeneratorType) or readable(obj) or sentinel
         ):
-            raise refuse(f"iterating a {type(obj).__name__} object")
+            raise refuse(f"iterating type {type(obj).__name__}")
         for item in iter(obj, *sentinel):
             yield checked(item, "iteration")
 
     async def guarded_aiter(obj: Any) -> AsyncIterator[Any]:
         if not (isinstance(obj, types.AsyncGeneratorType) or readable(obj)):
-            raise refuse(f"iterating a {type(obj).__name__} object")
+            raise refuse(f"iterating type {type(obj).__name__}")
         async for item in obj:
             yield checked(item, "iteration")
 

@@ -33,9 +33,7 @@ from flowcore.sandbox.guards import MODULE_ATTRIBUTES, NETWORK_MODULES, compile_
 
 __all__ = ["ALLOWED_IMPORTS", "NETWORK_IMPORTS", "check_policy", "prepare_source"]
 
-# os joins once the worker builds its globals from guards.py: the worker's own
-# module views still show every public name of a module.
-ALLOWED_IMPORTS = frozenset(MODULE_ATTRIBUTES) - NETWORK_MODULES - {"os"}
+ALLOWED_IMPORTS = frozenset(MODULE_ATTRIBUTES) - NETWORK_MODULES
 """Modules every Python block may import (each limited to its allowlisted names)."""
 
 NETWORK_IMPORTS = NETWORK_MODULES
@@ -184,7 +182,6 @@ def prepare_source(source: str, *, network: bool = False) -> tuple[ast.Module, l
         return ast.Module(body=[], type_ignores=[]), [f"line {exc.lineno}: {exc.msg}"]
     except ValueError as exc:  # e.g. a NUL byte in the source
         return ast.Module(body=[], type_ignores=[]), [f"the source cannot be parsed: {exc}"]
-    _plain_when_awaitless(tree)
     allowed = ALLOWED_IMPORTS | NETWORK_IMPORTS if network else ALLOWED_IMPORTS
     aliases = _module_aliases(tree)
     problems: list[str] = []
@@ -205,25 +202,6 @@ def prepare_source(source: str, *, network: bool = False) -> tuple[ast.Module, l
         ) from None
     problems.extend(_lower(e) for e in errors)
     return tree, _unique(problems)
-
-
-def _plain_when_awaitless(tree: ast.Module) -> None:
-    # Until the worker compiles with guards.compile_block, it refuses async
-    # nodes; an `async def execute` that never awaits runs as a plain function.
-    for i, node in enumerate(tree.body):
-        if isinstance(node, ast.AsyncFunctionDef) and not any(
-            isinstance(n, ast.Await | ast.AsyncFor | ast.AsyncWith | ast.Yield | ast.YieldFrom)
-            for n in ast.walk(node)
-        ):
-            plain = ast.FunctionDef(
-                name=node.name,
-                args=node.args,
-                body=node.body,
-                decorator_list=node.decorator_list,
-                returns=node.returns,
-                type_comment=node.type_comment,
-            )
-            tree.body[i] = ast.copy_location(plain, node)
 
 
 def _lower(error: str) -> str:
