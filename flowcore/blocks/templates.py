@@ -30,6 +30,7 @@ from typing import Any
 
 from jinja2 import Template, TemplateSyntaxError, UndefinedError
 from jinja2.exceptions import SecurityError
+from jinja2.nodes import Node
 
 from flowcore.blocks._template_env import (
     BoundedEnvironment,
@@ -63,6 +64,8 @@ _STOP_GRACE = 1.0
 class TemplateLimits:
     """What one prompt template render may spend. Sizes count characters (or items).
 
+    ``max_template_nodes`` caps the parsed template's size (compiling it is
+    one call into Python's compiler, which no check can interrupt).
     ``max_output_chars`` also caps any single value the template builds;
     ``max_total_chars`` caps everything it builds along the way, so growing a
     string in a loop stops long before it fills memory. ``max_seconds``
@@ -74,6 +77,7 @@ class TemplateLimits:
     """
 
     max_template_chars: int = 100_000
+    max_template_nodes: int = 2_000
     max_output_chars: int = 1_000_000
     max_total_chars: int = 20_000_000
     max_iterations: int = 100_000
@@ -140,11 +144,18 @@ def active_renders() -> int:
     return _active
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=128)
 def _compiled(source: str, limits: TemplateLimits) -> Template:
     # ``limits`` is part of the key: constants folded at compile time were
     # checked against the limits of the render that compiled them.
-    ast = _ENV.meter(_ENV.parse(source))
+    ast = _ENV.parse(source)
+    size = sum(1 for _ in ast.find_all(Node))
+    if size > limits.max_template_nodes:
+        raise TemplateRenderError(
+            f"the template has {size} tags, expressions and text parts, more than "
+            f"TemplateLimits.max_template_nodes ({limits.max_template_nodes}); shorten it"
+        )
+    ast = _ENV.meter(ast)
     code = _ENV.compile(ast)
     return _ENV.template_class.from_code(_ENV, code, _ENV.make_globals(None))
 
@@ -165,10 +176,15 @@ def _render_error(exc: Exception) -> TemplateRenderError:
         return TemplateRenderError(f"syntax error: {exc.message}", line=exc.lineno)
     if isinstance(exc, RefusedTemplateError):
         return TemplateRenderError(str(exc), line=exc.lineno)
-    if isinstance(exc, UndefinedError):
+    if isinstance(exc, UndefinedError) and "is undefined" in str(exc.message):
         cause = (
             f"uses an input the block was not given ({exc.message}); declare it in the "
             "block's input_schema and wire it into the node"
+        )
+    elif isinstance(exc, UndefinedError):
+        cause = (
+            f"looks up something its inputs do not have ({exc.message}); check the "
+            "template against the block's input_schema"
         )
     elif isinstance(exc, SecurityError):
         cause = (

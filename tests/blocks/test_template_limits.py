@@ -319,8 +319,9 @@ async def test_many_runaway_renders_at_once_are_all_stopped_and_never_exceed_the
         ("a\n{% for %}", "line 2: syntax error"),
         ("{{ " + "[" * 3000 + "]" * 3000 + " }}", "nests too deeply"),
         ("x" * 100_001, "max_template_chars"),
+        ("{{ a }}" * 2_001, "max_template_nodes"),
     ],
-    ids=["syntax error", "deeply nested literal", "template too large"],
+    ids=["syntax error", "deeply nested literal", "template too large", "too many tags"],
 )
 def test_render_prompt_raises_a_typed_error_for_what_a_block_definition_would_refuse(
     template: str, cause: str
