@@ -7,9 +7,10 @@ system libraries under ``/usr``, the host's own interpreter binary and its
 ``libpython`` at their real paths, the standard library (its
 ``site-packages`` covered by an empty read-only mount), and the directories
 of the packages a block may import under ``/fc/site``. ``/tmp`` is a private
-tmpfs capped at ``SandboxLimits.tmp_mb`` (in bytes: bubblewrap cannot cap
-its number of files, which cost kernel memory until the worker exits) and
-the only writable place; there is no network unless the block declares it,
+tmpfs capped at ``SandboxLimits.tmp_mb`` and 16,384 files (the file count
+only when flowcore is root: bubblewrap 0.8 cannot cap it, so the worker
+mounts that tmpfs itself before dropping to nobody) and the only writable
+place; there is no network unless the block declares it,
 and the worker's whole process tree dies with it. When flowcore runs as
 root the worker drops to uid 65534 (nobody) itself before any block code
 runs.
@@ -75,7 +76,7 @@ NOBODY = 65534
 INSTALL_HINT = "apt-get install bubblewrap"
 _LOG = logging.getLogger("flowcore.sandbox")
 _WARNED: set[str] = set()
-# Each file costs kernel memory outside a tmpfs's size; only unshare's mount can cap them.
+# Each file costs kernel memory outside a tmpfs's size; bwrap's --tmpfs cannot cap them.
 _TMP_INODES = 16384
 _HIDDEN_BY_UNSHARE = ("/home", "/root", "/run/user", "/var/tmp", "/dev/shm")
 _NETWORK_FILES = (
@@ -93,7 +94,10 @@ class JailCommand:
     """The argv that starts a worker, and what the worker must do itself.
 
     ``private_tmp`` says the jail mounts its own ``/tmp``; otherwise the
-    runner creates ``workdir`` on the host.
+    runner creates ``workdir`` on the host. ``tmp_mount`` holds tmpfs
+    options the worker mounts on its ``/tmp`` itself, before it drops to
+    nobody (bubblewrap as root: bubblewrap 0.8 cannot cap a tmpfs's number
+    of files, and each file costs kernel memory outside its size).
 
     Example:
         >>> cmd = jail_command("bubblewrap", None, (), network=False, tmp_mb=8)
@@ -106,6 +110,7 @@ class JailCommand:
     paths: tuple[str, ...]  # import paths, as the worker sees them
     drop_uid: int | None
     private_tmp: bool
+    tmp_mount: str | None = None
 
 
 def _system_binds() -> list[str]:
@@ -149,6 +154,10 @@ def _runtime_binds() -> list[str]:
     return args
 
 
+def _tmp_options(tmp_mb: int) -> str:
+    return f"size={tmp_mb}m,nr_inodes={_TMP_INODES},mode=1777"  # mount flags add noexec
+
+
 def _bubblewrap(
     packages: Sequence[Path], *, network: bool, tmp_mb: int, root: bool
 ) -> tuple[list[str], list[str]]:
@@ -164,8 +173,11 @@ def _bubblewrap(
         argv.append("--unshare-net")
     if root:
         # No user namespace: it would map the sandbox to root outside. The worker
-        # drops to nobody itself, so it keeps just the right to do that.
-        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        # mounts its capped /tmp and drops to nobody itself (which clears every
+        # capability), so it keeps just the rights to do that: bwrap run by
+        # root would otherwise hand it all of root's.
+        argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        argv += ["--cap-add", "CAP_SYS_ADMIN"]
     else:
         argv += ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
     argv += _system_binds()
@@ -217,8 +229,8 @@ def _unshare_script(packages: Sequence[Path], tmp_mb: int) -> str:
     needed = [runtime.executable, runtime.stdlib, *runtime.libraries, *packages]
     q = shlex.quote
     mount = q(shutil.which("mount") or "/bin/mount")
-    tmp_options = f"size={tmp_mb}m,nr_inodes={_TMP_INODES},mode=1777"
-    lines = ["set -e", "umask 022", f"{mount} -t tmpfs -o {tmp_options} fc /tmp"]
+    tmp = f"{mount} -t tmpfs -o nosuid,nodev,noexec,{_tmp_options(tmp_mb)} fc /tmp"
+    lines = ["set -e", "umask 022", tmp]
     lines.append("mkdir /tmp/.fc-stage")
     kept: list[tuple[Path, str]] = []
     for hidden in map(Path, _HIDDEN_BY_UNSHARE):
@@ -274,7 +286,12 @@ def jail_command(
     build = _bubblewrap if isolation == "bubblewrap" else _unshare
     argv, paths = build(packages, network=network, tmp_mb=tmp_mb, root=root)
     return JailCommand(
-        (*argv, *python), "/tmp", tuple(paths), NOBODY if root else None, private_tmp=True
+        (*argv, *python),
+        "/tmp",
+        tuple(paths),
+        NOBODY if root else None,
+        private_tmp=True,
+        tmp_mount=_tmp_options(tmp_mb) if root and isolation == "bubblewrap" else None,
     )
 
 

@@ -318,6 +318,7 @@ class PythonSandbox:
                 "allowed_imports": allowed,
                 "limits": asdict(self.limits),
                 "drop_uid": command.drop_uid,
+                "tmp_mount": command.tmp_mount,
                 "workdir": command.workdir,
                 "paths": list(command.paths),
             }

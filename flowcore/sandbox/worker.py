@@ -43,6 +43,18 @@ def set_limits(limits: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+def mount_tmp(where: str, options: str) -> None:
+    # Still root with CAP_SYS_ADMIN inside bubblewrap's mount namespace; the
+    # uid drop that follows clears every capability before block code runs.
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    flags = 2 | 4 | 8  # MS_NOSUID | MS_NODEV | MS_NOEXEC
+    if libc.mount(b"flowcore-tmp", where.encode(), b"tmpfs", flags, options.encode()) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"cannot mount the private /tmp: {os.strerror(code)}")
+
+
 def drop_privileges(uid: int) -> None:
     os.setgroups([])
     os.setgid(uid)
@@ -109,6 +121,8 @@ def main() -> None:
             __import__(name)
     if "async" in request["source"]:
         import asyncio  # noqa: F401 - run() needs it for a coroutine, maybe after the drop
+    if request.get("tmp_mount"):
+        mount_tmp(request["workdir"], request["tmp_mount"])
     if request.get("drop_uid") is not None:
         drop_privileges(request["drop_uid"])
     os.chdir(request["workdir"])

@@ -9,6 +9,7 @@ code see.
 from __future__ import annotations
 
 import importlib.util
+import os
 import pathlib
 import sys
 import tempfile
@@ -202,6 +203,42 @@ def execute(inputs, context):
     # The last mount on /tmp is the one the block writes to: in memory, capped.
     assert result.outputs["kind"] == "tmpfs"
     assert f"size={TIGHT.tmp_mb * 1024}k" in result.outputs["options"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the file cap needs flowcore to run as root")
+async def test_as_root_the_private_tmp_also_caps_its_number_of_files(
+    jail_only: PythonSandbox,
+) -> None:
+    # Empty files cost kernel memory that the size cap does not count.
+    source = """
+import os
+def execute(inputs, context):
+    made = 0
+    try:
+        while made < 100_000:
+            os.close(os.open(f"/tmp/{made}", os.O_CREAT | os.O_WRONLY))
+            made += 1
+    except OSError as exc:
+        return {"made": made, "error": exc.__class__.__name__}
+    return {"made": made, "error": None}
+"""
+
+    result = await jail_only.run(source, {}, {}, timeout=30)
+
+    assert result.outputs["error"] == "OSError"
+    assert 16_000 <= result.outputs["made"] < 16_384
+
+
+async def test_block_code_holds_no_capabilities(jail_only: PythonSandbox) -> None:
+    source = """
+def execute(inputs, context):
+    return {line.split(":")[0]: line.split()[1] for line in open("/proc/self/status")
+            if line.startswith(("CapPrm", "CapEff", "CapAmb"))}
+"""
+
+    result = await jail_only.run(source, {}, {})
+
+    assert result.outputs == {"CapPrm": "0" * 16, "CapEff": "0" * 16, "CapAmb": "0" * 16}
 
 
 async def test_a_block_within_the_tmp_cap_can_use_its_tmp(jail_only: PythonSandbox) -> None:
