@@ -10,10 +10,11 @@ outcome and ``pytest_terminal_summary`` prints them as a table.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pathlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -91,16 +92,17 @@ class Canaries:
         return seen
 
 
-@pytest.fixture
-async def canaries(
-    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+@contextlib.asynccontextmanager
+async def planted(
+    workdir: pathlib.Path, setenv: Callable[[str, str], None]
 ) -> AsyncIterator[Canaries]:
+    """Plant every canary (files under ``workdir``), and remove them all afterwards."""
     token = f"CANARY-{uuid.uuid4().hex}"
-    secret = tmp_path / "secret.txt"
+    secret = workdir / "secret.txt"
     secret.write_text(token)
     secret.chmod(0o600)
     env = "FLOWCORE_SANDBOX_CANARY"
-    monkeypatch.setenv(env, token)
+    setenv(env, token)
     connections: list[bytes] = []
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -116,7 +118,7 @@ async def canaries(
     found = Canaries(
         token,
         secret,
-        tmp_path / "escaped.txt",
+        workdir / "escaped.txt",
         REPO_ROOT / f"escaped-{token}",
         port,
         env,
@@ -137,6 +139,14 @@ async def canaries(
         for pid in found.processes_with_marker():  # never leave one behind, even on failure
             os.kill(pid, 9)
         found.repo_target.unlink(missing_ok=True)
+
+
+@pytest.fixture
+async def canaries(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Canaries]:
+    async with planted(tmp_path, monkeypatch.setenv) as found:
+        yield found
 
 
 @pytest.fixture
