@@ -335,9 +335,10 @@ def _available(mapping: Mapping[Any, object]) -> str:
 
 
 def _listing(names: Sequence[object]) -> str:
-    shown = sorted(str(name) for name in names)
-    extra = len(shown) - _MAX_LISTED
-    text = ", ".join(shown[:_MAX_LISTED])
+    # shown() for keys that are not strings: str() of an int of 5000 digits raises.
+    listed = sorted(name if isinstance(name, str) else shown(name) for name in names)
+    extra = len(listed) - _MAX_LISTED
+    text = ", ".join(listed[:_MAX_LISTED])
     return text + (f", ... ({extra} more)" if extra > 0 else "")
 
 

@@ -95,7 +95,7 @@ def json_values(leaves: st.SearchStrategy[Any] = SCALARS) -> st.SearchStrategy[A
 ODD_VALUES = st.one_of(
     json_values(ODD_SCALARS),
     deep_values(),
-    st.dictionaries(st.one_of(BIG_INTS, st.none(), st.booleans()), SCALARS, max_size=3),
+    st.dictionaries(st.one_of(BIG_INTS, HUGE_INTS, st.none(), st.booleans()), SCALARS, max_size=3),
 )
 """Values of every kind a run input might be: data, deep data, non-data."""
 
