@@ -111,6 +111,7 @@ class JailCommand:
     drop_uid: int | None
     private_tmp: bool
     tmp_mount: str | None = None
+    drop_capabilities: bool = False  # root of its own user namespace: shed every capability
 
 
 def _system_binds() -> list[str]:
@@ -292,6 +293,9 @@ def jail_command(
         NOBODY if root else None,
         private_tmp=True,
         tmp_mount=_tmp_options(tmp_mb) if root and isolation == "bubblewrap" else None,
+        # Without root, unshare's worker is root of a user namespace that owns
+        # the covering mounts: with capabilities it could unmount them.
+        drop_capabilities=not root and isolation == "unshare",
     )
 
 

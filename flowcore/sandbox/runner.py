@@ -319,6 +319,7 @@ class PythonSandbox:
                 "limits": asdict(self.limits),
                 "drop_uid": command.drop_uid,
                 "tmp_mount": command.tmp_mount,
+                "drop_capabilities": command.drop_capabilities,
                 "workdir": command.workdir,
                 "paths": list(command.paths),
             }
