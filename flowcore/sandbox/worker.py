@@ -85,6 +85,15 @@ def drop_capabilities() -> None:
         raise OSError(code, f"cannot drop capabilities: {os.strerror(code)}")
 
 
+def no_new_privileges() -> None:
+    # No setuid-root program of the host (unshare and rlimits see them all)
+    # runs with more than the block's own rights; bubblewrap already sets it.
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), "cannot set no_new_privs")
+
+
 def drop_privileges(uid: int) -> None:
     os.setgroups([])
     os.setgid(uid)
@@ -151,6 +160,7 @@ def main() -> None:
             __import__(name)
     if "async" in request["source"]:
         import asyncio  # noqa: F401 - run() needs it for a coroutine, maybe after the drop
+    no_new_privileges()  # first: ctypes may be unreadable once the uid is dropped
     if request.get("tmp_mount"):
         mount_tmp(request["workdir"], request["tmp_mount"])
     if request.get("drop_uid") is not None:

@@ -229,16 +229,22 @@ def execute(inputs, context):
     assert 16_000 <= result.outputs["made"] < 16_384
 
 
-async def test_block_code_holds_no_capabilities(jail_only: PythonSandbox) -> None:
+@pytest.mark.parametrize("isolation", ["bubblewrap", "unshare", "rlimits"])
+async def test_block_code_holds_no_capabilities_and_cannot_gain_any(
+    isolation: Literal["bubblewrap", "unshare", "rlimits"],
+) -> None:
+    sandbox = PythonSandbox(limits=TIGHT, isolation=isolation, policy=False)
     source = """
 def execute(inputs, context):
     return {line.split(":")[0]: line.split()[1] for line in open("/proc/self/status")
-            if line.startswith(("CapPrm", "CapEff", "CapAmb"))}
+            if line.startswith(("CapPrm", "CapEff", "CapAmb", "NoNewPrivs"))}
 """
 
-    result = await jail_only.run(source, {}, {})
+    result = await sandbox.run(source, {}, {})
 
-    assert result.outputs == {"CapPrm": "0" * 16, "CapEff": "0" * 16, "CapAmb": "0" * 16}
+    # NoNewPrivs: no setuid program of the host runs with more than the block's rights.
+    zero = "0" * 16
+    assert result.outputs == {"CapPrm": zero, "CapEff": zero, "CapAmb": zero, "NoNewPrivs": "1"}
 
 
 async def test_a_block_within_the_tmp_cap_can_use_its_tmp(jail_only: PythonSandbox) -> None:
