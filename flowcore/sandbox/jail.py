@@ -19,20 +19,23 @@ The weaker jails run only when the operator opts in (see
 ``PythonSandbox(weaker_isolation=...)``), and are logged as a warning once:
 
 ``unshare``: PID (with its own ``/proc``), mount, network, IPC and UTS
-namespaces from util-linux ``unshare``; a private size-capped tmpfs on
-``/tmp``, and empty read-only mounts over ``/home``, ``/root``,
+namespaces from util-linux ``unshare``; a private tmpfs on ``/tmp`` capped
+in size and files, and empty read-only mounts over ``/home``, ``/root``,
 ``/run/user``, ``/var/tmp`` and ``/dev/shm`` (with just the Python runtime's
-files bound back, when it lives there). It does NOT hide the rest of the
-host's filesystem: every file elsewhere that the worker's user may read
-stays readable (as root flowcore the worker is nobody, so world-readable
-files; as another user, that user's own files too, e.g. a project
-directory outside ``/home``), and the whole virtualenv is importable.
+files bound back, when it lives there). Without root the worker is root of
+its own user namespace and sheds every capability, so it cannot unmount
+those covers. It does NOT hide the rest of the host's filesystem: every file
+elsewhere that the worker's user may read stays readable (as root flowcore
+the worker is nobody, so world-readable files; as another user, that user's
+own files too, e.g. a project directory outside ``/home``), and the whole
+virtualenv is importable.
 
 ``rlimits``: a plain subprocess with resource limits, a new session and,
-under root, the unprivileged uid. It does NOT protect the network
-(loopback included), other processes of the same uid, files the uid may
-read or write, or the disk: its temp dir is on the host's ``/tmp`` and only
-each file's size is capped.
+under root, the unprivileged uid. Every worker sets ``no_new_privs``, so no
+setuid program of the host gives block code more rights. It does NOT protect
+the network (loopback included), other processes of the same uid, files the
+uid may read or write, or the disk: its temp dir is on the host's ``/tmp``
+and only each file's size is capped.
 
 ``none`` (tests only, never a fallback): ``rlimits`` without the uid drop.
 """
