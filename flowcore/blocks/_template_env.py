@@ -321,6 +321,10 @@ def check_binop(budget: Budget, op: str, left: Any, right: Any) -> None:
 
 
 # ----------------------------------------------------------------- filters
+# Work a filter may do in Python code no check can interrupt, in multiples of
+# max_output_chars (character copies; about 10 ms per 50 million).
+_QUADRATIC_WORK = 50
+
 _PASSED_ARGS = frozenset({"eval_ctx", "environment", "context"})
 
 
@@ -377,6 +381,15 @@ def _precheck_filter(
         if isinstance(width, int) and width > 0:
             breaks = text_len // width + value.count("\n") + 1
             budget.fits(text_len + breaks * wrap_len, "wordwrap()'s result")
+            # textwrap cuts a word longer than the width by slicing the rest
+            # of it again for every piece: quadratic in the word's length.
+            cutting = sum(len(w) ** 2 for w in value.split() if len(w) > width) // width
+            if cutting > _QUADRATIC_WORK * budget.limits.max_output_chars:
+                raise LimitExceededError(
+                    f"wordwrap({width}) would cut words thousands of times its width long "
+                    "into pieces, which takes time quadratic in their length; wrap at a "
+                    "larger width or pass break_long_words=false"
+                )
     elif name == "format":
         rest = bound.get("args", ()) + tuple((bound.get("kwargs") or {}).values())
         check_format(budget, value, rest, "%")

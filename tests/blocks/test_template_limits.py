@@ -122,6 +122,7 @@ PAYLOADS: dict[str, tuple[str, str]] = {
         "{{ ('a ' * 400000)|wordwrap(1, wrapstring='-' * 1000) }}",
         "wordwrap()",
     ),
+    "wordwrap(1) of one long word": ("{{ ('a' * 400000)|wordwrap(1) }}", "quadratic"),
     "format with a huge width": ("{{ '%0999999999d'|format(1) }}", "format width"),
     "% with a * width": ("{{ '%*d' % (999999999, 1) }}", "format width"),
     "str.format with a huge width": ("{{ '{:>999999999}'.format(1) }}", "format width"),
