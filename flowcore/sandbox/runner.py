@@ -101,6 +101,18 @@ def _env(env: Mapping[str, str] | None) -> dict[str, str]:
     return chosen
 
 
+def _prepare(
+    isolation: Isolation, tmp: Path | None, packages: tuple[Path, ...], network: bool, tmp_mb: int
+) -> JailCommand:
+    # Looks at the filesystem (tools on PATH, runtime paths): off the event loop.
+    command = jail_command(isolation, tmp, packages, network=network, tmp_mb=tmp_mb)
+    if tmp is not None:
+        if command.drop_uid is not None:
+            os.chown(tmp, command.drop_uid, command.drop_uid)
+        os.chmod(tmp, 0o700)
+    return command
+
+
 def _unavailable() -> SandboxUnavailableError:
     return SandboxUnavailableError(
         "untrusted Python blocks run only in a bubblewrap jail, and bubblewrap cannot run "
@@ -269,7 +281,7 @@ class PythonSandbox:
             tree, problems = prepare_source(source, network=network)
             if problems:
                 raise SandboxViolation(problems, layer="policy")
-            source = ast.unparse(tree)  # with `async def execute` made plain
+            source = ast.unparse(tree)  # exactly what the policy checked
         try:
             payload = json.dumps(
                 {"inputs": dict(inputs), "context": dict(context), "env": _env(env)}
@@ -289,13 +301,9 @@ class PythonSandbox:
         if isolation in ("rlimits", "none"):  # no private /tmp: a host dir instead
             tmp = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="flowcore-block-"))
         try:
-            command = jail_command(
-                isolation, tmp, packages, network=network, tmp_mb=self.limits.tmp_mb
+            command = await asyncio.to_thread(
+                _prepare, isolation, tmp, packages, network, self.limits.tmp_mb
             )
-            if tmp is not None:
-                if command.drop_uid is not None:
-                    os.chown(tmp, command.drop_uid, command.drop_uid)
-                os.chmod(tmp, 0o700)
             reply = await self._spawn(source, payload, command, network, timeout)
         finally:
             if tmp is not None:
