@@ -38,6 +38,9 @@ _WATCHDOG = 10.0
 # reproduces) and "deep" (random, ten times the examples, for a .ci/run step
 # or a developer with time: FLOWCORE_FUZZ=deep).
 _DEEP = os.environ.get("FLOWCORE_FUZZ") == "deep"
+# FLOWCORE_FUZZ_SURVEY=1 counts untyped errors and slow cases instead of failing on the
+# first: how the figures of an older flowcore were measured (see docs/errors.md).
+_SURVEY = os.environ.get("FLOWCORE_FUZZ_SURVEY") == "1"
 _QUIET = [
     HealthCheck.too_slow,
     HealthCheck.data_too_large,
@@ -117,6 +120,11 @@ def summary_lines() -> list[str]:
         f"total | {total.cases} | {total.ok} | {total.typed} | {total.untyped} "
         f"| {total.over_limit} | {total.slowest * 1000:.0f}"
     )
+    if _SURVEY:
+        for name, f in sorted(FIGURES.items()):
+            kinds = {k: n for k, n in f.codes.items() if k.startswith("untyped")}
+            if kinds:
+                lines.append(f"{name}: {kinds}")
     lines.append(
         f"fuzz figures: cases {total.cases}, typed errors {total.typed}, "
         f"untyped {total.untyped}, over the limit {total.over_limit}"
@@ -162,11 +170,12 @@ class Judge:
             return None
         except CaseHung:
             self._ended(time.perf_counter() - started)
+            if _SURVEY:
+                return None
             raise
-        except Exception:
-            self.figures.cases += 1
-            self.figures.untyped += 1
-            raise
+        except Exception as exc:
+            self._untyped(exc)
+            return None
         self._ended(time.perf_counter() - started)
         self.figures.ok += 1
         return result
@@ -183,11 +192,12 @@ class Judge:
             return None
         except (CaseHung, TimeoutError):
             self._ended(time.perf_counter() - started)
+            if _SURVEY:
+                return None
             raise
-        except Exception:
-            self.figures.cases += 1
-            self.figures.untyped += 1
-            raise
+        except Exception as exc:
+            self._untyped(exc)
+            return None
         self._ended(time.perf_counter() - started)
         self.figures.ok += 1
         return result
@@ -205,11 +215,21 @@ class Judge:
         # A typed error still has to say something: an empty message helps no one.
         assert str(exc).strip(), f"{type(exc).__name__} with an empty message"
 
+    def _untyped(self, exc: Exception) -> None:
+        self.figures.cases += 1
+        self.figures.untyped += 1
+        kind = f"untyped {type(exc).__name__}"
+        self.figures.codes[kind] = self.figures.codes.get(kind, 0) + 1
+        if not _SURVEY:
+            raise exc
+
     def _ended(self, took: float) -> None:
         self.figures.cases += 1
         self.figures.slowest = max(self.figures.slowest, took)
         if took > CASE_LIMIT:
             self.figures.over_limit += 1
+            if _SURVEY:
+                return
             raise AssertionError(
                 f"{self.entry}: one case took {took:.2f} s, over the {CASE_LIMIT} s limit"
             )
