@@ -3,11 +3,14 @@
 It is run as ``python -I -S -c <guards.py's text, then this file's>`` so
 that it imports only the standard library and RestrictedPython, never
 flowcore: :func:`compile_block` and :func:`restricted_globals` come from
-the guards text that precedes this one. It reads one JSON
-request from stdin, drops to the unprivileged user when it starts as root,
-sets its resource limits, runs ``execute(inputs, context)`` and writes one
-JSON reply after a marker on stdout. Everything after the limits are set
-counts against them, block code included.
+the guards text that precedes this one. It reads one JSON request from
+stdin, sets ``no_new_privs``, mounts its capped ``/tmp`` when the jail asks
+(bubblewrap as root), drops to the unprivileged user when it starts as root
+(or sheds every capability as root of its own user namespace), empties its
+environment down to the block's variables, sets its resource limits, runs
+``execute(inputs, context)`` and writes one JSON reply after a marker on
+stdout. Everything after the limits are set counts against them, block code
+included.
 """
 
 import errno
