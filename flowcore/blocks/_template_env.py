@@ -21,11 +21,13 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import math
 import re
 import string
 import threading
 import time
 import types
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -40,6 +42,12 @@ if TYPE_CHECKING:
     from flowcore.blocks.templates import TemplateLimits
 
 __all__: list[str] = []
+
+# Python's compiler warns about constructs such as ``1[0]`` in the code Jinja
+# generates for a template; for an untrusted template that is noise on the
+# host's stderr (the template fails when it runs instead). Only warnings
+# attributed to Jinja's "<template>" code are silenced.
+warnings.filterwarnings("ignore", category=SyntaxWarning, module="<template>$")
 
 
 class LimitExceededError(Exception):
@@ -297,7 +305,7 @@ def check_binop(budget: Budget, op: str, left: Any, right: Any) -> None:
     limit_bits = budget.limits.max_int_bits
     ints = isinstance(left, int) and isinstance(right, int)
     if op == "**" and ints and right > 0 and abs(left) > 1:
-        bits = left.bit_length() * right
+        bits = math.ceil(right * math.log2(abs(left)))
         if bits > limit_bits:
             raise LimitExceededError(
                 f"{left} ** {right} would be a number of about {bits} bits, more than "
