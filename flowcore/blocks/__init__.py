@@ -11,6 +11,7 @@ from flowcore.blocks.templates import (
     TemplateLimits,
     TemplateRenderError,
     arender_prompt,
+    check_template,
     render_prompt,
 )
 
@@ -37,6 +38,7 @@ __all__ = [
     "block_outputs",
     "branch_router",
     "builtin_blocks",
+    "check_template",
     "parse_json_object",
     "render_prompt",
     "schema_problems",

@@ -28,9 +28,8 @@ from functools import lru_cache
 from types import TracebackType
 from typing import Any
 
-from jinja2 import Template, TemplateSyntaxError, UndefinedError
+from jinja2 import Template, TemplateSyntaxError, UndefinedError, nodes
 from jinja2.exceptions import SecurityError
-from jinja2.nodes import Node
 
 from flowcore.blocks._template_env import (
     BoundedEnvironment,
@@ -48,6 +47,7 @@ __all__ = [
     "TemplateRenderError",
     "active_renders",
     "arender_prompt",
+    "check_template",
     "render_prompt",
 ]
 
@@ -144,19 +144,27 @@ def active_renders() -> int:
     return _active
 
 
-@lru_cache(maxsize=128)
-def _compiled(source: str, limits: TemplateLimits) -> Template:
-    # ``limits`` is part of the key: constants folded at compile time were
-    # checked against the limits of the render that compiled them.
+def _parsed(source: str, limits: TemplateLimits) -> nodes.Template:
+    if len(source) > limits.max_template_chars:
+        raise TemplateRenderError(
+            f"the template is {len(source)} characters long, more than "
+            f"TemplateLimits.max_template_chars ({limits.max_template_chars})"
+        )
     ast = _ENV.parse(source)
-    size = sum(1 for _ in ast.find_all(Node))
+    size = sum(1 for _ in ast.find_all(nodes.Node))
     if size > limits.max_template_nodes:
         raise TemplateRenderError(
             f"the template has {size} tags, expressions and text parts, more than "
             f"TemplateLimits.max_template_nodes ({limits.max_template_nodes}); shorten it"
         )
-    ast = _ENV.meter(ast)
-    code = _ENV.compile(ast)
+    return _ENV.meter(ast)
+
+
+@lru_cache(maxsize=128)
+def _compiled(source: str, limits: TemplateLimits) -> Template:
+    # ``limits`` is part of the key: constants folded at compile time were
+    # checked against the limits of the render that compiled them.
+    code = _ENV.compile(_parsed(source, limits))
     return _ENV.template_class.from_code(_ENV, code, _ENV.make_globals(None))
 
 
@@ -211,11 +219,6 @@ def _render(
     stop: threading.Event,
 ) -> str:
     global _active
-    if len(template) > limits.max_template_chars:
-        raise TemplateRenderError(
-            f"the template is {len(template)} characters long, more than "
-            f"TemplateLimits.max_template_chars ({limits.max_template_chars})"
-        )
     budget = Budget(limits, deadline, stop)
     token = install_budget(budget)
     with _POOL_LOCK:
@@ -243,6 +246,29 @@ def _render(
         with _POOL_LOCK:
             _active -= 1
         remove_budget(token)
+
+
+def check_template(template: str, *, limits: TemplateLimits | None = None) -> None:
+    """Check, without rendering it, that ``template`` parses and is within ``limits``.
+
+    For definition time: a syntax error, a template too long or too large,
+    nesting too deep to parse, or ``{% include %}``/``{% import %}``/
+    ``{% extends %}`` raise :class:`TemplateRenderError` naming the line.
+
+    Example:
+        >>> check_template("Hello {{ name }}")
+        >>> try:
+        ...     check_template("a\\n{% include 'x' %}")
+        ... except TemplateRenderError as exc:
+        ...     exc.line
+        2
+    """
+    try:
+        _parsed(template, limits or TemplateLimits())
+    except TemplateRenderError:
+        raise
+    except Exception as exc:
+        raise _render_error(exc) from None
 
 
 def render_prompt(

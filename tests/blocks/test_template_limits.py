@@ -23,6 +23,7 @@ from flowcore.blocks import (
     BlockExecutor,
     TemplateLimits,
     TemplateRenderError,
+    check_template,
     render_prompt,
 )
 from flowcore.blocks.templates import MAX_CONCURRENT_RENDERS, active_renders
@@ -330,6 +331,28 @@ def test_render_prompt_raises_a_typed_error_for_what_a_block_definition_would_re
     with pytest.raises(TemplateRenderError, match=cause) as caught:
         render_prompt(template, {})
     assert isinstance(caught.value, ValueError)  # existing ``except ValueError`` keeps working
+
+
+@pytest.mark.parametrize(
+    ("template", "cause"),
+    [
+        ("{{ " + "[" * 3000 + "]" * 3000 + " }}", "nests too deeply"),
+        ("a\n\n{% include 'x' %}", "line 3: {% include %} is not available"),
+        ("{{ a }}" * 2_001, "max_template_nodes"),
+    ],
+    ids=["deeply nested literal", "include", "too many tags"],
+)
+def test_check_template_refuses_at_definition_time_what_rendering_would(
+    template: str, cause: str
+) -> None:
+    with pytest.raises(TemplateRenderError, match=cause):
+        check_template(template)
+    with pytest.raises(TemplateRenderError, match=cause):
+        render_prompt(template, {"a": 1})
+
+
+def test_check_template_accepts_an_ordinary_template() -> None:
+    assert check_template(ORDINARY[0]) is None
 
 
 def test_render_prompt_keeps_its_time_limit_without_a_timeout() -> None:
