@@ -124,6 +124,7 @@ _INTROSPECTION = _names(
     "co_code gi_frame gi_code gi_yieldfrom cr_await cr_frame cr_code cr_origin ag_await "
     "ag_frame ag_code mro"
 )
+_C_IMPORTS = frozenset({"time", "_strptime"})
 _WRITABLE = (
     dict,
     list,
@@ -178,6 +179,13 @@ class ModuleView:
         for attribute in sorted(names):
             if hasattr(module, attribute):
                 object.__setattr__(self, attribute, getattr(module, attribute))
+
+    def __getattr__(self, name: str) -> Any:
+        allowed = ", ".join(sorted(MODULE_ATTRIBUTES.get(self._module_name, ())))
+        raise AttributeError(
+            f"{self._module_name}.{name} is not available in a sandboxed block; "
+            f"{self._module_name} offers: {allowed}"
+        )
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"the sandboxed module {self._module_name!r} is read-only")
@@ -283,6 +291,10 @@ def restricted_globals(allowed: set[str]) -> dict[str, Any]:
 
     views: dict[str, ModuleView] = {}
     exposed: set[int] = set()
+    for name in _C_IMPORTS:
+        # Now, while the worker may still read the runtime: after it drops to
+        # an unprivileged uid the installation can be out of its reach.
+        __import__(name)
 
     def refuse(what: str) -> AttributeError:
         return AttributeError(f"{what} is not available in a sandboxed block")
@@ -371,7 +383,13 @@ def restricted_globals(allowed: set[str]) -> dict[str, Any]:
 
     def guarded_import(
         name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
-    ) -> ModuleView:
+    ) -> Any:
+        # C code running for the block (datetime's strftime and strptime)
+        # imports through the block's builtins with a list as fromlist, which
+        # block code cannot produce: its import statements pass None or a
+        # tuple. Those get the real module; it goes back to the C caller only.
+        if type(fromlist) is list and not level and name in _C_IMPORTS:
+            return __import__(name)
         if level or name not in allowed or name not in MODULE_ATTRIBUTES:
             raise ImportError(f"import of {name!r} is not allowed in a sandboxed block")
         if name not in views:

@@ -257,6 +257,44 @@ def execute(inputs, context):
             out.append(repr(exc))
     return {"got": out}
 """,
+    "str subclass format": """
+class S(str):
+    pass
+def execute(inputs, context):
+    pick = getattr
+    return {"got": pick(S("{0.__globals__}"), "format")(execute)}
+""",
+    # --- library hooks ----------------------------------------------------------
+    "re.sub callback walks the match": """
+import re
+def execute(inputs, context):
+    pick = getattr
+    seen = []
+    def repl(match):
+        pattern = pick(match, "re")
+        seen.append(str(pick(pattern, "__class__")))
+        return ""
+    re.sub("a", repl, "a")
+    return {"got": seen}
+""",
+    "json object_hook walks the decoder": """
+import json
+def execute(inputs, context):
+    pick = getattr
+    def hook(d):
+        return pick(pick(d, "__class__"), "__subclasses__")()
+    return {"got": str(json.loads('{"a": 1}', object_hook=hook))}
+""",
+    "async generator asend and frame": """
+async def agen():
+    yield 1
+async def execute(inputs, context):
+    gen = agen()
+    pick = getattr
+    frame = pick(gen, "ag_frame")
+    await pick(gen, "asend")(None)
+    return {"got": str(pick(frame, "f_globals"))}
+""",
     # --- class machinery --------------------------------------------------------
     "metaclass keyword": """
 class Meta(type):
@@ -424,6 +462,10 @@ STATIC_BLIND = frozenset(
         "mro walk to object subclasses",
         "patch an allowed class",
         "os.system through a renamed os",
+        "str subclass format",
+        "re.sub callback walks the match",
+        "json object_hook walks the decoder",
+        "async generator asend and frame",
         "environment dump through os.environ",
     }
 )

@@ -179,3 +179,28 @@ async def execute(inputs, context):
         "            total =", "        total ="
     )
     assert run_block(source) == {"total": 14}
+
+
+def test_datetime_formats_and_parses_though_its_c_code_imports_time() -> None:
+    source = block(
+        """
+        day = datetime.datetime(2020, 1, 2, 3, 4)
+        parsed = datetime.datetime.strptime("2021-05-06", "%Y-%m-%d")
+        return {"f": day.strftime("%Y-%m-%d %H:%M"), "spec": f"{day:%A}", "p": parsed.day}
+        """,
+        "import datetime",
+    )
+
+    assert run_block(source) == {"f": "2020-01-02 03:04", "spec": "Thursday", "p": 6}
+    with pytest.raises(ImportError, match="import of 'time' is not allowed"):
+        run_block(block("return {}", "import time"))
+
+
+def test_a_missing_module_name_says_what_the_module_offers() -> None:
+    with pytest.raises(AttributeError) as missing:
+        run_block(block("tools = [functools][0]\nreturn tools.wraps", "import functools"))
+
+    assert str(missing.value) == (
+        "functools.wraps is not available in a sandboxed block; "
+        "functools offers: cache, cmp_to_key, lru_cache, partial, reduce"
+    )
