@@ -89,10 +89,13 @@ MODULE_ATTRIBUTES: dict[str, frozenset[str]] = {
     # Seed 003's "os (env vars only)": a read-only snapshot of the worker's
     # environment, which the jail fills with the variables the block lists.
     "os": frozenset({"environ", "getenv"}),
+    # httpx's client API and its errors; no transports, mounts or proxies.
     "httpx": _names(
-        "AsyncClient Client ConnectError HTTPError HTTPStatusError Headers RequestError "
-        "Response Timeout TimeoutException codes delete get head patch post put "
-        "request"
+        "AsyncClient BasicAuth Client ConnectError ConnectTimeout DecodingError HTTPError "
+        "HTTPStatusError Headers Limits NetworkError PoolTimeout QueryParams ReadTimeout "
+        "Request RequestError Response Timeout TimeoutException TooManyRedirects "
+        "TransportError URL WriteTimeout codes delete get head options patch post put "
+        "request stream"
     ),
 }
 """Every module a block may import, with the names it may use from each."""
