@@ -9,6 +9,7 @@ runs under the full jail and under an opted-in weaker one alike.
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Literal
 
@@ -112,4 +113,52 @@ async def test_a_seed_003_block_runs_under_the_full_and_a_weaker_jail(
         "pick": random.Random(7).choice(["cat", "hat", "saw", "the"]),
         "city": "Lyon",
         "echo": {"n": 5},
+    }
+
+
+NETWORK_PROBE = """
+import httpx
+
+async def execute(inputs, context):
+    async with httpx.AsyncClient(timeout=2) as client:
+        response = await client.get(inputs["url"])
+    found = {"status": response.status_code, "body": response.json()}
+    for name, reach in (
+        ("stream", lambda: response.extensions["network_stream"]),
+        ("cookies", lambda: response.cookies.jar),
+        ("coroutine", lambda: client.get(inputs["url"]).send),
+    ):
+        try:
+            found[name] = str(reach())
+        except AttributeError as exc:
+            found[name] = "refused" if "sandboxed block" in str(exc) else str(exc)
+    return found
+"""
+
+
+async def test_a_network_block_uses_httpx_but_reaches_no_socket_or_event_loop() -> None:
+    async def reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        body = b'{"ok": true}'
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
+        writer.write(head + b"content-length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(reply, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+    try:
+        result = await PythonSandbox(limits=LIMITS).run(
+            NETWORK_PROBE, {"url": url}, {}, network=True, timeout=10
+        )
+    finally:
+        server.close()
+        await server.wait_closed()
+
+    assert result.outputs == {
+        "status": 200,
+        "body": {"ok": True},
+        "stream": "refused",
+        "cookies": "refused",
+        "coroutine": "refused",
     }
