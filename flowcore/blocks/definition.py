@@ -20,10 +20,9 @@ import ast
 import re
 from typing import Any, Literal
 
-from jinja2 import TemplateSyntaxError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from flowcore.blocks.templates import TemplateRenderError, check_template
 from flowcore.errors import BlockDefinitionError
 
 __all__ = ["BlockDefinition", "BlockExample", "BlockKind"]
@@ -44,7 +43,6 @@ _ALIASES = {
     "llm_provider": "provider",
     "llm_model": "model",
 }
-_TEMPLATES = ImmutableSandboxedEnvironment()
 
 
 class BlockExample(BaseModel):
@@ -247,10 +245,11 @@ class BlockDefinition(BaseModel):
         if value is None:
             return value
         try:
-            _TEMPLATES.parse(value)
-        except TemplateSyntaxError as exc:
+            check_template(value)  # syntax, size, nesting, include/import/extends
+        except TemplateRenderError as exc:
+            where = "" if exc.line is None else f"line {exc.line}: "
             raise ValueError(
-                f"is not a valid Jinja2 template (line {exc.lineno}: {exc.message}); "
+                f"is not a valid prompt template ({where}{exc.cause}); "
                 "write placeholders as {{ name }}"
             ) from None
         return value

@@ -161,17 +161,34 @@ PAYLOADS: dict[str, tuple[str, str]] = {
 
 
 def llm_block(template: str, *, kind: str = "llm") -> BlockDefinition:
-    return BlockDefinition(
+    block = BlockDefinition(
         id="payload",
         name="Payload",
         description="Render an adversarial template",
         kind=kind,  # type: ignore[arg-type]
         input_keys=["items"],
         output_keys=["answer"],
-        prompt_template=template,
+        prompt_template="{{ items }}",
         timeout_seconds=TIMEOUT,
         max_retries=0,
     )
+    # Set without validation: BlockDefinition refuses some payloads itself
+    # (include, import, extends), but a block stored before that check, or
+    # built without validation, still reaches the executor, which must refuse
+    # them on its own.
+    return block.model_copy(update={"prompt_template": template})
+
+
+def test_a_block_definition_refuses_a_template_that_loads_another_one() -> None:
+    with pytest.raises(ValueError, match=r"line 2: \{% include %\} is not available"):
+        BlockDefinition(
+            id="payload",
+            name="Payload",
+            description="d",
+            kind="llm",
+            output_keys=["answer"],
+            prompt_template="Context:\n{% include 'secrets.txt' %}",
+        )
 
 
 def executor(limits: TemplateLimits | None = None) -> BlockExecutor:
