@@ -58,6 +58,7 @@ MAX_CONCURRENT_RENDERS = 4
 # How long a cancelled render may take to notice; a check runs at least once
 # per loop iteration, call, operator and output, so this is generous.
 _STOP_GRACE = 1.0
+_MAX_CAUSE = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +209,10 @@ def _render_error(exc: Exception) -> TemplateRenderError:
         )
     else:
         cause = f"failed with {type(exc).__name__}: {exc}"
+    if len(cause) > _MAX_CAUSE:
+        # Messages can quote values (a key looked up, an argument): keep
+        # a megabyte of input out of the error, its logs and its events.
+        cause = cause[: _MAX_CAUSE - 3] + "..."
     return TemplateRenderError(cause, line=line)
 
 

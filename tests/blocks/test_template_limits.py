@@ -368,6 +368,12 @@ def test_check_template_refuses_at_definition_time_what_rendering_would(
         render_prompt(template, {"a": 1})
 
 
+def test_an_error_quoting_a_huge_value_stays_short() -> None:
+    with pytest.raises(TemplateRenderError) as caught:
+        render_prompt("{{ {}[key] }}", {"key": "k" * 1_000_000})
+    assert len(str(caught.value)) < 1_000
+
+
 def test_check_template_accepts_an_ordinary_template() -> None:
     assert check_template(ORDINARY[0]) is None
 
