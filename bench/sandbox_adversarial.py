@@ -5,9 +5,9 @@
 
 Runs every payload of tests/sandbox/payloads_adversarial.py with the policy
 alone (``isolation="none"``: a plain subprocess of this user, no jail), with
-each named jail alone (``policy=False``, full builtins) and, for each
-weaker jail, with the policy on top (what an operator who opts into a
-weaker jail gets). Outcomes come from the same canaries as the tests: the
+each named jail alone (``policy=False``, full builtins) and with the
+policy on top of each jail (what a block gets, and what an operator who
+opts into a weaker jail gets). Outcomes come from the same canaries as the tests: the
 0600 secret's token in the outputs, the loopback listener, files outside
 the sandbox (one in the host's /tmp), a host process of uid 65534, leftover
 processes and the disk budget. A weaker jail alone is expected to let some
@@ -50,8 +50,7 @@ async def measure(jails: list[str]) -> dict[str, dict[str, str]]:
     for jail in jails:
         layers[f"{jail} alone"] = PythonSandbox(limits=canary.LIMITS, isolation=jail, policy=False)
     for jail in jails:
-        if jail != "bubblewrap":
-            layers[f"policy + {jail}"] = PythonSandbox(limits=canary.LIMITS, isolation=jail)
+        layers[f"policy + {jail}"] = PythonSandbox(limits=canary.LIMITS, isolation=jail)
     table: dict[str, dict[str, str]] = {}
     for name, source in sorted(payloads.items()):
         for layer, sandbox in layers.items():
