@@ -207,7 +207,8 @@ def check_json_value(value: Any, *, path: str = "value") -> None:
             for k, v in item.items():
                 if type(k) is not str:
                     raise SerializationError(
-                        f"{where}: the key {k!r} is not a string; JSON object keys are strings",
+                        f"{where}: the key {shown(k)} is not a string; JSON object keys are "
+                        "strings",
                         path=where,
                     )
                 if not _is_utf8(k):
@@ -455,7 +456,7 @@ def _encode(value: Any, path: str, depth: int) -> Any:
         if _TAG not in value and all(type(k) is str for k in value):
             return {k: _encode(v, f"{path}.{k}", depth) for k, v in value.items()}
         pairs = [
-            [_encode(k, f"{path}<key>", depth), _encode(v, f"{path}[{k!r}]", depth)]
+            [_encode(k, f"{path}<key>", depth), _encode(v, f"{path}[{shown(k)}]", depth)]
             for k, v in value.items()
         ]
         return {_TAG: "dict", "v": pairs}
@@ -467,7 +468,10 @@ def _encode(value: Any, path: str, depth: int) -> Any:
     if kind in (set, frozenset):
         items = [_encode(v, f"{path}<item>", depth) for v in value]
         # Sorted by their JSON text, so equal sets always give equal bytes.
-        items.sort(key=lambda item: json.dumps(item, sort_keys=True))
+        try:
+            items.sort(key=lambda item: json.dumps(item, sort_keys=True))
+        except ValueError:  # an item JSON text cannot hold (an int of 5000 digits)
+            raise _unwritable(items, f"{path}<item>") from None
         return {_TAG: "set" if kind is set else "frozenset", "v": items}
     if isinstance(value, Secret):
         return {_TAG: "secret", "v": value.name}  # the value is never written

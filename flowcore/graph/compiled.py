@@ -136,6 +136,11 @@ class CompiledGraph:
         durability: Durability,
         redactor: Redactor | None = None,
     ) -> RunOptions:
+        if config is not None and not isinstance(config, Mapping):
+            raise InvalidInputError(
+                f"config must be a mapping (or None), got {type(config).__name__}; "
+                "pass e.g. config={'user_id': 'ada'}"
+            )
         options = RunOptions(
             mode=mode,
             on_error=on_error,

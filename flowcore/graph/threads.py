@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "StateSnapshot",
+    "check_checkpoint_id",
     "check_thread_id",
     "get_state",
     "open_thread",
@@ -87,7 +88,39 @@ def check_thread_id(thread_id: object) -> str:
     """
     if not isinstance(thread_id, str) or not thread_id:
         raise InvalidInputError(f"thread_id must be a non-empty string, got {shown(thread_id)}")
+    try:
+        thread_id.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate: no store can write or look up such an id.
+        raise InvalidInputError(
+            f"thread_id {shown(thread_id)} holds a lone surrogate, which is not valid Unicode "
+            "text; use an id of plain text"
+        ) from None
     return thread_id
+
+
+def check_checkpoint_id(checkpoint_id: object, name: str = "checkpoint_id") -> str | None:
+    """Validate a ``checkpoint_id=`` (or ``before=``) argument: None or an id of plain text.
+
+    Example:
+        >>> check_checkpoint_id(None) is None
+        True
+    """
+    if checkpoint_id is None:
+        return None
+    if not isinstance(checkpoint_id, str) or not checkpoint_id:
+        raise InvalidInputError(
+            f"{name} must be a checkpoint id (a non-empty string) or None, "
+            f"got {shown(checkpoint_id)}; list a thread's checkpoints with get_state_history()"
+        )
+    try:
+        checkpoint_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(
+            f"{name} {shown(checkpoint_id)} holds a lone surrogate, so no checkpoint has it; "
+            "list a thread's checkpoints with get_state_history()"
+        ) from None
+    return checkpoint_id
 
 
 def _require_store(graph: CompiledGraph) -> Checkpointer:
@@ -169,6 +202,7 @@ async def open_thread(
     """
     store = _require_store(graph)
     check_thread_id(thread_id)
+    check_checkpoint_id(checkpoint_id)
     point = await load_point(store, graph.schema, thread_id, checkpoint_id)
     before = graph.interrupt_before
     after = graph.interrupt_after
@@ -313,6 +347,8 @@ async def get_state(
 ) -> StateSnapshot:
     """The state of a thread at its latest (or a given) checkpoint."""
     store = _require_store(graph)
+    check_thread_id(thread_id)
+    check_checkpoint_id(checkpoint_id)
     point = await load_point(store, graph.schema, thread_id, checkpoint_id)
     if point is None:
         raise ResumeError(f"thread {thread_id!r} has no checkpoints", thread_id=thread_id)
@@ -324,8 +360,10 @@ async def state_history(
 ) -> list[StateSnapshot]:
     """Snapshots of a thread's checkpoints, newest first."""
     store = _require_store(graph)
+    check_thread_id(thread_id)
+    check_checkpoint_id(before, "before")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise InvalidInputError(f"limit must be a whole number >= 1 or None, got {limit!r}")
+        raise InvalidInputError(f"limit must be a whole number >= 1 or None, got {shown(limit)}")
     found = await store.history(thread_id, limit=limit, before=before)
     out = []
     for cp in found:
@@ -350,6 +388,8 @@ async def update_state(
     the thread continues from that node's successors.
     """
     store = _require_store(graph)
+    check_thread_id(thread_id)
+    check_checkpoint_id(checkpoint_id)
     point = await load_point(store, graph.schema, thread_id, checkpoint_id)
     if point is None:
         raise ResumeError(

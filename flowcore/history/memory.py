@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import Self
 
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
-from flowcore.history.protocol import RunNotFoundError, check_limit, check_record
+from flowcore.history.protocol import RunNotFoundError, check_limit, check_lookup, check_record
 from flowcore.history.records import RunRecord
 
 __all__ = ["InMemoryRunHistory"]
@@ -82,6 +82,7 @@ class InMemoryRunHistory:
         Example:
             >>> # record = await history.get("r1")
         """
+        check_lookup("run_id", run_id)
         found = self._runs.get(run_id)
         if found is None:
             raise RunNotFoundError(run_id)
@@ -102,6 +103,13 @@ class InMemoryRunHistory:
             >>> # failed = await history.list(pipeline_id="digest", status="failed")
         """
         cap = check_limit(limit)
+        for name, value in (
+            ("pipeline_id", pipeline_id),
+            ("user_id", user_id),
+            ("status", status),
+            ("thread_id", thread_id),
+        ):
+            check_lookup(name, value, optional=True)
         wanted = {
             "pipeline_id": pipeline_id,
             "user_id": user_id,
@@ -124,4 +132,5 @@ class InMemoryRunHistory:
         Example:
             >>> # await history.delete("r1")
         """
+        check_lookup("run_id", run_id)
         return self._runs.pop(run_id, None) is not None

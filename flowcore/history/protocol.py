@@ -25,6 +25,7 @@ __all__ = [
     "RunHistoryStoreError",
     "RunNotFoundError",
     "check_limit",
+    "check_lookup",
     "check_record",
 ]
 
@@ -83,11 +84,35 @@ def check_limit(limit: int | None) -> int | None:
     """
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+    # SQLite's integers end at 2**63 - 1; no history holds more runs than that anyway.
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit < 2**63:
         raise InvalidInputError(
-            f"limit must be a positive int (or None for every run), got {shown(limit)}"
+            f"limit must be a positive int below 2**63 (or None for every run), got {shown(limit)}"
         )
     return limit
+
+
+def check_lookup(name: str, value: object, *, optional: bool = False) -> None:
+    """Refuse a run id or filter no store can look up: not a string, or not valid Unicode.
+
+    Example:
+        >>> check_lookup("run_id", "r1")
+        >>> try:
+        ...     check_lookup("thread_id", 7, optional=True)
+        ... except InvalidInputError as exc:
+        ...     str(exc)
+        'thread_id must be a string or None, got 7'
+    """
+    if value is None and optional:
+        return
+    if not isinstance(value, str):
+        kind = "a string or None" if optional else "a string"
+        raise InvalidInputError(f"{name} must be {kind}, got {shown(value)}")
+    if not _is_text(value):
+        raise InvalidInputError(
+            f"{name} {shown(value)} holds a lone surrogate, which is not valid Unicode text, so "
+            "no run can have it; check where the id came from"
+        )
 
 
 def check_record(record: RunRecord) -> RunRecord:

@@ -48,6 +48,7 @@ from flowcore.history.protocol import (
     RunHistoryStoreError,
     RunNotFoundError,
     check_limit,
+    check_lookup,
     check_record,
 )
 from flowcore.history.records import NodeRecord, RunRecord
@@ -438,6 +439,7 @@ class SqliteRunHistory:
         Example:
             >>> # record = await history.get("r1")
         """
+        check_lookup("run_id", run_id)
         runs, nodes = await self._read(
             [
                 (f"SELECT {_RUN_COLUMNS} FROM run_history_runs WHERE run_id = ?", (run_id,)),
@@ -467,6 +469,13 @@ class SqliteRunHistory:
             >>> # failed = await history.list(pipeline_id="digest", status="failed", limit=10)
         """
         cap = check_limit(limit)
+        for name, value in (
+            ("pipeline_id", pipeline_id),
+            ("user_id", user_id),
+            ("status", status),
+            ("thread_id", thread_id),
+        ):
+            check_lookup(name, value, optional=True)
         given = dict(zip(_FILTERS, (pipeline_id, user_id, status, thread_id), strict=True))
         clauses = [f"{column} = ?" for column, value in given.items() if value is not None]
         params: builtins.list[Any] = [value for value in given.values() if value is not None]
@@ -498,6 +507,7 @@ class SqliteRunHistory:
         Example:
             >>> # await history.delete("r1")
         """
+        check_lookup("run_id", run_id)
 
         async def remove(conn: aiosqlite.Connection) -> bool:
             await conn.execute_fetchall("DELETE FROM run_history_nodes WHERE run_id = ?", (run_id,))

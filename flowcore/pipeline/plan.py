@@ -280,7 +280,7 @@ def load_definition(data: Any) -> Pipeline | TaskPlan:
         return TaskPlan.from_data(data)
     if is_pipeline:
         return Pipeline.from_data(data)
-    keys = ", ".join(repr(k) for k in data) or "none"
+    keys = ", ".join(shown(k) for k in data) or "none"
     raise PipelineError(
         [
             f"the definition is neither a pipeline (it has no 'nodes') nor a task plan (it has no "

@@ -132,6 +132,18 @@ def summary_lines() -> list[str]:
     return lines
 
 
+def _where(exc: BaseException) -> str:
+    """`` at flowcore/<file>:<line>``: the innermost flowcore frame the error passed."""
+    tb = exc.__traceback__
+    found = ""
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if "/flowcore/" in name:
+            found = f" at flowcore/{name.rsplit('/flowcore/', 1)[1]}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
+
+
 @contextmanager
 def _watchdog(seconds: float) -> Iterator[None]:
     def fire(signum: int, frame: Any) -> None:
@@ -218,7 +230,7 @@ class Judge:
     def _untyped(self, exc: Exception) -> None:
         self.figures.cases += 1
         self.figures.untyped += 1
-        kind = f"untyped {type(exc).__name__}"
+        kind = f"untyped {type(exc).__name__}{_where(exc)}"
         self.figures.codes[kind] = self.figures.codes.get(kind, 0) + 1
         if not _SURVEY:
             raise exc
