@@ -31,14 +31,13 @@ from typing import Any
 from jinja2 import Template, TemplateSyntaxError, UndefinedError, nodes
 from jinja2.exceptions import SecurityError
 
-from flowcore.blocks._template_env import (
-    BoundedEnvironment,
+from flowcore.blocks._template_budget import (
     Budget,
     LimitExceededError,
-    RefusedTemplateError,
     install_budget,
     remove_budget,
 )
+from flowcore.blocks._template_env import BoundedEnvironment, RefusedTemplateError
 from flowcore.errors import FlowcoreError
 
 __all__ = [
