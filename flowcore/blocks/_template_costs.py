@@ -152,12 +152,16 @@ def check_binop(budget: Budget, op: str, left: Any, right: Any) -> None:
                 f"a product of about {bits} bits is more than TemplateLimits.max_int_bits "
                 f"({limit_bits})"
             )
+    # Lengths, not text sizes: these run on every operator (a list grown in a
+    # loop would be walked each time). A list of many references to one long
+    # string is cheap to hold; turning it into text is what is checked, where
+    # that happens (output, ~, join, format, the filters that stringify).
     elif op == "*":
         seq, times = (left, right) if isinstance(left, _SEQUENCES) else (right, left)
         if isinstance(seq, _SEQUENCES) and isinstance(times, int) and times > 0:
-            budget.fits(text_len(seq) * times, "the repeated sequence")
+            budget.fits(len(seq) * times, "the repeated sequence")
     elif op == "+" and isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
-        budget.fits(text_len(left) + text_len(right), "the joined sequence")
+        budget.fits(len(left) + len(right), "the joined sequence")
     elif op == "%" and isinstance(left, str | bytes):
         check_format(budget, left, right if isinstance(right, tuple) else (right,), "%")
 

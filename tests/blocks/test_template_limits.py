@@ -106,15 +106,20 @@ PAYLOADS: dict[str, tuple[str, str]] = {
     "list of big strings": (
         "{% set ns = namespace(l=[]) %}{% for i in range(5000) %}"
         "{% set ns.l = ns.l + ['y' * 99999 ~ i] %}{% endfor %}{{ ns.l|length }}",
-        "max_output_chars",
+        "max_total_chars",
+    ),
+    "list grown one item per iteration": (
+        "{% set ns = namespace(l=[]) %}{% for i in range(99999) %}"
+        "{% set ns.l = ns.l + [i] %}{% endfor %}{{ ns.l|length }}",
+        "max_total_chars",
     ),
     "a new big string per iteration": (
         "{% for i in range(5000) %}{% set s = 'y' * 99999 ~ i %}{% endfor %}",
         "max_total_chars",
     ),
     "a million references to one string": (
-        "{% set big = 'y' * 999999 %}{% set l = [big] * 999999 %}{{ l|length }}",
-        "max_output_chars",
+        "{% set big = 'y' * 999999 %}{% set l = [big] * 999999 %}{{ l|length }} {{ l }}",
+        "an output expression",
     ),
     # Filters with huge widths or counts
     "center(10**9)": ("{{ 'a'|center(1000000000) }}", "center()"),
