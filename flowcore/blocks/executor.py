@@ -43,6 +43,7 @@ from flowcore.blocks.templates import TemplateLimits, TemplateRenderError, arend
 from flowcore.checkpoint.serde import check_text_and_nesting
 from flowcore.errors import (
     BlockConfigurationError,
+    BlockDefinitionError,
     BlockError,
     BlockInputError,
     BlockOutputError,
@@ -709,7 +710,14 @@ class BlockExecutor:
 
 
 def _check_inputs(block: BlockDefinition, inputs: Mapping[str, Any]) -> None:
-    """Refuse inputs no model, tool or store can take, before any attempt runs."""
+    """Refuse a block or inputs no model, tool or store can take, before any attempt runs."""
+    try:
+        # The definition's text reaches prompts, events and stores as much as the inputs do.
+        check_text_and_nesting(block.model_dump(exclude_none=True), path="block")
+    except SerializationError as exc:
+        raise BlockDefinitionError(
+            [str(exc).removeprefix("cannot store ")], block=block.id
+        ) from None
     if not isinstance(inputs, Mapping):
         raise BlockInputError(
             block.id, [f"inputs: must be a mapping of input names, got {type(inputs).__name__}"]

@@ -98,8 +98,9 @@ def redacted_output(
     if logging.lastResort is not None:
         handlers.append(logging.lastResort)
     saved = sys.stdout, sys.stderr
-    sys.stdout = RedactingWriter(sys.stdout, redactor)
-    sys.stderr = RedactingWriter(sys.stderr, redactor)
+    # Stray prints, warnings and argparse's usage errors go to the command's own streams
+    # (the terminal's, unless main() was given others), redacted like the rest.
+    sys.stdout, sys.stderr = safe_out, safe_err
     for handler in handlers:
         handler.addFilter(log_filter)
     try:
