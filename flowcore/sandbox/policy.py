@@ -62,6 +62,10 @@ _FORBIDDEN_NAMES = frozenset(
         "print_function",
     }
 )
+_TOO_DEEP = (
+    "the code nests too deeply for the policy to check it (a very long chain of "
+    "operators or deeply nested expressions); split it into smaller statements"
+)
 _NAME_TAKING = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 _FORMATTERS = frozenset({"format", "format_map"})
 
@@ -176,12 +180,16 @@ def prepare_source(source: str, *, network: bool = False) -> tuple[ast.Module, l
         >>> problems[0].startswith("line 1: import of 'sys' is not allowed; allowed: ")
         True
     """
+    empty = ast.Module(body=[], type_ignores=[])
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        return ast.Module(body=[], type_ignores=[]), [f"line {exc.lineno}: {exc.msg}"]
-    except ValueError as exc:  # e.g. a NUL byte in the source
-        return ast.Module(body=[], type_ignores=[]), [f"the source cannot be parsed: {exc}"]
+        where = f"line {exc.lineno}: " if exc.lineno else ""
+        return empty, [f"{where}{exc.msg}"]
+    except ValueError as exc:  # e.g. a lone surrogate in the source
+        return empty, [f"the source cannot be parsed: {exc}"]
+    except RecursionError:
+        return empty, [_TOO_DEEP]
     allowed = ALLOWED_IMPORTS | NETWORK_IMPORTS if network else ALLOWED_IMPORTS
     aliases = _module_aliases(tree)
     problems: list[str] = []
@@ -195,6 +203,8 @@ def prepare_source(source: str, *, network: bool = False) -> tuple[ast.Module, l
     # RestrictedPython rewrites the tree it is given; keep ours as the user wrote it.
     try:
         _, errors = compile_block(copy.deepcopy(tree))
+    except RecursionError:
+        errors = [_TOO_DEEP]
     except ImportError:
         raise SandboxUnavailableError(
             "Python blocks need RestrictedPython for the sandbox's policy layer; "

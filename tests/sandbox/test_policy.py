@@ -56,6 +56,21 @@ def test_the_compile_time_checks_name_the_line_and_the_reason(source: str, probl
     assert any(problem in p for p in problems), problems
 
 
+@pytest.mark.parametrize("terms", [400, 50_000])
+def test_code_too_deep_to_check_is_refused_with_a_reason_not_a_recursion_error(
+    terms: int,
+) -> None:
+    source = "def execute(inputs, context):\n    return {'x': " + "+".join(["1"] * terms) + "}\n"
+
+    (problem,) = check_policy(source)
+
+    assert problem.startswith("the code nests too deeply for the policy to check it")
+
+
+def test_a_nul_byte_is_a_problem_without_a_line_number() -> None:
+    assert check_policy("x = 1\x00") == ["source code string cannot contain null bytes"]
+
+
 def test_a_name_that_is_rebound_is_left_to_the_run_time_guards() -> None:
     # `json` is reassigned, so `json.codecs` may not be the module any more.
     source = "import json\ndef execute(inputs, context):\n    json = {}\n    return json.keys()\n"
