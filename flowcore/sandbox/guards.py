@@ -25,6 +25,7 @@ The rules, each closing a class of escape rather than one payload:
   instances of classes the block defined.
 """
 
+import ast
 import builtins as _builtins
 import collections
 import functools
@@ -122,11 +123,14 @@ _NO_ATTRIBUTES = (
     types.CoroutineType,
     types.AsyncGeneratorType,
 )
+# Frames, code and their owners by name, on top of the type checks; mro()
+# hands out `object`, where every subclass walk starts.
 _INTROSPECTION = _names(
     "tb_frame tb_next f_back f_builtins f_code f_generator f_globals f_locals f_trace "
     "co_code gi_frame gi_code gi_yieldfrom cr_await cr_frame cr_code cr_origin ag_await "
     "ag_frame ag_code mro"
 )
+# What datetime's C code imports through the block's builtins (see guarded_import).
 _C_IMPORTS = frozenset({"time", "_strptime"})
 _WRITABLE = (
     dict,
@@ -184,7 +188,7 @@ class ModuleView:
                 object.__setattr__(self, attribute, getattr(module, attribute))
 
     def __getattr__(self, name: str) -> Any:
-        allowed = ", ".join(sorted(MODULE_ATTRIBUTES.get(self._module_name, ())))
+        allowed = ", ".join(sorted(n for n in vars(self) if not n.startswith("_")))
         raise AttributeError(
             f"{self._module_name}.{name} is not available in a sandboxed block; "
             f"{self._module_name} offers: {allowed}"
@@ -226,8 +230,7 @@ def _block_transformer() -> type[Any]:
             return RestrictingNodeTransformer.visit_With(self, node)
 
         def visit_AsyncFor(self, node: Any) -> Any:
-            import ast
-
+            # RestrictedPython's guard for `for`, with an asynchronous iteration guard.
             node = self.node_contents_visit(node)
             if isinstance(node.target, ast.Tuple):
                 target, unpack = self.gen_unpack_wrapper(node, node.target)
