@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from flowcore._shown import shown
 from flowcore.checkpoint.lease import hold_thread
 from flowcore.checkpoint.protocol import Checkpointer, ThreadLease
 from flowcore.errors import InvalidInputError
@@ -136,6 +137,21 @@ class CompiledGraph:
         durability: Durability,
         redactor: Redactor | None = None,
     ) -> RunOptions:
+        for option, value in (("mode", mode), ("on_error", on_error)):
+            if not isinstance(value, str):
+                raise InvalidInputError(
+                    f"{option}={shown(value)} must be a string; see run()'s documentation for "
+                    "the values it takes"
+                )
+        for option, count in (
+            ("max_concurrency", max_concurrency),
+            ("recursion_limit", recursion_limit),
+        ):
+            if type(count) is int and count.bit_length() > 63:
+                raise InvalidInputError(
+                    f"{option}={shown(count)} is out of range; pass a whole number >= 1 "
+                    "(below 2**63) or None"
+                )
         if config is not None and not isinstance(config, Mapping):
             raise InvalidInputError(
                 f"config must be a mapping (or None), got {type(config).__name__}; "

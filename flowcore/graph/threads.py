@@ -396,9 +396,9 @@ async def update_state(
             f"thread {thread_id!r} has no checkpoints; run it once before updating its state",
             thread_id=thread_id,
         )
-    if as_node is not None and as_node not in graph.nodes:
+    if as_node is not None and (not isinstance(as_node, str) or as_node not in graph.nodes):
         raise InvalidInputError(
-            f"as_node={as_node!r} is not a node of graph {graph.name!r}; use one of "
+            f"as_node={shown(as_node)} is not a node of graph {graph.name!r}; use one of "
             f"{', '.join(map(repr, graph.nodes))}"
         )
     writer_name = as_node or "__update__"
