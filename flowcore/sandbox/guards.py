@@ -21,6 +21,9 @@ The rules, each closing a class of escape rather than one payload:
   from) something other than the builtins, the allowed modules or the block.
   So a frame, code object, traceback, real module or a builtin such as
   ``eval`` cannot be held, and generators and coroutines show no attributes.
+  Calls and builtins such as ``max`` are not guarded; what they can return
+  is bounded by the allowlist, and a test walks everything reachable from
+  it to check that no container there holds what the guards refuse.
 * Writes reach only plain containers, the ``collections`` ones and
   instances of classes the block defined.
 """
