@@ -167,10 +167,18 @@ def _answers(thread_id: str, waiting: dict[str, Interrupt], resume: Resume) -> d
             thread_id=thread_id,
         )
     if resume.by_id is not None:
+        if not isinstance(resume.by_id, Mapping) or not all(
+            isinstance(i, str) for i in resume.by_id
+        ):
+            raise ResumeError(
+                f"Resume(by_id=...) must map interrupt ids (strings) to answers, got "
+                f"{shown(resume.by_id)}; pending: {', '.join(map(repr, waiting))}",
+                thread_id=thread_id,
+            )
         unknown = [i for i in resume.by_id if i not in waiting]
         if unknown:
             raise ResumeError(
-                f"thread {thread_id!r} has no pending interrupt {', '.join(map(repr, unknown))}; "
+                f"thread {thread_id!r} has no pending interrupt {', '.join(map(shown, unknown))}; "
                 f"pending: {', '.join(f'{i!r} (node {w.node!r})' for i, w in waiting.items())}",
                 thread_id=thread_id,
             )

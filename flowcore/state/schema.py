@@ -134,7 +134,7 @@ class StateSchema:
             unknown = [k for k in run_input if k not in self._reducers]
             if unknown:
                 raise InvalidInputError(
-                    f"input key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                    f"input key{'s' if len(unknown) > 1 else ''} {', '.join(map(shown, unknown))} "
                     f"not in state schema {self.name} (keys: {', '.join(self.keys)}); "
                     "add them to the schema or drop them from the input"
                 )
@@ -154,7 +154,7 @@ class StateSchema:
         if unknown:
             raise InvalidInputError(
                 f"input model {type(instance).__name__} has field"
-                f"{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                f"{'s' if len(unknown) > 1 else ''} {', '.join(map(shown, unknown))} "
                 f"not in state schema {self.name} (keys: {', '.join(self.keys)})"
             )
         values = {c.name: c.default() for c in self._channels.values() if c.default is not None}

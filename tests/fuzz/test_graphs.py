@@ -11,12 +11,13 @@ input. Building never raises; ``compile`` raises only
 from __future__ import annotations
 
 import asyncio
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
-from flowcore import END, START, Graph, InMemoryCheckpointer, RetryPolicy
+from flowcore import END, START, Graph, InMemoryCheckpointer, RetryPolicy, append
 
 from .harness import Judge, fuzz_settings
 from .strategies import ODD_SCALARS, ODD_VALUES, REF_VALUES, SCALARS, TEXT
@@ -174,3 +175,36 @@ def test_retry_policies_of_any_fields_build_or_are_refused_typed(fields: dict[st
     policy = judge.call(lambda: RetryPolicy(**fields))
     if policy is not None:
         assert policy.should_retry(ValueError()) in (True, False)
+
+
+class Model(BaseModel):
+    x: Any = None
+    y: list[int] = []
+
+
+class Typed(TypedDict):
+    x: int
+    y: Annotated[list[Any], append]
+
+
+SCHEMAS = st.sampled_from([State, Typed, Model, int, str, None, dict, list[int], Model()])
+
+
+@fuzz_settings(150)
+@given(schema=SCHEMAS, update=ODD_VALUES, run_input=st.one_of(ODD_VALUES, st.just({"x": 1})))
+def test_any_state_schema_and_node_update_run_or_are_refused_typed(
+    schema: Any, update: Any, run_input: Any
+) -> None:
+    judge = Judge("state schemas, reducers and node updates")
+
+    def writes(state: Any) -> Any:
+        return {"y": update, "x": update}
+
+    graph = Graph(schema).add_node("w", writes).add_edge(START, "w")
+    compiled = judge.call(graph.compile)
+    if compiled is None:
+        return
+    # Node failures (an update a reducer rejects) end the run as failed, they do not raise.
+    result = judge.call(lambda: compiled.run_sync(run_input))
+    if result is not None:
+        assert result.status in ("completed", "failed")

@@ -64,7 +64,8 @@ def test_thread_and_history_calls_with_odd_arguments_are_typed(tmp_path: Path) -
             if result is not None:
                 assert result.status in ("completed", "failed", "interrupted", "cancelled")
         elif call == "resume":
-            await judge.acall(lambda: graph.run(Resume(value), thread_id=thread))
+            answer = Resume(by_id=value) if isinstance(value, dict) and extra else Resume(value)
+            await judge.acall(lambda: graph.run(answer, thread_id=thread))
         elif call == "get_state":
             await judge.acall(lambda: graph.get_state(thread, extra.get("checkpoint")))
         elif call == "history":
