@@ -370,8 +370,12 @@ async def state_history(
     store = _require_store(graph)
     check_thread_id(thread_id)
     check_checkpoint_id(before, "before")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise InvalidInputError(f"limit must be a whole number >= 1 or None, got {shown(limit)}")
+    if limit is not None and (
+        isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit < 2**63
+    ):
+        raise InvalidInputError(
+            f"limit must be a whole number >= 1 (below 2**63) or None, got {shown(limit)}"
+        )
     found = await store.history(thread_id, limit=limit, before=before)
     out = []
     for cp in found:
