@@ -218,14 +218,15 @@ def check_json_value(value: Any, *, path: str = "value") -> None:
             todo.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
 
 
-def check_text_and_nesting(value: Any, *, path: str = "value") -> None:
+def check_text_and_nesting(value: Any, *, path: str = "value", text: bool = True) -> None:
     """Raise :class:`~flowcore.errors.SerializationError` for the two faults no consumer takes.
 
     A string (or dict key) with a lone surrogate cannot be encoded as UTF-8,
     so no model, tool, log or store can take it; containers nested more than
     :data:`MAX_NESTING` deep exhaust Python's recursion limit in whatever
     walks them. Objects of any other type pass: this is the check for values
-    that need not be storable, like a block's inputs.
+    that need not be storable, like a block's inputs. With ``text=False`` only
+    the nesting is checked.
 
     Example:
         >>> check_text_and_nesting({"when": object(), "text": "fine"})
@@ -239,7 +240,7 @@ def check_text_and_nesting(value: Any, *, path: str = "value") -> None:
     while todo:
         item, where, depth = todo.pop()
         if isinstance(item, str):
-            if not _is_utf8(item):
+            if text and not _is_utf8(item):
                 raise _unwritable(str(item), where)
             continue
         if not isinstance(item, dict | list | tuple | set | frozenset):
@@ -248,7 +249,7 @@ def check_text_and_nesting(value: Any, *, path: str = "value") -> None:
             raise _too_deep(where)
         if isinstance(item, dict):
             for k, v in item.items():
-                if isinstance(k, str) and not _is_utf8(k):
+                if text and isinstance(k, str) and not _is_utf8(k):
                     raise _unwritable({str(k): None}, where)
                 todo.append(
                     (v, f"{where}.{k}" if isinstance(k, str) else f"{where}[{shown(k)}]", depth + 1)

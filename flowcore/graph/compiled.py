@@ -18,7 +18,8 @@ from pydantic import BaseModel
 from flowcore._shown import shown
 from flowcore.checkpoint.lease import hold_thread
 from flowcore.checkpoint.protocol import Checkpointer, ThreadLease
-from flowcore.errors import InvalidInputError
+from flowcore.checkpoint.serde import check_text_and_nesting
+from flowcore.errors import InvalidInputError, SerializationError
 from flowcore.events import DoneEvent, Event
 from flowcore.graph.spec import EdgeSpec, NodeSpec, RouterSpec
 from flowcore.graph.threads import (
@@ -194,6 +195,11 @@ class CompiledGraph:
             }
         else:
             given = dict(run_input or {})
+        try:
+            # Redaction, events and references walk the input: depth must stay bounded.
+            check_text_and_nesting(given, path="input", text=False)
+        except SerializationError as exc:
+            raise InvalidInputError(f"run {str(exc).removeprefix('cannot store ')}") from None
         return values, given
 
     async def _start(
