@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from flowcore import END, START, Graph, InMemoryCheckpointer, RetryPolicy, append
+from flowcore.secrets import SecretRedactor
 
 from .harness import Judge, fuzz_settings
 from .strategies import ODD_SCALARS, ODD_VALUES, REF_VALUES, SCALARS, TEXT
@@ -149,9 +150,14 @@ def _build(declarations: list[tuple[Any, ...]]) -> Graph:
         st.just(None),
     ),
     threaded=st.booleans(),
+    redacted=st.booleans(),
 )
 def test_graphs_of_any_declaration_compile_and_run_or_are_refused_typed(
-    operations: list[tuple[Any, ...]], interrupts: Any, run_input: Any, threaded: bool
+    operations: list[tuple[Any, ...]],
+    interrupts: Any,
+    run_input: Any,
+    threaded: bool,
+    redacted: bool,
 ) -> None:
     judge = Judge("Graph building, compile(), run()")
     # Declaring never raises: mistakes are collected for compile() to report at once.
@@ -163,6 +169,8 @@ def test_graphs_of_any_declaration_compile_and_run_or_are_refused_typed(
     if compiled is None:
         return
     options: dict[str, Any] = {"thread_id": "t1"} if threaded else {}
+    if redacted:
+        options["redactor"] = SecretRedactor(["sk-test-0123456789abc"])
     result = judge.call(lambda: compiled.run_sync(run_input, recursion_limit=8, **options))
     if result is not None:
         assert result.status in ("completed", "failed", "interrupted")
