@@ -319,6 +319,12 @@ async def cmd_blocks(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(text + "\n")
         else:  # import
             text = await asyncio.to_thread(_read_text, args.file, "blocks")
+            try:
+                _json(text)  # JSON too deep or with too long ints: one line, not a crash
+            except json.JSONDecodeError:
+                pass  # the store names what is wrong with it
+            except ValueError as exc:
+                raise CliError(f"blocks file {args.file!r} is not valid JSON: {exc}") from None
             added = await store.import_json(text)
             if args.json:
                 _dump(out, {"added": added})

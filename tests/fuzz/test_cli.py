@@ -45,6 +45,10 @@ def _argv(draw: st.DrawFn, tmp: Path) -> list[str]:
     file = tmp / f"doc{next(_FILES)}.json"
     if draw(st.integers(0, 2)) == 0:
         file.write_text(json.dumps(GREETING), encoding="utf-8")
+    elif draw(st.integers(0, 3)) == 0:
+        depth = draw(st.sampled_from([50, 5000]))
+        nested = "[" * depth + "]" * depth
+        file.write_text('{"format": "flowcore-blocks", "blocks": ' + nested + "}")
     else:
         text = draw(document_texts(st.one_of(pipeline_documents(), plan_documents())))
         if isinstance(text, str):
@@ -81,6 +85,7 @@ def _argv(draw: st.DrawFn, tmp: Path) -> list[str]:
             [
                 ["blocks", "show", draw(st.one_of(TEXT.filter(bool), SURROGATES))],
                 ["blocks", "add", str(file)],
+                ["blocks", "import", str(file)],
                 ["blocks", "search", draw(st.one_of(TEXT, SURROGATES))],
             ]
         )
