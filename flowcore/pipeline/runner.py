@@ -91,7 +91,9 @@ def check_run_inputs(pipeline: Pipeline, inputs: Mapping[str, Any]) -> list[str]
     known = ", ".join(sorted(wanted)) or "none"
     problems.extend(
         f"input {shown(key)} is not read by pipeline {shown(pipeline.id)} (it reads: {known}); "
-        "remove it or wire it into a node's inputs as <<input." + key + ">>"
+        "remove it or wire it into a node's inputs as <<input."
+        + (key if isinstance(key, str) else shown(key))
+        + ">>"
         for key in inputs
         if key not in wanted
     )
