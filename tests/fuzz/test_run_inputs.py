@@ -23,10 +23,19 @@ from flowcore import START, Graph, SqliteCheckpointer
 from flowcore.blocks import BlockExecutor, SqliteBlockStore
 from flowcore.history import SqliteRunHistory
 from flowcore.llm import ProviderRegistry, ScriptedProvider
-from flowcore.pipeline import Pipeline, PipelineRunner
+from flowcore.pipeline import Pipeline, PipelineRunner, check_run_inputs, check_run_request
 
 from .harness import Judge, fuzz_settings
-from .strategies import ODD_SCALARS, ODD_VALUES, SCALARS, SURROGATES, TEXT, deep_values
+from .strategies import (
+    BIG_INTS,
+    HUGE_INTS,
+    ODD_SCALARS,
+    ODD_VALUES,
+    SCALARS,
+    SURROGATES,
+    TEXT,
+    deep_values,
+)
 
 _COUNTER = itertools.count()
 
@@ -153,3 +162,17 @@ def test_pipeline_runs_refuse_unstorable_input_and_are_always_recorded(tmp_path:
             each()
         finally:
             runner.run(stack.aclose())
+
+
+@fuzz_settings(150)
+@given(
+    inputs=st.dictionaries(
+        st.one_of(TEXT, SURROGATES, BIG_INTS, HUGE_INTS, st.none()), ODD_VALUES, max_size=3
+    )
+)
+def test_checking_run_inputs_of_any_keys_lists_problems_or_refuses_typed(inputs: Any) -> None:
+    judge = Judge("check_run_inputs, check_run_request")
+    problems = judge.call(lambda: check_run_inputs(PIPELINE, inputs))
+    assert problems is not None
+    assert all(isinstance(p, str) for p in problems)
+    judge.call(lambda: check_run_request(PIPELINE, inputs, user_id="ada"))
