@@ -76,12 +76,33 @@ def print_table(table: dict[str, dict[str, str]]) -> None:
         print(f"{layer}: {tally}")
 
 
-def main() -> None:
+def must_hold(layer: str) -> bool:
+    """Whether an escape through ``layer`` is a defect, not a documented weakness.
+
+    A weaker jail alone is allowed to leak (blocks fail closed without
+    bubblewrap for that reason); the policy layer on any jail, the policy
+    alone and bubblewrap alone are not.
+    """
+    return layer.startswith("policy") or layer == "bubblewrap alone"
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jails", default="bubblewrap", help="comma-separated jails to run")
     args = parser.parse_args()
-    print_table(asyncio.run(measure(args.jails.split(","))))
+    table = asyncio.run(measure(args.jails.split(",")))
+    print_table(table)
+    broken = sorted(
+        f"{name} ({layer})"
+        for name, row in table.items()
+        for layer, result in row.items()
+        if result == "escaped" and must_hold(layer)
+    )
+    if broken:
+        print(f"ESCAPED where the sandbox must hold: {', '.join(broken)}")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
