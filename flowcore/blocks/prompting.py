@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,6 +53,34 @@ class _Document(str):
 
     def rfind(self, *_args: Any) -> int:
         return -1
+
+
+class _IntDigits:
+    """The decoder's ``parse_int``: ints past Python's text limit become 0 and are noted.
+
+    ``int()`` raises a bare ``ValueError`` for an int of more digits than
+    Python converts from text; raised from inside the decoder it would end
+    the scan with no position, so the work done could not be counted. The
+    over-long int decodes as a stand-in instead, and an object holding one
+    is refused once it has decoded.
+    """
+
+    __slots__ = ("limit", "longest")
+
+    def __init__(self) -> None:
+        # Never above the default, even when the process lifted the limit:
+        # converting a longer int takes time quadratic in its length.
+        current = sys.get_int_max_str_digits()
+        default = sys.int_info.default_max_str_digits
+        self.limit = min(current, default) if current else default
+        self.longest = 0
+
+    def __call__(self, text: str) -> int:
+        digits = len(text) - text.startswith("-")
+        if digits > self.limit:
+            self.longest = max(self.longest, digits)
+            return 0
+        return int(text)
 
 
 class AnswerParseError(FlowcoreError, ValueError):
@@ -102,8 +131,9 @@ def parse_json_object(text: str) -> dict[str, Any]:
     Tries the whole text, then each fenced code block, then the first ``{``
     from which a whole object decodes. Raises :class:`AnswerParseError` (a
     ``ValueError``) saying what was found instead, also for JSON nested too
-    deeply to decode and for answers whose many ``{`` would take quadratic
-    time to try one by one.
+    deeply to decode, for an object holding an int of more digits than
+    Python reads from text (4,300 by default), and for answers whose many
+    ``{`` would take quadratic time to try one by one.
 
     Example:
         >>> parse_json_object('Sure! Here it is:\\n```json\\n{"a": 1}\\n```\\nAnything else?')
@@ -111,22 +141,25 @@ def parse_json_object(text: str) -> dict[str, Any]:
     """
     stripped = text.strip()
     too_deep = False
+    ints = _IntDigits()
+    decoder = json.JSONDecoder(parse_int=ints)
     for candidate in (stripped, *(m.group(1).strip() for m in _FENCE.finditer(text))):
+        ints.longest = 0
         try:
-            value = json.loads(candidate)
+            value = decoder.decode(candidate)
         except ValueError:
             continue
         except RecursionError:
             too_deep = True
             continue
         if isinstance(value, dict):
-            return value
-    decoder = json.JSONDecoder()
+            return _without_long_ints(value, ints)
     document = _Document(stripped)
     work_left = _SCAN_FACTOR * len(stripped)
     gave_up = False
     for match in _OBJECT_START.finditer(stripped):
         start = match.start()
+        ints.longest = 0
         try:
             value, _end = decoder.raw_decode(document, start)
         except json.JSONDecodeError as exc:
@@ -136,7 +169,7 @@ def parse_json_object(text: str) -> dict[str, Any]:
             work_left -= len(stripped) - start
         else:
             if isinstance(value, dict):
-                return value
+                return _without_long_ints(value, ints)
         if work_left < 0:
             gave_up = True
             break
@@ -153,6 +186,16 @@ def parse_json_object(text: str) -> dict[str, Any]:
             f"{preview!r}); ask for the object alone or in a ```json fence"
         )
     raise AnswerParseError(f"the answer holds no JSON object (it began {preview!r})")
+
+
+def _without_long_ints(value: dict[str, Any], ints: _IntDigits) -> dict[str, Any]:
+    """``value``, unless an int in it was too long to read (it decoded as a stand-in)."""
+    if ints.longest:
+        raise AnswerParseError(
+            f"the answer's JSON object holds an integer of {ints.longest:,} digits, more than "
+            f"the {ints.limit:,} Python reads as a number; ask for it as a string"
+        )
+    return value
 
 
 async def aparse_json_object(text: str) -> dict[str, Any]:

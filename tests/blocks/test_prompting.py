@@ -161,6 +161,27 @@ def test_deep_nesting_says_so() -> None:
         parse_json_object('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
 
 
+# Python reads ints of at most 4,300 digits from text; longer ones must not escape as ValueError.
+LONG_INT_ANSWERS = {
+    "bare": ('{"a": ' + "1" * 5_000 + "}", 5_000),
+    "in prose, negative": ('Sure: {"a": [-' + "9" * 4_301 + "]} and more", 4_301),
+    "fenced": ("```json\n" + '{"n": ' + "7" * 6_000 + "}\n```", 6_000),
+}
+
+
+@pytest.mark.parametrize(("answer", "digits"), LONG_INT_ANSWERS.values(), ids=LONG_INT_ANSWERS)
+async def test_an_int_longer_than_python_reads_is_refused_typed(answer: str, digits: int) -> None:
+    with pytest.raises(AnswerParseError, match=f"integer of {digits:,} digits") as caught:
+        parse_json_object(answer)
+    assert "ask for it as a string" in str(caught.value)
+    with pytest.raises(AnswerParseError, match=f"integer of {digits:,} digits"):
+        await aparse_json_object(answer + " " * 70_000)  # long enough to parse in a thread
+
+
+def test_an_int_of_exactly_the_limit_still_parses() -> None:
+    assert parse_json_object('{"a": ' + "1" * 4_300 + "}")["a"] == int("1" * 4_300)
+
+
 async def test_a_long_answer_parses_off_the_event_loop_to_the_same_result() -> None:
     answer = "Here you go:\n```json\n" + json.dumps({"k": "x" * 200_000}) + "\n```"
     assert await aparse_json_object(answer) == parse_json_object(answer)
