@@ -18,14 +18,16 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from flowcore import ThreadBusyError
 from flowcore.compat.langgraph import END, START, AsyncSqliteSaver, SqliteSaver, StateGraph
+
+if TYPE_CHECKING:
+    from conftest import ProcessWorkers
 
 THIS = Path(__file__).resolve()
 GUARD = 60.0
@@ -113,7 +115,15 @@ async def paused_thread(db: Path, effects: Path) -> None:
     assert state.values == {"n": 1}
 
 
-def start_worker(tmp_path: Path, name: str, saver: str, *, hold: float, ttl: float = 30.0) -> Any:
+def start_worker(
+    workers: ProcessWorkers,
+    tmp_path: Path,
+    name: str,
+    saver: str,
+    *,
+    hold: float,
+    ttl: float = 30.0,
+) -> Any:
     config = {
         "db": str(tmp_path / "lg.db"),
         "effects": str(tmp_path / "effects.txt"),
@@ -123,26 +133,7 @@ def start_worker(tmp_path: Path, name: str, saver: str, *, hold: float, ttl: flo
         "ready": str(tmp_path / f"{name}.ready"),
         "go": str(tmp_path / "go"),
     }
-    return subprocess.Popen(
-        [sys.executable, str(THIS), json.dumps(config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-async def wait_for(check: Any, what: str) -> None:
-    deadline = time.monotonic() + GUARD
-    while not check():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        await asyncio.sleep(0.02)
-
-
-def outcome(proc: Any) -> dict[str, Any]:
-    out, err = proc.communicate(timeout=GUARD)
-    assert proc.returncode == 0, err
-    result: dict[str, Any] = json.loads(out)
-    return result
+    return workers.start(THIS, config)
 
 
 def effect_pids(tmp_path: Path) -> list[int]:
@@ -150,20 +141,22 @@ def effect_pids(tmp_path: Path) -> list[int]:
     return [int(line) for line in path.read_text().split()] if path.exists() else []
 
 
-async def test_two_processes_resuming_one_paused_thread_run_it_once(tmp_path: Path) -> None:
+async def test_two_processes_resuming_one_paused_thread_run_it_once(
+    tmp_path: Path, workers: ProcessWorkers
+) -> None:
     await paused_thread(tmp_path / "lg.db", tmp_path / "effects.txt")
-    workers = [start_worker(tmp_path, kind, kind, hold=1.0) for kind in ("sync", "async")]
-    await wait_for(
+    runners = [start_worker(workers, tmp_path, kind, kind, hold=1.0) for kind in ("sync", "async")]
+    await workers.wait_for(
         lambda: all((tmp_path / f"{k}.ready").exists() for k in ("sync", "async")),
         "both workers",
     )
 
     (tmp_path / "go").touch()  # both resume at once
-    outcomes = [await asyncio.to_thread(outcome, w) for w in workers]
+    outcomes = [await asyncio.to_thread(workers.outcome, w) for w in runners]
 
     kinds = [o["outcome"] for o in outcomes]
     assert sorted(kinds) == ["busy", "completed"], outcomes
-    winner = workers[kinds.index("completed")]
+    winner = runners[kinds.index("completed")]
     loser = outcomes[kinds.index("busy")]
     assert effect_pids(tmp_path) == [winner.pid]  # the side effect happened once
     assert loser["holder"].split(":")[1] == str(winner.pid)
@@ -172,14 +165,16 @@ async def test_two_processes_resuming_one_paused_thread_run_it_once(tmp_path: Pa
 
 
 async def test_a_killed_holder_s_lease_expires_and_a_new_runner_completes_the_thread(
-    tmp_path: Path,
+    tmp_path: Path, workers: ProcessWorkers
 ) -> None:
     db = tmp_path / "lg.db"
     await paused_thread(db, tmp_path / "effects.txt")
     ttl = 2.0
-    doomed = start_worker(tmp_path, "doomed", "async", hold=GUARD, ttl=ttl)
+    doomed = start_worker(workers, tmp_path, "doomed", "async", hold=GUARD, ttl=ttl)
     (tmp_path / "go").touch()
-    await wait_for(lambda: effect_pids(tmp_path) == [doomed.pid], "the holder's side effect")
+    await workers.wait_for(
+        lambda: effect_pids(tmp_path) == [doomed.pid], "the holder's side effect"
+    )
 
     doomed.send_signal(signal.SIGKILL)
     doomed.communicate(timeout=GUARD)
@@ -197,8 +192,8 @@ async def test_a_killed_holder_s_lease_expires_and_a_new_runner_completes_the_th
     assert held.holder.split(":")[1] == str(doomed.pid)
 
     await asyncio.sleep(max(0.0, held.expires_at - time.time()) + 0.1)
-    rescuer = start_worker(tmp_path, "rescuer", "sync", hold=0.0, ttl=ttl)
-    result = await asyncio.to_thread(outcome, rescuer)
+    rescuer = start_worker(workers, tmp_path, "rescuer", "sync", hold=0.0, ttl=ttl)
+    result = await asyncio.to_thread(workers.outcome, rescuer)
 
     assert result == {"outcome": "completed", "n": 11}
     assert effect_pids(tmp_path) == [doomed.pid, rescuer.pid]

@@ -19,14 +19,16 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from flowcore import START, Graph, ThreadBusyError
 from flowcore.checkpoint import SqliteCheckpointer
+
+if TYPE_CHECKING:
+    from conftest import ProcessWorkers
 
 THIS = Path(__file__).resolve()
 GUARD = 60.0
@@ -97,7 +99,9 @@ async def paused_thread(db: Path, effects: Path) -> None:
     assert first.state["n"] == 1
 
 
-def start_worker(tmp_path: Path, name: str, *, hold: float, ttl: float = 30.0) -> Any:
+def start_worker(
+    workers: ProcessWorkers, tmp_path: Path, name: str, *, hold: float, ttl: float = 30.0
+) -> Any:
     config = {
         "db": str(tmp_path / "threads.db"),
         "effects": str(tmp_path / "effects.txt"),
@@ -107,26 +111,7 @@ def start_worker(tmp_path: Path, name: str, *, hold: float, ttl: float = 30.0) -
         "ready": str(tmp_path / f"{name}.ready"),
         "go": str(tmp_path / "go"),
     }
-    return subprocess.Popen(
-        [sys.executable, str(THIS), json.dumps(config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-async def wait_for(check: Any, what: str) -> None:
-    deadline = time.monotonic() + GUARD
-    while not check():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        await asyncio.sleep(0.02)
-
-
-def outcome(proc: Any) -> dict[str, Any]:
-    out, err = proc.communicate(timeout=GUARD)
-    assert proc.returncode == 0, err
-    result: dict[str, Any] = json.loads(out)
-    return result
+    return workers.start(THIS, config)
 
 
 def effect_pids(tmp_path: Path) -> list[int]:
@@ -134,19 +119,21 @@ def effect_pids(tmp_path: Path) -> list[int]:
     return [int(line) for line in path.read_text().split()] if path.exists() else []
 
 
-async def test_two_processes_resuming_one_paused_thread_run_it_once(tmp_path: Path) -> None:
+async def test_two_processes_resuming_one_paused_thread_run_it_once(
+    tmp_path: Path, workers: ProcessWorkers
+) -> None:
     await paused_thread(tmp_path / "threads.db", tmp_path / "effects.txt")
-    workers = [start_worker(tmp_path, name, hold=1.0) for name in ("a", "b")]
-    await wait_for(
+    runners = [start_worker(workers, tmp_path, name, hold=1.0) for name in ("a", "b")]
+    await workers.wait_for(
         lambda: all((tmp_path / f"{n}.ready").exists() for n in ("a", "b")), "both workers"
     )
 
     (tmp_path / "go").touch()  # both resume at once
-    outcomes = [await asyncio.to_thread(outcome, w) for w in workers]
+    outcomes = [await asyncio.to_thread(workers.outcome, w) for w in runners]
 
     kinds = sorted(o["outcome"] for o in outcomes)
     assert kinds == ["busy", "completed"], outcomes
-    winner = workers[[o["outcome"] for o in outcomes].index("completed")]
+    winner = runners[[o["outcome"] for o in outcomes].index("completed")]
     loser = next(o for o in outcomes if o["outcome"] == "busy")
     assert effect_pids(tmp_path) == [winner.pid]  # the side effect happened once
     assert loser["holder"].split(":")[1] == str(winner.pid)
@@ -155,14 +142,16 @@ async def test_two_processes_resuming_one_paused_thread_run_it_once(tmp_path: Pa
 
 
 async def test_a_killed_holder_s_lease_expires_and_a_new_runner_completes_the_thread(
-    tmp_path: Path,
+    tmp_path: Path, workers: ProcessWorkers
 ) -> None:
     db = tmp_path / "threads.db"
     await paused_thread(db, tmp_path / "effects.txt")
     ttl = 2.0
-    doomed = start_worker(tmp_path, "doomed", hold=GUARD, ttl=ttl)
+    doomed = start_worker(workers, tmp_path, "doomed", hold=GUARD, ttl=ttl)
     (tmp_path / "go").touch()
-    await wait_for(lambda: effect_pids(tmp_path) == [doomed.pid], "the holder's side effect")
+    await workers.wait_for(
+        lambda: effect_pids(tmp_path) == [doomed.pid], "the holder's side effect"
+    )
 
     doomed.send_signal(signal.SIGKILL)
     doomed.communicate(timeout=GUARD)
@@ -181,8 +170,8 @@ async def test_a_killed_holder_s_lease_expires_and_a_new_runner_completes_the_th
     assert held.expires_at - time.time() <= ttl
 
     await asyncio.sleep(max(0.0, held.expires_at - time.time()) + 0.1)
-    rescuer = start_worker(tmp_path, "rescuer", hold=0.0, ttl=ttl)
-    result = await asyncio.to_thread(outcome, rescuer)
+    rescuer = start_worker(workers, tmp_path, "rescuer", hold=0.0, ttl=ttl)
+    result = await asyncio.to_thread(workers.outcome, rescuer)
 
     assert result == {"outcome": "completed", "n": 11}
     # The killed run never saved its effect, so the rescuer ran it again (at least once).
