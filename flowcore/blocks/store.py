@@ -9,6 +9,7 @@ ranked by BM25.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -20,9 +21,13 @@ import aiosqlite
 
 from flowcore.blocks.builtins import builtin_blocks
 from flowcore.blocks.definition import BlockDefinition
-from flowcore.errors import BlockDefinitionError, FlowcoreError
+from flowcore.checkpoint.serde import MAX_NESTING, check_json_value
+from flowcore.errors import BlockDefinitionError, FlowcoreError, SerializationError
 
 __all__ = ["BlockNotFoundError", "BlockStore", "BlockStoreError", "SqliteBlockStore"]
+
+# Documents longer than this are decoded in a worker thread, off the event loop.
+_THREAD_ABOVE = 64 * 1024
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS flowcore_blocks_meta (
@@ -341,18 +346,23 @@ class SqliteBlockStore:
     async def import_json(self, text: str) -> int:
         """Save each block of an exported document; returns how many versions were added.
 
+        Nothing is saved unless every block is valid and plain JSON data (no
+        lone surrogates, NaN or ints too long to write, nested at most
+        ``MAX_NESTING`` deep); each fault raises :class:`BlockDefinitionError`
+        naming the block and where in it the fault sits.
+
         Example:
             >>> # added = await store.import_json(text)
         """
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BlockDefinitionError([f"document: not JSON ({exc})"]) from None
+        if isinstance(text, str | bytes | bytearray) and len(text) > _THREAD_ABOVE:
+            doc = await asyncio.to_thread(_decode, text)
+        else:
+            doc = _decode(text)
         if not isinstance(doc, dict) or doc.get("format") != "flowcore-blocks":
             raise BlockDefinitionError(
                 ['document: expected {"format": "flowcore-blocks", "blocks": [...]}']
             )
-        blocks = [BlockDefinition.from_data(b) for b in _as_list(doc.get("blocks"))]
+        blocks = [_block(i, data) for i, data in enumerate(_as_list(doc.get("blocks")))]
         conn = self._db()
         await conn.execute("BEGIN IMMEDIATE")
         added = 0
@@ -380,6 +390,53 @@ class SqliteBlockStore:
             await conn.execute("ROLLBACK")
             raise
         return added
+
+
+def _decode(text: str) -> Any:
+    """The document in ``text``; anything but JSON data raises :class:`BlockDefinitionError`."""
+    if not isinstance(text, str | bytes | bytearray):
+        raise BlockDefinitionError(
+            [f"document: expected JSON text, got a {type(text).__name__}; pass the file's text"]
+        )
+    try:
+        return json.loads(text, parse_int=_read_int)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BlockDefinitionError([f"document: not JSON ({exc})"]) from None
+    except RecursionError:
+        raise BlockDefinitionError(
+            [
+                "document: nests lists or objects too deep to read; a block definition may "
+                f"nest at most {MAX_NESTING} levels, flatten the schemas that nest deeper"
+            ]
+        ) from None
+
+
+def _read_int(text: str) -> int:
+    """``int(text)``, or for more digits than Python converts a stand-in as long.
+
+    Python refuses such ints with a bare ``ValueError`` from inside the
+    decoder, which cannot say where the int was; the stand-in (a power of two
+    of about as many digits) lets :func:`check_json_value` refuse it with its
+    path. It never reaches the store: ints that long are not storable.
+    """
+    try:
+        return int(text)
+    except ValueError:
+        digits = len(text) - text.startswith("-")
+        return 1 << max(digits * 10 // 3, 14_001)
+
+
+def _block(index: int, data: Any) -> BlockDefinition:
+    """Block ``index`` of a document, refused typed unless it is valid and plain JSON data."""
+    block = data.get("id") if isinstance(data, dict) else None
+    try:
+        check_json_value(data, path=f"blocks[{index}]")
+    except SerializationError as exc:
+        raise BlockDefinitionError(
+            [str(exc).removeprefix("cannot store ")],
+            block=block if isinstance(block, str) and block.isprintable() else None,
+        ) from None
+    return BlockDefinition.from_data(data)
 
 
 def _as_list(value: Any) -> Iterable[Any]:

@@ -156,3 +156,59 @@ async def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
     with pytest.raises(BlockStoreError, match=r"notes\.txt"):
         await SqliteBlockStore(path).open()
     assert path.read_bytes() == b"definitely not sqlite" * 100
+
+
+def _document(**fields: object) -> str:
+    """An export holding one valid block, with ``fields`` (raw JSON text) spliced into it."""
+    data = block("odd").model_dump(mode="json")
+    text = json.dumps(data)[:-1] + "".join(f', "{k}": {v}' for k, v in fields.items()) + "}"
+    return '{"format": "flowcore-blocks", "version": 1, "blocks": [' + text + "]}"
+
+
+# Each import must fail as a BlockDefinitionError naming what and where, not as the
+# RecursionError, ValueError or UnicodeEncodeError Python's own parser or SQLite raises.
+HOSTILE_IMPORTS = {
+    "nested past the parser": (
+        _document(input_schema='{"x": ' + "[" * 5_000 + "]" * 5_000 + "}"),
+        "document: nests lists or objects too deep to read",
+    ),
+    "nested past MAX_NESTING": (
+        _document(input_schema='{"a": ' * 150 + "{}" + "}" * 150),
+        r"blocks\[0\]\.input_schema\.a\.a.*more than 100 levels deep",
+    ),
+    "an int of 5000 digits": (
+        _document(timeout_seconds="1" * 5_000),
+        r"blocks\[0\]\.timeout_seconds: an int of about 5000 digits",
+    ),
+    "a negative int of 4400 digits": (
+        _document(max_retries="-" + "9" * 4_400),
+        r"blocks\[0\]\.max_retries: an int of about 4400 digits",
+    ),
+    "a lone surrogate": (
+        _document(description='"caf\\udce9"'),
+        r"blocks\[0\]\.description: the string holds a lone surrogate",
+    ),
+    "NaN": (_document(timeout_seconds="NaN"), r"blocks\[0\]\.timeout_seconds: nan is not"),
+}
+
+
+@pytest.mark.parametrize(("text", "problem"), HOSTILE_IMPORTS.values(), ids=HOSTILE_IMPORTS)
+async def test_an_import_of_data_json_cannot_hold_is_refused_typed_with_its_path(
+    store: SqliteBlockStore, text: str, problem: str
+) -> None:
+    before = await store.export_json()
+
+    with pytest.raises(BlockDefinitionError, match=problem) as info:
+        await store.import_json(text)
+
+    if not problem.startswith("document"):
+        assert info.value.block == "odd"
+    assert await store.export_json() == before
+
+
+async def test_a_long_import_decoded_in_a_worker_thread_is_refused_the_same_way(
+    store: SqliteBlockStore,
+) -> None:
+    padded = _document(timeout_seconds="1" * 5_000, notes=json.dumps("n" * 100_000))
+    with pytest.raises(BlockDefinitionError, match=r"blocks\[0\]\.timeout_seconds: an int"):
+        await store.import_json(padded)
