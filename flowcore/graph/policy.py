@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from flowcore._shown import shown
 from flowcore.errors import GraphDefinitionError
+from flowcore.llm.errors import ProviderError
+from flowcore.llm.retry import provider_retry_delay
 
 __all__ = ["RetryPolicy"]
 
@@ -21,6 +23,13 @@ class RetryPolicy:
     Wait before attempt ``n+1`` is ``initial_interval * backoff_factor**(n-1)``,
     capped at ``max_interval``, plus up to ``jitter`` seconds of random
     jitter. ``retry_on`` is an exception type, a tuple of types, or a predicate.
+
+    A flowcore :class:`~flowcore.llm.ProviderError` (raised by the node, or
+    the ``__cause__`` of what it raised) has the last word: one that says it
+    is not retryable (``auth``, ``bad_request``, a ``quota_exhausted``
+    throttle without ``retry_after``) is never retried, one whose
+    ``retry_after`` exceeds ``max_interval`` is not retried either, and
+    otherwise the wait is never shorter than its ``retry_after``.
 
     Example:
         >>> policy = RetryPolicy(max_attempts=3, initial_interval=0.1, retry_on=OSError)
@@ -79,8 +88,47 @@ class RetryPolicy:
         """
         retry_on = self.retry_on
         if isinstance(retry_on, (type, tuple)):
-            return isinstance(exc, retry_on)
-        return bool(retry_on(exc))
+            wanted = isinstance(exc, retry_on)
+        else:
+            wanted = bool(retry_on(exc))
+        if not wanted:
+            return False
+        provider = _provider_error(exc)
+        # The provider knows better than a blanket retry_on=Exception: a used-up quota
+        # or a Retry-After longer than this policy waits would only burn attempts.
+        return provider is None or (
+            provider_retry_delay(provider, 0.0, max_delay=self.max_interval) is not None
+        )
+
+    def wait_before_retry(self, exc: BaseException, backoff: float) -> float:
+        """The wait before retrying after ``exc``: ``backoff`` or a longer ``retry_after``.
+
+        Example:
+            >>> from flowcore.llm import ThrottleError
+            >>> busy = ThrottleError("429", provider="openai", kind="rate_limit", retry_after=2.0)
+            >>> RetryPolicy().wait_before_retry(busy, 0.5)
+            2.0
+            >>> RetryPolicy().wait_before_retry(ConnectionError(), 0.5)
+            0.5
+        """
+        provider = _provider_error(exc)
+        if provider is None:
+            return backoff
+        asked = provider_retry_delay(provider, 0.0, max_delay=self.max_interval)
+        return max(backoff, asked or 0.0)
+
+
+def _provider_error(exc: BaseException) -> ProviderError | None:
+    # Only the explicit cause chain: an error merely raised while handling a
+    # provider error (its __context__) is a different failure.
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ProviderError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__
+    return None
 
 
 def _is_exception_type(value: object) -> bool:

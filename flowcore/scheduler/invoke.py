@@ -14,6 +14,7 @@ from typing import Any
 
 from tenacity import (
     AsyncRetrying,
+    RetryCallState,
     retry_if_exception,
     stop_after_attempt,
     wait_exponential,
@@ -93,13 +94,19 @@ async def invoke_with_policy(
             raise NodeError(node=node, attempts=1, cause=exc) from exc
 
     policy = retry
-    wait = wait_exponential(
+    backoff = wait_exponential(
         multiplier=policy.initial_interval,
         exp_base=policy.backoff_factor,
         max=policy.max_interval,
     )
     if policy.jitter:
-        wait = wait + wait_random(0, policy.jitter)  # type: ignore[assignment]
+        backoff = backoff + wait_random(0, policy.jitter)  # type: ignore[assignment]
+
+    def wait(state: RetryCallState) -> float:
+        pause = float(backoff(state))
+        exc = state.outcome.exception() if state.outcome else None
+        return pause if exc is None else policy.wait_before_retry(exc, pause)
+
     retrying = AsyncRetrying(
         stop=stop_after_attempt(policy.max_attempts),
         wait=wait,
