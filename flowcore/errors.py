@@ -401,6 +401,11 @@ class BlockError(FlowcoreError):
         self.block = block
 
 
+_INPUT_HINT = (
+    "Wire the missing or mistyped inputs into the node, or change the block's input_schema."
+)
+
+
 def _listed(problems: Sequence[str]) -> str:
     return "\n".join(f"  - {p}" for p in problems)
 
@@ -408,19 +413,25 @@ def _listed(problems: Sequence[str]) -> str:
 class BlockInputError(BlockError, ValueError):
     """The block's inputs do not fit its ``input_schema`` (or its template needs more).
 
+    ``hint``, the message's last sentence, says how to fix it; by default it
+    points at the node's wiring and the block's ``input_schema``, and the
+    block executor gives template failures a hint about the template.
+
     Example:
         >>> BlockInputError("summarize", ["inputs: missing required key 'text'"]).problems
         ("inputs: missing required key 'text'",)
+        >>> BlockInputError("summarize", ["prompt_template line 2: boom"],
+        ...                 hint="Fix the block's prompt_template (line 2).").hint
+        "Fix the block's prompt_template (line 2)."
     """
 
     code = "block-input"
 
-    def __init__(self, block: str, problems: Sequence[str]) -> None:
+    def __init__(self, block: str, problems: Sequence[str], *, hint: str = _INPUT_HINT) -> None:
         self.problems = tuple(problems)
+        self.hint = hint
         super().__init__(
-            f"block {block!r} got inputs it cannot use:\n{_listed(problems)}\n"
-            "Wire the missing or mistyped inputs into the node, or change the block's "
-            "input_schema.",
+            f"block {block!r} got inputs it cannot use:\n{_listed(problems)}\n{hint}",
             block=block,
         )
 

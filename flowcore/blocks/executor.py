@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -369,7 +370,7 @@ class BlockExecutor:
                 template, inputs, limits=self.template_limits, timeout=block.timeout_seconds
             )
         except TemplateRenderError as exc:
-            raise BlockInputError(block.id, [str(exc)]) from None
+            raise BlockInputError(block.id, [str(exc)], hint=_template_hint(exc)) from None
 
     def _provider(self, block: BlockDefinition) -> tuple[LLMProvider, str | None]:
         if self.providers is None:
@@ -707,6 +708,31 @@ class BlockExecutor:
             return {_single_key(schema, "waited"): seconds}
         # No duration: wait for an outside event, delivered as a resume value.
         return await self._run_human(run, inputs, schema)
+
+
+def _template_hint(exc: TemplateRenderError) -> str:
+    """How to fix a template failure: the template, or the limit or input it ran into."""
+    where = "prompt_template" if exc.line is None else f"prompt_template (line {exc.line})"
+    if "time limit" in exc.cause or "timed out" in exc.cause:
+        return (
+            f"Fix the block's {where} so it renders sooner, or raise the block's "
+            "timeout_seconds (and TemplateLimits.max_seconds)."
+        )
+    limit = _LIMIT_NAME.search(exc.cause)
+    if limit is not None:
+        return (
+            f"Fix the block's {where}, or raise TemplateLimits.{limit.group(1)} "
+            "(BlockExecutor(template_limits=...))."
+        )
+    if exc.cause.startswith("uses an input the block was not given"):
+        return (
+            "Wire the missing input into the node and declare it in the block's "
+            f"input_schema, or fix the block's {where}."
+        )
+    return f"Fix the block's {where}."
+
+
+_LIMIT_NAME = re.compile(r"TemplateLimits\.(\w+)")
 
 
 def _check_inputs(block: BlockDefinition, inputs: Mapping[str, Any]) -> None:

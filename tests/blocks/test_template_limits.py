@@ -289,8 +289,11 @@ async def test_a_payload_is_refused_or_stopped_within_the_timeout(
 async def test_the_error_names_the_block_and_the_template_line(template: str, line: int) -> None:
     with pytest.raises(
         BlockInputError, match=rf"(?s)block 'payload'.*prompt_template line {line}:"
-    ):
+    ) as caught:
         await executor().execute(llm_block(template), {"items": []})
+    # The fix is in the template (or a limit), not in the node's wiring.
+    assert str(caught.value).endswith(caught.value.hint)
+    assert caught.value.hint.startswith(f"Fix the block's prompt_template (line {line})")
 
 
 async def test_a_human_blocks_question_is_bounded_the_same_way(ticker: Ticker) -> None:
@@ -309,8 +312,9 @@ async def test_the_step_budget_stops_a_template_with_no_single_big_operation() -
 
 async def test_limits_are_explicit_and_a_tight_output_cap_applies() -> None:
     limits = TemplateLimits(max_output_chars=100)
-    with pytest.raises(BlockInputError, match="max_output_chars=100"):
+    with pytest.raises(BlockInputError, match="max_output_chars=100") as caught:
         await executor(limits).execute(llm_block("{{ 'x' * 500 }}"), {"items": []})
+    assert "raise TemplateLimits.max_output_chars" in caught.value.hint
     outcome = await executor(limits).execute(llm_block("{{ 'x' * 50 }}"), {"items": []})
     assert outcome.outputs == {"answer": "never asked"}
 
