@@ -5,20 +5,20 @@ environment (``*_API_KEY``, ``*_TOKEN``, ``*SECRET*``, ...) when it starts.
 :func:`redacted_output` then routes everything the command prints through
 it: the command's own output and error streams, ``sys.stdout`` and
 ``sys.stderr`` (so warnings and stray prints are covered), and every log
-record that reaches the root logger's handlers or Python's last-resort
-handler. The same redactor goes to the engine, the run history and the
+record, through :func:`~flowcore.secrets.install_log_redaction`: records of
+any logger (``httpx``, ``openai``, ...) and handlers attached after the
+command started included. The same redactor goes to the engine, the run history and the
 checkpoint store, so what is stored is clean as well.
 """
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from flowcore.secrets import SecretRedactor
+from flowcore.secrets import SecretRedactor, install_log_redaction
 
 __all__ = ["RedactingWriter", "redacted_output"]
 
@@ -93,19 +93,13 @@ def redacted_output(
     """
     safe_out: Any = RedactingWriter(out, redactor)
     safe_err: Any = RedactingWriter(err, redactor)
-    log_filter = redactor.logging_filter()
-    handlers = [*logging.getLogger().handlers]
-    if logging.lastResort is not None:
-        handlers.append(logging.lastResort)
     saved = sys.stdout, sys.stderr
     # Stray prints, warnings and argparse's usage errors go to the command's own streams
     # (the terminal's, unless main() was given others), redacted like the rest.
     sys.stdout, sys.stderr = safe_out, safe_err
-    for handler in handlers:
-        handler.addFilter(log_filter)
+    redaction = install_log_redaction(redactor)
     try:
         yield safe_out, safe_err
     finally:
-        for handler in handlers:
-            handler.removeFilter(log_filter)
+        redaction.remove()
         sys.stdout, sys.stderr = saved
