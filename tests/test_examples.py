@@ -30,6 +30,7 @@ DOC_PAGES_WITH_RUNNABLE_CODE = [
     "pipelines.md",
     "langgraph-migration.md",
     "port.md",
+    "secrets.md",
 ]
 
 
