@@ -233,8 +233,7 @@ def _unshare_script(packages: Sequence[Path], tmp_mb: int) -> str:
     needed = [runtime.executable, runtime.stdlib, *runtime.libraries, *packages]
     q = shlex.quote
     mount = q(shutil.which("mount") or "/bin/mount")
-    tmp = f"{mount} -t tmpfs -o nosuid,nodev,noexec,{_tmp_options(tmp_mb)} fc /tmp"
-    lines = ["set -e", "umask 022", tmp]
+    lines = ["set -e", "umask 022", *_private_tmp_lines(mount, needed, tmp_mb)]
     lines.append("mkdir /tmp/.fc-stage")
     kept: list[tuple[Path, str]] = []
     for hidden in map(Path, _HIDDEN_BY_UNSHARE):
@@ -256,6 +255,39 @@ def _unshare_script(packages: Sequence[Path], tmp_mb: int) -> str:
     lines.append("rm -rf /tmp/.fc-stage")
     lines.append('exec "$0" "$@"')
     return "; ".join(lines)
+
+
+def _private_tmp_lines(mount: str, needed: Sequence[Path], tmp_mb: int) -> list[str]:
+    """Shell that puts a private tmpfs on /tmp, keeping what the worker needs from under it.
+
+    A project or virtualenv checked out under /tmp (as CI clones often are)
+    would vanish under the new tmpfs. So the tmpfs is mounted aside first,
+    each needed path under /tmp is bound into it read-only at the same place,
+    and only then is it moved onto /tmp; the host's /tmp stays reachable
+    just long enough to remove the empty directory the tmpfs was staged on.
+    """
+    q = shlex.quote
+    opts = f"nosuid,nodev,noexec,{_tmp_options(tmp_mb)}"
+    lines = ["s=$(mktemp -d /tmp/.flowcore-jail-XXXXXX)", f'{mount} -t tmpfs -o {opts} fc "$s"']
+    for path in needed:
+        if Path("/tmp") not in path.parents:
+            continue
+        target = '"$s"/' + q(str(path.relative_to("/tmp")))
+        if path.is_dir():
+            lines.append(f"mkdir -p {target}")
+        else:
+            lines.append(f'mkdir -p "$(dirname {target})"; : > {target}')
+        lines.append(f"{mount} --bind {q(str(path))} {target}")
+        lines.append(f"{mount} -o remount,bind,ro {target}")
+    lines += [
+        'mkdir "$s/.fc-host"',
+        f'{mount} --bind /tmp "$s/.fc-host"',
+        f'{mount} --move "$s" /tmp',
+        'rmdir "/tmp/.fc-host/${s#/tmp/}"',
+        f"{q(shutil.which('umount') or '/bin/umount')} /tmp/.fc-host",
+        "rmdir /tmp/.fc-host",
+    ]
+    return lines
 
 
 def jail_command(

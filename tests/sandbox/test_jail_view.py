@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import pathlib
+import subprocess
 import sys
 import tempfile
 from typing import Any, Literal
@@ -23,6 +24,7 @@ from flowcore.sandbox import (
     SandboxLimits,
     SandboxResourceError,
 )
+from flowcore.sandbox.jail import jail_command
 from flowcore.sandbox.runtime import package_paths, python_runtime
 
 from .conftest import Canaries
@@ -259,3 +261,30 @@ def execute(inputs, context):
     result = await jail_only.run(source, {}, {})
 
     assert result.outputs == {"read": "kept for the call"}
+
+
+def test_the_unshare_jail_keeps_packages_that_live_under_the_host_tmp(
+    tmp_path: pathlib.Path,
+) -> None:
+    # A checkout (and its virtualenv) under /tmp, as CI clones often are,
+    # must survive the private /tmp that covers it, read-only, and leave no
+    # staging directory behind in the host's /tmp.
+    assert pathlib.Path("/tmp") in tmp_path.parents
+    package = tmp_path / "fc_tmp_package"
+    package.mkdir()
+    (package / "__init__.py").write_text("ANSWER = 41 + 1\n")
+    (tmp_path / "beside.txt").write_text("not needed, so not shown")
+    before = set(pathlib.Path("/tmp").glob(".flowcore-jail-*"))
+    command = jail_command("unshare", None, [package], network=False)
+    code = (
+        f"import sys, os; sys.path[:0] = {list(command.paths)!r}; import fc_tmp_package as p\n"
+        f"try:\n    open({str(package / 'new.py')!r}, 'w')\n    ro = False\n"
+        "except OSError:\n    ro = True\n"
+        f"print(p.ANSWER, ro, os.path.exists({str(tmp_path / 'beside.txt')!r}))"
+    )
+
+    done = subprocess.run([*command.argv, code], capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["42", "True", "False"]
+    assert set(pathlib.Path("/tmp").glob(".flowcore-jail-*")) == before
