@@ -415,13 +415,17 @@ class CompiledGraph:
 
         With ``as_node`` the update counts as that node's output and the
         thread continues from the nodes after it. Returns the new checkpoint id.
+        The update holds the thread's lease while it writes, so it raises
+        :class:`~flowcore.errors.ThreadBusyError` while a run of the thread
+        is in progress anywhere instead of writing under that run.
 
         Example:
             >>> # await compiled.update_state("t1", {"approved": True})
         """
-        return await update_state(
-            self, thread_id, values, as_node=as_node, checkpoint_id=checkpoint_id
-        )
+        async with self._hold(thread_id):
+            return await update_state(
+                self, thread_id, values, as_node=as_node, checkpoint_id=checkpoint_id
+            )
 
 
 _END_OF_STREAM: Any = object()

@@ -118,6 +118,24 @@ async def test_a_second_run_of_a_running_thread_is_refused_and_runs_nothing(
     assert err.holder in str(err)
 
 
+async def test_update_state_is_refused_while_a_run_holds_the_thread(
+    make_store: Callable[..., Any],
+) -> None:
+    gate = Gate()
+    app = effect_graph(await make_store(), gate)
+    first = asyncio.create_task(app.run({"n": 0}, thread_id="t"))
+    await wait(gate.entered, "the run to reach its effect")
+
+    with pytest.raises(ThreadBusyError):
+        await app.update_state("t", {"n": 100})
+
+    gate.release.set()
+    assert (await asyncio.wait_for(first, GUARD)).state["n"] == 1
+    # Once the run ended the thread is free again, and the update lands.
+    await app.update_state("t", {"n": 100})
+    assert (await app.get_state("t")).values["n"] == 100
+
+
 async def test_of_two_runs_started_together_exactly_one_runs(
     make_store: Callable[..., Any],
 ) -> None:
