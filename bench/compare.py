@@ -14,9 +14,16 @@ namespace ``lg`` (``StateGraph``, ``START``, ``END``, ``Send``, savers,
 flowcore's native ``Graph`` where that API can express it. Node bodies are
 trivial ``async def`` functions, so the figures are the engines' own cost.
 
-The three backends alternate within every round (the order rotates from round
-to round), after one warm-up run each that also checks the result. Medians
-and minima are reported, with the ratios LangGraph/compat and
+The three backends, and a workload's bare-asyncio baselines, alternate within
+every round (the order rotates from round to round), after one warm-up run
+each. Every run is checked outside its timing: each node body counts itself,
+and the count must equal the node executions the workload needs (a backend
+that skipped work fails the benchmark, naming workload and backend), then the
+final state is checked. Checkpointed workloads print their durability mode
+and the SQLite ``synchronous`` and ``journal_mode`` read back from each open
+store: (e) and (i) at each saver's defaults, (k) and (l) per-step durable
+(``durability="sync"``) at LangGraph's ``synchronous=FULL`` on every backend.
+Medians and minima are reported, with the ratios LangGraph/compat and
 LangGraph/native (above 1 means flowcore is faster). Peak memory comes from
 a separate, untimed run under ``tracemalloc``.
 
@@ -56,13 +63,29 @@ from flowcore.checkpoint import SqliteCheckpointer
 
 BACKENDS: tuple[str, ...] = ("langgraph", "compat", "native")
 TABLE_HEADER = (
-    "| workload | backend | rounds | median ms | min ms | peak memory KiB | LangGraph / this |"
+    "| workload | backend | rounds | median ms | min ms | peak memory KiB | LangGraph / this "
+    "| node runs checked | durability, store |"
 )
 RECURSION = 100_000
 LOREM = "lorem ipsum " * 8
 
 Runner = Callable[[], Awaitable[Any]]
-Setup = Callable[[AsyncExitStack, Path], Awaitable[Runner]]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A runner ready to time, and the durability and store settings it runs with.
+
+    ``store`` is read back from the open store (``PRAGMA journal_mode`` and
+    ``synchronous`` on its own connection), not taken from a default.
+    """
+
+    run: Runner
+    durability: str | None = None
+    store: str | None = None
+
+
+Setup = Callable[[AsyncExitStack, Path], Awaitable[Prepared]]
 
 
 # ------------------------------------------------------------------ settings
@@ -157,8 +180,23 @@ class NativeGrowState(TypedDict):
     messages: Annotated[list[dict[str, Any]], append]
 
 
+@dataclass
+class Executions:
+    """Node executions since the last reset: every node body counts itself.
+
+    Each timed run resets it first and checks it after (outside the timing), so a
+    backend that skipped nodes, or ran them twice, fails the benchmark loudly.
+    Runs never overlap (the backends take turns), so one counter serves them all.
+    """
+
+    n: int = 0
+
+
+EXECUTIONS = Executions()
+
+
 async def _noop(state: Any) -> None:
-    return None
+    EXECUTIONS.n += 1
 
 
 def dag_predecessors(size: int, per_node: int, seed: int = 8) -> list[list[int]]:
@@ -174,6 +212,7 @@ def _thread_ids() -> Callable[[], str]:
 
 def _loop_nodes(iterations: int, end: Any) -> tuple[Any, Any]:
     async def step(state: Any) -> dict[str, Any]:
+        EXECUTIONS.n += 1
         return {"i": state["i"] + 1}
 
     def route(state: Any) -> Any:
@@ -221,6 +260,7 @@ def lg_send(lg: Any, items: int) -> Any:
         return [lg.Send("work", {"item": x}) for x in state["items"]]
 
     async def work(arg: Any) -> dict[str, Any]:
+        EXECUTIONS.n += 1
         return {"results": [arg["item"]]}
 
     g = lg.StateGraph(SendState)
@@ -256,6 +296,7 @@ def lg_grow(lg: Any, iterations: int, checkpointer: Any) -> Any:
     )
 
     async def step(s: Any) -> dict[str, Any]:
+        EXECUTIONS.n += 1
         n = s["i"] + 1
         return {"i": n, "messages": [lg.AIMessage(content=f"message {n}: {LOREM}")]}
 
@@ -269,14 +310,15 @@ def lg_grow(lg: Any, iterations: int, checkpointer: Any) -> Any:
     return g.compile(checkpointer=checkpointer)
 
 
-def _lg_runner(app: Any, payload: Any, thread: bool = False) -> Runner:
+def _lg_runner(app: Any, payload: Any, durability: str | None = None) -> Runner:
+    """Runs ``app``; with a ``durability``, each run on a new thread of its checkpointer."""
     new_thread = _thread_ids()
 
     async def run() -> Any:
         config: dict[str, Any] = {"recursion_limit": RECURSION}
-        if thread:
+        if durability is not None:
             config["configurable"] = {"thread_id": new_thread()}
-            return await app.ainvoke(payload, config, durability="async")
+            return await app.ainvoke(payload, config, durability=durability)
         return await app.ainvoke(payload, config)
 
     return run
@@ -332,6 +374,7 @@ def native_dag(preds: list[list[int]]) -> Any:
 
 def native_grow(iterations: int, checkpointer: Any) -> Any:
     async def step(s: Any) -> dict[str, Any]:
+        EXECUTIONS.n += 1
         n = s["i"] + 1
         message = {"type": "ai", "content": f"message {n}: {LOREM}"}
         return {"i": n, "messages": [message]}
@@ -345,13 +388,14 @@ def native_grow(iterations: int, checkpointer: Any) -> Any:
     return g.compile(checkpointer=checkpointer)
 
 
-def _native_runner(app: Any, payload: Any, thread: bool = False) -> Runner:
+def _native_runner(app: Any, payload: Any, durability: str | None = None) -> Runner:
+    """Runs ``app``; with a ``durability``, each run on a new thread of its checkpointer."""
     new_thread = _thread_ids()
 
     async def run() -> Any:
-        if thread:
+        if durability is not None:
             return await app.run(
-                payload, recursion_limit=RECURSION, thread_id=new_thread(), durability="async"
+                payload, recursion_limit=RECURSION, thread_id=new_thread(), durability=durability
             )
         return await app.run(payload, recursion_limit=RECURSION)
 
@@ -360,88 +404,178 @@ def _native_runner(app: Any, payload: Any, thread: bool = False) -> Runner:
 
 # ------------------------------------------------------------ workload table
 @dataclass(frozen=True)
+class Baseline:
+    """A bare-asyncio floor timed in the same rounds as the backends of a workload."""
+
+    name: str
+    label: Callable[[Sizes], str]
+    setup: Callable[[Sizes], Setup]
+    executions: Callable[[Sizes], int]
+
+
+@dataclass(frozen=True)
 class Workload:
-    """One workload: how to set it up on the LangGraph API and natively, and what to expect."""
+    """One workload: how to set it up on the LangGraph API and natively, and what to expect.
+
+    ``executions`` is the number of node executions one run must count, on every
+    backend; ``expect`` checks the final state on top of that.
+    """
 
     key: str
     title: str
     lg: Callable[[Any, Sizes], Setup]
     native: Callable[[Sizes], Setup] | None
     expect: Callable[[Mapping[str, Any], Sizes], bool]
+    executions: Callable[[Sizes], int]
     na_reason: str = ""
     max_rounds: int | None = None
     deadline: bool = False
+    baselines: tuple[Baseline, ...] = ()
 
 
 def _sync(build: Callable[[], Any], make_runner: Callable[[Any], Runner]) -> Setup:
-    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
-        return make_runner(build())
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Prepared:
+        return Prepared(make_runner(build()))
 
     return setup
 
 
 def _memory_saver_setup(lg: Any, s: Sizes) -> Setup:
-    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
-        return _lg_runner(lg_loop(lg, s.loop, lg.InMemorySaver()), {"i": 0}, thread=True)
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Prepared:
+        run = _lg_runner(lg_loop(lg, s.loop, lg.InMemorySaver()), {"i": 0}, "async")
+        return Prepared(run, "async", "in memory")
 
     return setup
 
 
-def _sqlite_saver_setup(lg: Any, s: Sizes) -> Setup:
-    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
-        path = tmp / f"{lg.name}-{time.perf_counter_ns()}.db"
-        saver = await stack.enter_async_context(lg.AsyncSqliteSaver.from_conn_string(str(path)))
-        return _lg_runner(lg_loop(lg, s.loop, saver), {"i": 0}, thread=True)
+def _settings(pragmas: Mapping[str, object]) -> str:
+    return f"SQLite synchronous={pragmas['synchronous']}, journal={pragmas['journal_mode']}"
 
-    return setup
+
+async def _open_lg_sqlite(
+    lg: Any, stack: AsyncExitStack, path: Path, synchronous: str | None
+) -> tuple[Any, str]:
+    """A LangGraph-API SQLite saver on ``path`` and the settings its connection really has.
+
+    ``synchronous=None`` keeps the saver's default (LangGraph's: SQLite's own
+    default, FULL in CPython's build; compat's: NORMAL); ``"FULL"`` asks for FULL
+    the way each saver allows it.
+    """
+    if lg.name == "compat":
+        saver = lg.AsyncSqliteSaver(str(path), synchronous=synchronous or "NORMAL")
+        await stack.enter_async_context(saver)
+        return saver, _settings((await saver.store.pragmas())["writer"])
+    saver = await stack.enter_async_context(lg.AsyncSqliteSaver.from_conn_string(str(path)))
+    await saver.setup()  # its journal_mode=WAL is set here, on first use otherwise
+    if synchronous is not None:
+        await saver.conn.execute(f"PRAGMA synchronous={synchronous}")
+    pragmas: dict[str, object] = {}
+    for name in ("synchronous", "journal_mode"):
+        rows = list(await saver.conn.execute_fetchall(f"PRAGMA {name}"))
+        pragmas[name] = rows[0][0]
+    names = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+    pragmas["synchronous"] = names.get(int(str(pragmas["synchronous"])), "?")
+    return saver, _settings(pragmas)
+
+
+def _sqlite_saver_setup(durability: str, synchronous: str | None) -> Callable[[Any, Sizes], Setup]:
+    def for_backend(lg: Any, s: Sizes) -> Setup:
+        async def setup(stack: AsyncExitStack, tmp: Path) -> Prepared:
+            path = tmp / f"{lg.name}-{time.perf_counter_ns()}.db"
+            saver, settings = await _open_lg_sqlite(lg, stack, path, synchronous)
+            run = _lg_runner(lg_loop(lg, s.loop, saver), {"i": 0}, durability)
+            return Prepared(run, durability, settings)
+
+        return setup
+
+    return for_backend
 
 
 def _native_memory_setup(s: Sizes) -> Setup:
-    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Prepared:
         app = native_loop(s.loop, InMemoryCheckpointer())
-        return _native_runner(app, {"i": 0}, thread=True)
+        return Prepared(_native_runner(app, {"i": 0}, "async"), "async", "in memory")
 
     return setup
 
 
-async def _open_native_sqlite(stack: AsyncExitStack, path: Path) -> SqliteCheckpointer:
-    store = await SqliteCheckpointer.open(str(path))
+async def _open_native_sqlite(
+    stack: AsyncExitStack, path: Path, synchronous: str | None = None
+) -> tuple[SqliteCheckpointer, str]:
+    store = await SqliteCheckpointer.open(
+        str(path), synchronous="FULL" if synchronous == "FULL" else "NORMAL"
+    )
     stack.push_async_callback(store.aclose)
-    return store
+    return store, _settings((await store.pragmas())["writer"])
 
 
-def _native_sqlite_setup(s: Sizes) -> Setup:
-    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
-        store = await _open_native_sqlite(stack, tmp / f"native-{time.perf_counter_ns()}.db")
-        return _native_runner(native_loop(s.loop, store), {"i": 0}, thread=True)
+def _native_sqlite_setup(durability: str, synchronous: str | None) -> Callable[[Sizes], Setup]:
+    def for_sizes(s: Sizes) -> Setup:
+        async def setup(stack: AsyncExitStack, tmp: Path) -> Prepared:
+            path = tmp / f"native-{time.perf_counter_ns()}.db"
+            store, settings = await _open_native_sqlite(stack, path, synchronous)
+            run = _native_runner(native_loop(s.loop, store), {"i": 0}, durability)
+            return Prepared(run, durability, settings)
 
-    return setup
+        return setup
 
-
-def _grow_setup(lg: Any, s: Sizes) -> Setup:
-    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
-        path = tmp / f"{lg.name}-grow-{time.perf_counter_ns()}.db"
-        saver = await stack.enter_async_context(lg.AsyncSqliteSaver.from_conn_string(str(path)))
-        return _lg_runner(lg_grow(lg, s.grow, saver), {"i": 0, "messages": []}, thread=True)
-
-    return setup
+    return for_sizes
 
 
-def _native_grow_setup(s: Sizes) -> Setup:
-    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
-        store = await _open_native_sqlite(stack, tmp / f"native-grow-{time.perf_counter_ns()}.db")
-        return _native_runner(native_grow(s.grow, store), {"i": 0, "messages": []}, thread=True)
+def _grow_setup(durability: str, synchronous: str | None) -> Callable[[Any, Sizes], Setup]:
+    def for_backend(lg: Any, s: Sizes) -> Setup:
+        async def setup(stack: AsyncExitStack, tmp: Path) -> Prepared:
+            path = tmp / f"{lg.name}-grow-{time.perf_counter_ns()}.db"
+            saver, settings = await _open_lg_sqlite(lg, stack, path, synchronous)
+            app = lg_grow(lg, s.grow, saver)
+            return Prepared(
+                _lg_runner(app, {"i": 0, "messages": []}, durability), durability, settings
+            )
 
-    return setup
+        return setup
+
+    return for_backend
+
+
+def _native_grow_setup(durability: str, synchronous: str | None) -> Callable[[Sizes], Setup]:
+    def for_sizes(s: Sizes) -> Setup:
+        async def setup(stack: AsyncExitStack, tmp: Path) -> Prepared:
+            path = tmp / f"native-grow-{time.perf_counter_ns()}.db"
+            store, settings = await _open_native_sqlite(stack, path, synchronous)
+            app = native_grow(s.grow, store)
+            return Prepared(
+                _native_runner(app, {"i": 0, "messages": []}, durability), durability, settings
+            )
+
+        return setup
+
+    return for_sizes
 
 
 def _compile_setup(build: Callable[[], Any]) -> Setup:
-    async def setup(stack: AsyncExitStack, tmp: Path) -> Runner:
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Prepared:
         async def run() -> Any:
-            build()
-            return {"compiled": True}
+            app = build()
+            # The work timed here is building: count the nodes the compiled graph holds
+            # (LangGraph adds "__start__", which is not one of ours).
+            return {"nodes": sum(1 for n in app.nodes if not str(n).startswith("__"))}
 
-        return run
+        return Prepared(run)
+
+    return setup
+
+
+def _taskgroup_setup(s: Sizes) -> Setup:
+    async def setup(stack: AsyncExitStack, tmp: Path) -> Prepared:
+        async def trivial() -> None:
+            EXECUTIONS.n += 1
+
+        async def run() -> None:
+            async with asyncio.TaskGroup() as tg:
+                for _ in range(s.fanout):
+                    tg.create_task(trivial())
+
+        return Prepared(run)
 
     return setup
 
@@ -463,6 +597,7 @@ WORKLOADS: tuple[Workload, ...] = (
         lambda lg, s: _sync(lambda: lg_chain(lg, s.chain), lambda a: _lg_runner(a, {"x": 0})),
         lambda s: _sync(lambda: native_chain(s.chain), lambda a: _native_runner(a, {"x": 0})),
         lambda st, s: st["x"] == 0,
+        lambda s: s.chain,
     ),
     Workload(
         "b",
@@ -470,6 +605,15 @@ WORKLOADS: tuple[Workload, ...] = (
         lambda lg, s: _sync(lambda: lg_fanout(lg, s.fanout), lambda a: _lg_runner(a, {"x": 0})),
         lambda s: _sync(lambda: native_fanout(s.fanout), lambda a: _native_runner(a, {"x": 0})),
         lambda st, s: st["x"] == 0,
+        lambda s: s.fanout + 2,
+        baselines=(
+            Baseline(
+                "taskgroup",
+                lambda s: f"(b) baseline: asyncio.TaskGroup x{s.fanout}",
+                _taskgroup_setup,
+                lambda s: s.fanout,
+            ),
+        ),
     ),
     Workload(
         "c",
@@ -477,6 +621,7 @@ WORKLOADS: tuple[Workload, ...] = (
         lambda lg, s: _sync(lambda: lg_loop(lg, s.loop), lambda a: _lg_runner(a, {"i": 0})),
         lambda s: _sync(lambda: native_loop(s.loop), lambda a: _native_runner(a, {"i": 0})),
         lambda st, s: st["i"] == s.loop,
+        lambda s: s.loop,
     ),
     Workload(
         "d",
@@ -484,13 +629,15 @@ WORKLOADS: tuple[Workload, ...] = (
         _memory_saver_setup,
         _native_memory_setup,
         lambda st, s: st["i"] == s.loop,
+        lambda s: s.loop,
     ),
     Workload(
         "e",
-        "loop + SQLite checkpointer",
-        _sqlite_saver_setup,
-        _native_sqlite_setup,
+        "loop + SQLite checkpointer, each saver's defaults",
+        _sqlite_saver_setup("async", None),
+        _native_sqlite_setup("async", None),
         lambda st, s: st["i"] == s.loop,
+        lambda s: s.loop,
     ),
     Workload(
         "f",
@@ -501,6 +648,7 @@ WORKLOADS: tuple[Workload, ...] = (
         ),
         None,
         lambda st, s: sorted(st["results"]) == list(range(s.send)),
+        lambda s: s.send + 1,
         na_reason="flowcore.Graph has no Send: its graphs are static, one task per node",
     ),
     Workload(
@@ -508,7 +656,8 @@ WORKLOADS: tuple[Workload, ...] = (
         "build + compile chain",
         lambda lg, s: _compile_setup(lambda: lg_chain(lg, s.compile_chain)),
         lambda s: _compile_setup(lambda: native_chain(s.compile_chain)),
-        lambda st, s: bool(st["compiled"]),
+        lambda st, s: st["nodes"] == s.compile_chain,
+        lambda s: 0,  # compiling runs no node
     ),
     Workload(
         "h",
@@ -516,15 +665,17 @@ WORKLOADS: tuple[Workload, ...] = (
         lambda lg, s: _sync(lambda: lg_dag(lg, _dag(s)), lambda a: _lg_runner(a, {"x": 0})),
         lambda s: _sync(lambda: native_dag(_dag(s)), lambda a: _native_runner(a, {"x": 0})),
         lambda st, s: st["x"] == 0,
+        lambda s: s.dag,
         max_rounds=3,
         deadline=True,
     ),
     Workload(
         "i",
-        "growing messages + SQLite",
-        _grow_setup,
-        _native_grow_setup,
+        "growing messages + SQLite, each saver's defaults",
+        _grow_setup("async", None),
+        _native_grow_setup("async", None),
         lambda st, s: st["i"] == s.grow and len(st["messages"]) == s.grow,
+        lambda s: s.grow,
     ),
     Workload(
         "j",
@@ -532,14 +683,31 @@ WORKLOADS: tuple[Workload, ...] = (
         lambda lg, s: _sync(lambda: lg_chain(lg, s.long_chain), lambda a: _lg_runner(a, {"x": 0})),
         lambda s: _sync(lambda: native_chain(s.long_chain), lambda a: _native_runner(a, {"x": 0})),
         lambda st, s: st["x"] == 0,
+        lambda s: s.long_chain,
         max_rounds=3,
         deadline=True,
+    ),
+    Workload(
+        "k",
+        "loop + SQLite checkpointer, per-step durable at LangGraph's synchronous=FULL",
+        _sqlite_saver_setup("sync", "FULL"),
+        _native_sqlite_setup("sync", "FULL"),
+        lambda st, s: st["i"] == s.loop,
+        lambda s: s.loop,
+    ),
+    Workload(
+        "l",
+        "growing messages + SQLite, per-step durable at LangGraph's synchronous=FULL",
+        _grow_setup("sync", "FULL"),
+        _native_grow_setup("sync", "FULL"),
+        lambda st, s: st["i"] == s.grow and len(st["messages"]) == s.grow,
+        lambda s: s.grow,
     ),
 )
 
 
 def describe(w: Workload, s: Sizes) -> str:
-    """The workload's label with its sizes, e.g. ``(a) chain 100``."""
+    """The workload's label with its sizes, e.g. ``(a) chain, 100 nodes``."""
     size = {
         "a": f"{s.chain} nodes",
         "b": f"1 -> {s.fanout} -> 1",
@@ -551,6 +719,8 @@ def describe(w: Workload, s: Sizes) -> str:
         "h": f"{s.dag} nodes, ~{s.dag_edges} edges/node",
         "i": f"{s.grow} steps",
         "j": f"{s.long_chain} nodes",
+        "k": f"{s.loop} steps",
+        "l": f"{s.grow} steps",
     }[w.key]
     return f"({w.key}) {w.title}, {size}"
 
@@ -567,6 +737,9 @@ class Row:
     reason: str = ""
     times_ms: list[float] = field(default_factory=list)
     peak_bytes: int | None = None
+    executions: int | None = None
+    durability: str | None = None
+    store: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -589,6 +762,9 @@ class Row:
             "min_ms": self.min_ms,
             "times_ms": self.times_ms,
             "peak_bytes": self.peak_bytes,
+            "node_executions": self.executions,
+            "durability": self.durability,
+            "store": self.store,
             **self.extra,
         }
 
@@ -603,27 +779,61 @@ def _state_of(result: Any) -> Mapping[str, Any]:
 
 async def _timed(run: Runner) -> tuple[float, Any]:
     gc.collect()
+    EXECUTIONS.n = 0
     t0 = time.perf_counter()
     result = await run()
     return (time.perf_counter() - t0) * 1e3, result
 
 
+def _check(w: Workload, s: Sizes, backend: str, result: Any, when: str) -> int:
+    """Fail the benchmark unless the run did all its work: node executions, then state."""
+    label = describe(w, s)
+    counted = EXECUTIONS.n
+    baseline = next((b for b in w.baselines if b.name == backend), None)
+    expected = baseline.executions(s) if baseline else w.executions(s)
+    if counted != expected:
+        raise SystemExit(
+            f"{label} on {backend} ({when}): {counted} node executions counted, "
+            f"{expected} expected; its figures would not measure the workload"
+        )
+    if baseline is None and not w.expect(_state_of(result), s):
+        raise SystemExit(f"{label} on {backend} ({when}): unexpected result {result!r:.300}")
+    return counted
+
+
+def _setups(w: Workload, s: Sizes, backends: Mapping[str, Any]) -> dict[str, Setup]:
+    """Every system timed on ``w``: the backends that can run it, then its baselines."""
+    setups: dict[str, Setup] = {b: w.lg(ns, s) for b, ns in backends.items()}
+    if w.native is not None:
+        setups["native"] = w.native(s)
+    for baseline in w.baselines:
+        setups[baseline.name] = baseline.setup(s)
+    return setups
+
+
 async def run_workload(
     w: Workload, s: Sizes, rounds: int, backends: dict[str, Any], tmp: Path
 ) -> list[Row]:
-    """Warm up each backend once (checking its result), then alternate them for ``rounds``."""
+    """Warm up each system once, then alternate them for ``rounds``; every run is checked.
+
+    The baselines (bare asyncio doing the same number of tasks) take their turn in
+    the same rotation as the backends, so a busy moment of the machine lands on
+    any of them alike.
+    """
     label = describe(w, s)
     rows = {b: Row(label, w.key, b) for b in BACKENDS}
-    setups: dict[str, Setup] = {b: w.lg(ns, s) for b, ns in backends.items()}
+    for baseline in w.baselines:
+        rows[baseline.name] = Row(baseline.label(s), w.key, baseline.name)
     if w.native is None:
         rows["native"].status, rows["native"].reason = "n/a", w.na_reason
-    else:
-        setups["native"] = w.native(s)
+    setups = _setups(w, s, backends)
     n_rounds = rounds if w.max_rounds is None else min(rounds, w.max_rounds)
     async with AsyncExitStack() as stack:
         runners: dict[str, Runner] = {}
         for b, setup in setups.items():
-            runners[b] = await setup(stack, tmp)
+            prepared = await setup(stack, tmp)
+            runners[b] = prepared.run
+            rows[b].durability, rows[b].store = prepared.durability, prepared.store
             print(f"  {label}: warm-up {b}", file=sys.stderr, flush=True)
             try:
                 timeout = s.deadline_s if w.deadline else None
@@ -633,15 +843,15 @@ async def run_workload(
                 rows[b].reason = f"did not finish in {s.deadline_s:.0f} s"
                 del runners[b]
                 continue
-            if not w.expect(_state_of(result), s):
-                raise SystemExit(f"{label} on {b}: unexpected result {result!r:.300}")
-            if rounds == 0 or n_rounds == 0:
+            rows[b].executions = _check(w, s, b, result, "warm-up")
+            if n_rounds == 0:
                 rows[b].times_ms.append(ms)
         order = list(runners)
         for r in range(n_rounds):
             shift = r % len(order) if order else 0
             for b in order[shift:] + order[:shift]:
-                ms, _ = await _timed(runners[b])
+                ms, result = await _timed(runners[b])
+                _check(w, s, b, result, f"round {r + 1}")
                 rows[b].times_ms.append(ms)
     return list(rows.values())
 
@@ -649,50 +859,22 @@ async def run_workload(
 async def peak_memory(
     w: Workload, s: Sizes, backends: dict[str, Any], rows: list[Row], tmp: Path
 ) -> None:
-    """One untimed run per backend under tracemalloc; setup is outside the measurement."""
+    """One untimed run per system under tracemalloc; setup is outside the measurement."""
+    setups = _setups(w, s, backends)
     for row in rows:
-        if row.status != "ok":
-            continue
-        setup = w.lg(backends[row.backend], s) if row.backend in backends else None
-        if row.backend == "native" and w.native is not None:
-            setup = w.native(s)
-        if setup is None:
+        if row.status != "ok" or row.backend not in setups:
             continue
         async with AsyncExitStack() as stack:
-            run = await setup(stack, tmp)
+            run = (await setups[row.backend](stack, tmp)).run
             gc.collect()
+            EXECUTIONS.n = 0
             tracemalloc.start()
             try:
-                await run()
+                result = await run()
                 row.peak_bytes = tracemalloc.get_traced_memory()[1]
             finally:
                 tracemalloc.stop()
-
-
-async def taskgroup_baseline(width: int, rounds: int) -> Row:
-    """A bare asyncio.TaskGroup creating ``width`` trivial tasks: the floor for (b)."""
-
-    async def trivial() -> None:
-        return None
-
-    async def run() -> None:
-        async with asyncio.TaskGroup() as tg:
-            for _ in range(width):
-                tg.create_task(trivial())
-
-    row = Row(f"(b) baseline: asyncio.TaskGroup x{width}", "b", "taskgroup")
-    ms, _ = await _timed(run)
-    for _ in range(rounds):
-        ms, _ = await _timed(run)
-        row.times_ms.append(ms)
-    if not row.times_ms:
-        row.times_ms.append(ms)
-    gc.collect()
-    tracemalloc.start()
-    await run()
-    row.peak_bytes = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return row
+            _check(w, s, row.backend, result, "peak memory run")
 
 
 # ------------------------------------------------------------------ storage
@@ -717,17 +899,20 @@ async def storage_growth(backend: str, ns: Any, steps: int, tmp: Path) -> dict[s
     for n in (max(1, steps // 2), steps):
         path = tmp / f"storage-{backend}-{n}.db"
         async with AsyncExitStack() as stack:
+            payload = {"i": 0, "messages": []}
             if backend == "native":
-                store = await _open_native_sqlite(stack, path)
-                run = _native_runner(native_grow(n, store), {"i": 0, "messages": []}, True)
+                store, _ = await _open_native_sqlite(stack, path)
+                run = _native_runner(native_grow(n, store), payload, "async")
             else:
-                saver = await stack.enter_async_context(
-                    ns.AsyncSqliteSaver.from_conn_string(str(path))
-                )
-                run = _lg_runner(lg_grow(ns, n, saver), {"i": 0, "messages": []}, True)
+                saver, _ = await _open_lg_sqlite(ns, stack, path, None)
+                run = _lg_runner(lg_grow(ns, n, saver), payload, "async")
+            EXECUTIONS.n = 0
             state = _state_of(await run())
-            if len(state["messages"]) != n:
-                raise SystemExit(f"storage run on {backend} stored {len(state['messages'])}")
+            if len(state["messages"]) != n or EXECUTIONS.n != n:
+                raise SystemExit(
+                    f"storage run of (i) on {backend}: {EXECUTIONS.n} node executions and "
+                    f"{len(state['messages'])} messages, {n} of each expected"
+                )
         file_bytes = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
         figures[n] = (await stored_bytes(path), file_bytes)
     half, full = figures[max(1, steps // 2)], figures[steps]
@@ -764,19 +949,27 @@ def render(rows: list[Row], meta: dict[str, Any]) -> str:
         f"flowcore {meta['flowcore']} · {meta['settings']}, {meta['rounds']} rounds",
         "",
         TABLE_HEADER,
-        "|---|---|--:|--:|--:|--:|--:|",
+        "|---|---|--:|--:|--:|--:|--:|--:|---|",
     ]
     for r in rows:
+        stored = "-" if r.durability is None else f"{r.durability}, {r.store}"
         if r.status != "ok":
-            out.append(f"| {r.workload} | {r.backend} | - | {r.status}: {r.reason} | | | |")
+            out.append(
+                f"| {r.workload} | {r.backend} | - | {r.status}: {r.reason} | | | | | {stored} |"
+            )
             continue
         ratio = None if r.backend == "langgraph" else _ratio(by.get((r.key, "langgraph")), r)
         peak = None if r.peak_bytes is None else r.peak_bytes / 1024
         out.append(
             f"| {r.workload} | {r.backend} | {len(r.times_ms)} | {_fmt(r.median_ms)} "
             f"| {_fmt(r.min_ms)} | {_fmt(peak, '.0f')} "
-            f"| {'-' if ratio is None else f'{ratio:.2f}x'} |"
+            f"| {'-' if ratio is None else f'{ratio:.2f}x'} | {r.executions} | {stored} |"
         )
+    out += [
+        "",
+        "Every run (warm-up, timed rounds, memory run) counted its node executions and "
+        "checked its final state; *durability, store* is read back from each open store.",
+    ]
     out += [
         "",
         "## Ratios (LangGraph median / flowcore median; target: at least 10x)",
@@ -864,7 +1057,7 @@ async def main(argv: list[str]) -> int:
     only = {k.strip() for k in args.only.split(",") if k.strip()}
     chosen = [w for w in WORKLOADS if not only or w.key in only]
     if not chosen:
-        parser.error(f"--only {args.only!r} names no workload; choose from a..j")
+        parser.error(f"--only {args.only!r} names no workload; choose from a..l")
     backends = {"langgraph": langgraph_backend(), "compat": compat_backend()}
     started = time.perf_counter()
     rows: list[Row] = []
@@ -880,8 +1073,6 @@ async def main(argv: list[str]) -> int:
                         ns = backends.get(row.backend)
                         row.extra = await storage_growth(row.backend, ns, sizes.grow, tmp)
             rows += found
-            if w.key == "b":
-                rows.append(await taskgroup_baseline(sizes.fanout, rounds))
     meta = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(),
