@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from flowcore._shown import shown
+
 __all__ = ["schema_problems"]
 
 _TYPE_CHECKS: dict[str, Any] = {
@@ -50,6 +52,11 @@ def schema_problems(value: Any, schema: Mapping[str, Any], path: str = "value") 
     return found
 
 
+def _key(key: object) -> str:
+    # keys are usually str; shown() keeps a foreign key (a huge int) from breaking the message
+    return key if isinstance(key, str) else shown(key)
+
+
 def _check(value: Any, schema: Mapping[str, Any], path: str, found: list[str]) -> None:
     expected = schema.get("type")
     if expected is not None:
@@ -58,9 +65,9 @@ def _check(value: Any, schema: Mapping[str, Any], path: str, found: list[str]) -
             found.append(f"{path}: expected {' or '.join(names)}, got {_json_type(value)}")
             return
     if "enum" in schema and value not in schema["enum"]:
-        found.append(f"{path}: {value!r} is not one of {schema['enum']!r}")
+        found.append(f"{path}: {shown(value)} is not one of {shown(schema['enum'])}")
     if "const" in schema and value != schema["const"]:
-        found.append(f"{path}: must be {schema['const']!r}, got {value!r}")
+        found.append(f"{path}: must be {shown(schema['const'])}, got {shown(value)}")
     if isinstance(value, Mapping):
         _check_object(value, schema, path, found)
     elif isinstance(value, list | tuple):
@@ -81,12 +88,12 @@ def _check_object(
             found.append(f"{path}: missing required key {key}")
     extra = schema.get("additionalProperties", True)
     for key, item in value.items():
-        where = f"{path}.{key}"
+        where = f"{path}.{_key(key)}"
         if key in props:
             _check(item, props[key], where, found)
         elif extra is False:
             allowed = ", ".join(props) or "none"
-            found.append(f"{path}: unexpected key {key} (allowed: {allowed})")
+            found.append(f"{path}: unexpected key {_key(key)} (allowed: {allowed})")
         elif isinstance(extra, Mapping):
             _check(item, extra, where, found)
 
@@ -120,7 +127,7 @@ def _check_number(value: float, schema: Mapping[str, Any], path: str, found: lis
     )
     for key, ok, sign in bounds:
         if key in schema and not ok(value, schema[key]):
-            found.append(f"{path}: must be {sign} {schema[key]}, got {value}")
+            found.append(f"{path}: must be {sign} {schema[key]}, got {shown(value)}")
 
 
 def _check_combinators(value: Any, schema: Mapping[str, Any], path: str, found: list[str]) -> None:

@@ -328,7 +328,9 @@ def _state_schema(pipeline: Pipeline) -> type:
         for ref in _refs(node.inputs):
             if ref.namespace in ("input", "state") and ref.path and ref.path[0] not in fields:
                 fields[ref.path[0]] = Any
-    schema: type = TypedDict(f"PipelineState_{pipeline.id}", fields, total=False)  # type: ignore[misc]
+    # A class name cannot hold every character an id may (a NUL is refused by type()).
+    name = "PipelineState_" + "".join(c if c.isalnum() else "_" for c in pipeline.id[:80])
+    schema: type = TypedDict(name, fields, total=False)  # type: ignore[misc]
     return schema
 
 

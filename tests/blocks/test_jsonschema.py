@@ -126,3 +126,20 @@ def test_a_const_and_an_empty_schema() -> None:
     assert schema_problems("v1", {"const": "v1"}) == []
     assert schema_problems("v2", {"const": "v1"}) == ["value: must be 'v1', got 'v2'"]
     assert schema_problems(object(), {}) == []
+
+
+def test_a_value_too_large_to_print_is_named_without_failing_the_check() -> None:
+    # An int past Python's 4300-digit limit cannot become text; found by the deep fuzz run.
+    huge = 10**4400
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "maximum": 5}},
+        "additionalProperties": False,
+    }
+
+    problems = schema_problems({"n": huge, huge: 1}, schema, "inputs")
+
+    assert problems == [
+        "inputs.n: must be <= 5, got <an int of about 4401 digits>",
+        "inputs: unexpected key <an int of about 4401 digits> (allowed: n)",
+    ]

@@ -34,10 +34,13 @@ CASE_LIMIT = 2.0
 _WATCHDOG = 10.0
 """Seconds after which a case that never yields is interrupted outright."""
 
-# One profile per depth: "ci" (the default run, deterministic so a failure
-# reproduces) and "deep" (random, ten times the examples, for a .ci/run step
-# or a developer with time: FLOWCORE_FUZZ=deep).
+# One profile per depth: the default run and "deep" (ten times the examples,
+# for a .ci/run step or a developer with time: FLOWCORE_FUZZ=deep). Both are
+# deterministic, so a CI verdict does not depend on the draw and a failure
+# reproduces; FLOWCORE_FUZZ_RANDOM=1 draws fresh cases each run, for a
+# developer hunting new defects (a find becomes a fixed regression test).
 _DEEP = os.environ.get("FLOWCORE_FUZZ") == "deep"
+_RANDOM = os.environ.get("FLOWCORE_FUZZ_RANDOM") == "1"
 # FLOWCORE_FUZZ_SURVEY=1 counts untyped errors and slow cases instead of failing on the
 # first: how the figures of an older flowcore were measured (see docs/errors.md).
 _SURVEY = os.environ.get("FLOWCORE_FUZZ_SURVEY") == "1"
@@ -60,7 +63,7 @@ def fuzz_settings(examples: int) -> settings:
     return settings(
         max_examples=examples * 10 if _DEEP else examples,
         deadline=None,
-        derandomize=not _DEEP,
+        derandomize=not _RANDOM,
         database=None,
         suppress_health_check=_QUIET,
         print_blob=True,

@@ -124,3 +124,19 @@ async def test_a_decision_step_routes_to_the_node_its_branch_names(
     assert result.status == "completed"
     assert set(result.state["results"]) == {"check", "skip"}
     assert [r.node for r in result.node_runs if r.status == "skipped"] == ["answer"]
+
+
+async def test_a_pipeline_id_with_characters_no_class_name_takes_still_compiles(
+    block_store: SqliteBlockStore,
+) -> None:
+    # The state schema is a class named after the id; type() refuses a NUL (deep fuzz find).
+    await block_store.save(TRANSLATE)
+    pipeline = Pipeline.from_data({**DIGEST, "id": "di\x00gest/v2"})
+    model = ScriptedProvider(['{"summary": "S"}', '{"translation": "T"}'])
+    executor = BlockExecutor(providers=ProviderRegistry.single(model))
+
+    graph = await compile_pipeline(pipeline, block_store, executor)
+    result = await graph.run({"doc": "d", "language": "German"})
+
+    assert result.status == "completed"
+    assert result.state["results"]["n2"] == {"translation": "T"}
