@@ -26,7 +26,8 @@ def summary_lines(results: list[PayloadResult]) -> list[str]:
     width = max(len(r.payload) for r in results)
     lines = [
         "template payloads through BlockExecutor "
-        f"(timeout_seconds={results[0].timeout}, max_retries=0)",
+        f"(timeout_seconds={'/'.join(f'{t:g}' for t in sorted({r.timeout for r in results}))}, "
+        "max_retries=0)",
         f"{'payload':<{width}} | {'raised':<20} | elapsed s | longest event-loop gap s",
     ]
     lines += [
