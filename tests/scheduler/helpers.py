@@ -46,6 +46,21 @@ async def wait(event: asyncio.Event, what: str = "event") -> None:
         raise AssertionError(f"timed out waiting for {what}") from None
 
 
+LOOP_TURNS = 50
+"""Event-loop turns that are plenty for a finished node's outcome to reach the scheduler."""
+
+
+async def loop_turns(count: int = LOOP_TURNS) -> None:
+    """Yield to the event loop ``count`` times, so that what is ready runs first.
+
+    Counted, not timed: ``asyncio.sleep(0.01)`` is cut short on a busy machine,
+    where the process is descheduled longer than that and the timer is already
+    due on the next turn, so the scheduler's own callbacks may not have run yet.
+    """
+    for _ in range(count):
+        await asyncio.sleep(0)
+
+
 async def guarded(awaitable: Awaitable[T], what: str = "run") -> T:
     """Await ``awaitable`` under the guard timeout."""
     try:

@@ -91,9 +91,17 @@ async def test_run_can_be_cancelled_with_a_timeout_around_it() -> None:
     h = Hanging(2)
     compiled = h.graph().compile()
 
+    async def expire_once_both_nodes_run(scope: asyncio.Timeout) -> None:
+        # A fixed 50 ms timeout could fire before h1 started on a busy machine.
+        await wait(h.all_started, "both nodes to start")
+        scope.reschedule(asyncio.get_running_loop().time())
+
+    scope = asyncio.timeout(None)
+    expiring = asyncio.create_task(expire_once_both_nodes_run(scope))
     with pytest.raises(TimeoutError):
-        async with asyncio.timeout(0.05):
+        async with scope:
             await compiled.run({})
+    await guarded(expiring, "the timeout to be set")
     await settle()
 
     assert sorted(h.observed) == ["h0:cancelled", "h0:finally", "h1:cancelled", "h1:finally"]

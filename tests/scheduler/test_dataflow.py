@@ -17,7 +17,7 @@ import pytest
 
 from flowcore import END, START, Graph, append, merge
 
-from .helpers import guarded, wait
+from .helpers import guarded, loop_turns, wait
 
 
 class State(TypedDict):
@@ -113,7 +113,7 @@ async def test_a_node_sees_only_the_writes_of_its_ancestors() -> None:
 
     async def a(state: Any) -> dict[str, Any]:
         await wait(b_done, "b to finish")
-        await asyncio.sleep(0.01)  # let the scheduler absorb b's result first
+        await loop_turns()  # let the scheduler absorb b's result first
         return {"x": "from-a"}
 
     async def b(state: Any) -> dict[str, Any]:
@@ -146,7 +146,7 @@ async def test_a_node_does_not_see_a_deeper_siblings_write_in_dataflow() -> None
 
     async def a(state: Any) -> dict[str, Any]:
         await wait(b2_done, "b2 to finish")
-        await asyncio.sleep(0.01)
+        await loop_turns()
         return {"log": ["a"]}
 
     async def b2(state: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import pytest
 
 from flowcore import START, Graph, NodeError, NodeSkippedEvent, append
 
-from .helpers import MODES, collect, logger, statuses, wait
+from .helpers import MODES, collect, logger, loop_turns, statuses, wait
 
 
 class State(TypedDict):
@@ -123,7 +123,7 @@ async def test_dataflow_fail_fast_lets_shallower_nodes_finish_and_drops_deeper_w
         async def b(state: Any) -> dict[str, Any]:
             if mode == "dataflow":
                 await wait(a2_failing, "a2 to fail")
-                await asyncio.sleep(0.01)  # let the scheduler take in the failure
+                await loop_turns()  # let the scheduler take in the failure
             return {"log": ["b"]}
 
         async def a2(state: Any) -> None:
@@ -160,7 +160,7 @@ async def test_dataflow_fail_fast_drops_writes_of_deeper_nodes_that_already_fini
         async def bad(state: Any) -> None:
             if mode == "dataflow":
                 await wait(c2_done, "c2 to finish")
-                await asyncio.sleep(0.01)
+                await loop_turns()
             raise Boom("bad broke")
 
         graph = Graph(State).add_node("c1", logger("c1")).add_node("c2", c2)
@@ -190,7 +190,7 @@ async def test_fail_fast_ends_in_the_same_state_in_both_modes() -> None:
 
         async def bad(state: Any) -> None:
             await wait(ok_done, "ok to finish")
-            await asyncio.sleep(0.01)  # let the scheduler take in ok's result
+            await loop_turns()  # let the scheduler take in ok's result
             raise Boom("bad broke")
 
         graph = Graph(State).add_node("first", logger("first"))

@@ -304,7 +304,7 @@ async def test_timeout_bounds_a_blocked_sync_node_too() -> None:
     finished = threading.Event()
 
     def blocked(state: Any) -> dict[str, Any]:
-        release.wait(2.0)
+        release.wait(60.0)  # far past the 0.05 s timeout, even on a busy machine
         finished.set()
         return {"log": ["late"]}
 
