@@ -64,7 +64,7 @@ from flowcore.events import (
     ToolCallStartEvent,
     UsageEvent,
 )
-from flowcore.graph import END, START, CompiledGraph, Graph, RetryPolicy, RunStream
+from flowcore.graph import END, START, Command, CompiledGraph, Graph, RetryPolicy, RunStream, Send
 from flowcore.graph.threads import StateSnapshot
 from flowcore.interrupts import Interrupt, Resume, interrupt
 from flowcore.refs import Reference, ValueTemplate, extract_references, resolve_references
@@ -91,6 +91,7 @@ __all__ = [
     "CheckpointNotFoundError",
     "CheckpointStoreError",
     "Checkpointer",
+    "Command",
     "CompiledGraph",
     "CustomEvent",
     "DoneEvent",
@@ -128,6 +129,7 @@ __all__ = [
     "RunStartEvent",
     "RunStatus",
     "RunStream",
+    "Send",
     "SerializationError",
     "SqliteCheckpointer",
     "StateSchema",

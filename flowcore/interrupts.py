@@ -65,16 +65,23 @@ class NodeInterrupted(BaseException):
 
 @dataclass(slots=True)
 class InterruptScope:
-    """The resume values one execution of one node may consume, in order."""
+    """The resume values one execution of one node may consume, in order.
+
+    ``task`` tells apart the tasks one node runs in one superstep (its
+    ``Send`` tasks, e.g. ``"map#2"``); None for the node's own task, whose
+    interrupt ids stay what they were before Send existed.
+    """
 
     node: str
     key: str
     resumes: tuple[Any, ...] = ()
     used: int = field(default=0)
+    task: str | None = None
 
     def next_id(self) -> str:
-        """A stable id for this node's next interrupt in this superstep."""
-        digest = hashlib.sha256(f"{self.key}|{self.node}|{self.used}".encode()).hexdigest()
+        """A stable id for this task's next interrupt in this superstep."""
+        who = self.node if self.task is None else self.task
+        digest = hashlib.sha256(f"{self.key}|{who}|{self.used}".encode()).hexdigest()
         return digest[:16]
 
 

@@ -19,6 +19,7 @@ __all__ = ["Graph"]
 
 class _PendingNode:
     __slots__ = (
+        "destinations",
         "func",
         "inputs",
         "name",
@@ -37,8 +38,10 @@ class _PendingNode:
         retry: RetryPolicy | None,
         timeout: float | None,
         output_view: Callable[[Mapping[str, Any]], Any] | None = None,
+        destinations: tuple[str, ...] | None = None,
     ) -> None:
         self.name = name
+        self.destinations = destinations
         self.output_view = output_view
         self.func = func
         self.inputs = inputs
@@ -104,6 +107,7 @@ class Graph:
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
         output_view: Callable[[Mapping[str, Any]], Any] | None = None,
+        destinations: Sequence[str] | None = None,
     ) -> Self:
         """Add a node by ``(name, func)``, or by ``func`` alone (named after it).
 
@@ -113,6 +117,11 @@ class Graph:
         ``output_view`` picks what ``<<name.path>>`` references to this node
         read out of its update (default: the update itself); block nodes use
         it to expose their outputs rather than the state keys they write.
+        ``destinations`` declares the nodes (or END) the node may reach with
+        ``Command(goto=...)``: they are drawn by ``to_mermaid``, a goto
+        elsewhere is a :class:`~flowcore.errors.RoutingError`, and a declared
+        target runs in the superstep after the node, with its static
+        successors (an undeclared one starts the next pass, after them).
 
         Example:
             >>> from typing import TypedDict
@@ -160,7 +169,20 @@ class Graph:
                 f"node {shown(name)}: output_view must be a function of the node's update"
             )
             output_view = None
-        self._nodes[name] = _PendingNode(name, func, inputs, retry, timeout, output_view)
+        declared: tuple[str, ...] | None = None
+        if destinations is not None:
+            if isinstance(destinations, str):
+                declared = (destinations,)
+            elif isinstance(destinations, Sequence) and all(
+                isinstance(d, str) for d in destinations
+            ):
+                declared = tuple(dict.fromkeys(destinations))
+            else:
+                self._problems.append(
+                    f"node {shown(name)}: destinations must be a list of node names (strings), "
+                    f"got {shown(destinations)}"
+                )
+        self._nodes[name] = _PendingNode(name, func, inputs, retry, timeout, output_view, declared)
         return self
 
     # ------------------------------------------------------------------ edges

@@ -21,6 +21,7 @@ from flowcore.checkpoint.protocol import Checkpointer, ThreadLease
 from flowcore.checkpoint.serde import check_text_and_nesting
 from flowcore.errors import InvalidInputError, SerializationError
 from flowcore.events import DoneEvent, Event
+from flowcore.graph.commands import Command
 from flowcore.graph.spec import EdgeSpec, NodeSpec, RouterSpec
 from flowcore.graph.threads import (
     StateSnapshot,
@@ -181,12 +182,12 @@ class CompiledGraph:
         return options
 
     def _plain_start(
-        self, run_input: RunInput | Resume
+        self, run_input: RunInput | Resume | Command
     ) -> tuple[dict[str, Any], Mapping[str, Any]]:
-        if isinstance(run_input, Resume):
+        if isinstance(run_input, Resume | Command):
             raise InvalidInputError(
-                "Resume(...) continues a thread: pass thread_id=... and compile the graph "
-                "with a checkpointer"
+                f"{type(run_input).__name__}(...) continues a thread: pass thread_id=... and "
+                "compile the graph with a checkpointer"
             )
         values = self.schema.initial(run_input)
         if isinstance(run_input, BaseModel):
@@ -204,7 +205,7 @@ class CompiledGraph:
 
     async def _start(
         self,
-        run_input: RunInput | Resume,
+        run_input: RunInput | Resume | Command,
         options: RunOptions,
         *,
         thread_id: str | None,
@@ -226,7 +227,7 @@ class CompiledGraph:
 
     async def run(
         self,
-        run_input: RunInput | Resume = None,
+        run_input: RunInput | Resume | Command = None,
         *,
         config: Mapping[str, Any] | None = None,
         run_id: str | None = None,
@@ -247,7 +248,9 @@ class CompiledGraph:
 
         With ``thread_id`` (the graph needs a checkpointer) the run is saved
         after every superstep: ``run(None, thread_id=t)`` resumes it,
-        ``run(Resume(value), thread_id=t)`` answers an ``interrupt()``, and
+        ``run(Resume(value), thread_id=t)`` answers an ``interrupt()`` (so does
+        ``run(Command(resume=value, update=...), thread_id=t)``, which writes
+        ``update`` first), and
         ``checkpoint_id=`` forks from an older checkpoint. ``durability`` is
         ``"sync"``, ``"async"`` or ``"exit"``. ``redactor`` (e.g. a
         :class:`~flowcore.secrets.SecretRedactor`) keeps the secrets it knows
@@ -286,7 +289,7 @@ class CompiledGraph:
 
     def run_sync(
         self,
-        run_input: RunInput | Resume = None,
+        run_input: RunInput | Resume | Command = None,
         *,
         config: Mapping[str, Any] | None = None,
         run_id: str | None = None,
@@ -331,7 +334,7 @@ class CompiledGraph:
 
     def stream(
         self,
-        run_input: RunInput | Resume = None,
+        run_input: RunInput | Resume | Command = None,
         *,
         config: Mapping[str, Any] | None = None,
         run_id: str | None = None,

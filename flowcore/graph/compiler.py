@@ -95,8 +95,17 @@ def compile_graph(
                 pending.retry,
                 pending.timeout,
                 pending.output_view,
+                pending.destinations,
             )
         )
+        for target in pending.destinations or ():
+            if target == START:
+                problems.append(f"node {shown(pending.name)}: START cannot be a goto destination")
+            elif target != END and target not in known:
+                problems.append(
+                    f"node {shown(pending.name)}: destinations names unknown node "
+                    f"{shown(target)}{_suggest(target, known)}"
+                )
 
     edge_specs: list[EdgeSpec] = []
     seen_edges: set[tuple[tuple[str, ...], str]] = set()
@@ -146,13 +155,19 @@ def compile_graph(
             "or add_conditional_edges(START, router, ...)"
         )
 
-    topology = Topology(node_names, edge_specs, router_specs)
+    topology = Topology(
+        node_names,
+        edge_specs,
+        router_specs,
+        {s.name: tuple(t for t in s.destinations if t in known) for s in specs if s.destinations},
+    )
     if has_entry:
         for n in node_names:
             if n not in topology.reachable:
                 problems.append(
                     f"node {shown(n)} is unreachable from START; connect it with an edge or "
-                    "remove it"
+                    "remove it (a node reached only by Command(goto=...) or Send must be "
+                    "declared: add_node(..., destinations=[...]) or the router's path_map)"
                 )
     for edge in edge_specs:
         if len(edge.sources) > 1:
@@ -328,4 +343,7 @@ def _structural_version(
         "routes:" + ";".join(f"{r.source}>{'|'.join(r.targets)}" for r in routers),
         "state:" + ",".join(schema.keys),
     ]
+    gotos = [f"{n.name}>{'|'.join(n.destinations)}" for n in nodes if n.destinations]
+    if gotos:  # only then: graphs without destinations keep their version
+        parts.append("goto:" + ";".join(gotos))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]

@@ -26,10 +26,14 @@ GitLab, most doc sites). How each part of a graph is drawn:
   ``docs/concepts.md``, "Cycles, passes and the recursion limit"), is
   labelled ``loop``: ``-->|"loop"|`` when plain, ``-.->|"key (loop)"|`` or
   ``-.->|"loop"|`` when conditional.
+- A node's declared ``destinations`` (where ``Command(goto=...)`` may go)
+  are dotted edges labelled ``goto`` (``goto (loop)`` when they close a
+  cycle).
 
 Lines come in a fixed order (START, nodes in declaration order, join
 circles, END; then plain and join edges in declaration order; then router
-edges in declaration order), so the same graph always gives the same text.
+edges in declaration order; then goto edges in node declaration order), so
+the same graph always gives the same text.
 """
 
 from __future__ import annotations
@@ -127,6 +131,11 @@ def graph_to_mermaid(graph: CompiledGraph) -> str:
                 label = f"{label} (loop)" if label else "loop"
             arrow = f'-.->|"{_escape_label(label)}"|' if label else "-.->"
             links.append(f"{ref(router.source)} {arrow} {ref(target)}")
+    for node in graph.nodes.values():
+        for target in node.destinations or ():
+            reaches_end = reaches_end or target == END
+            label = "goto (loop)" if (node.name, target) in back_edges else "goto"
+            links.append(f'{ref(node.name)} -.->|"{label}"| {ref(target)}')
     if reaches_end:
         shapes.append(f'{_END_ID}(["END"])')
     lines = ["flowchart TD", *(_INDENT + line for line in (*shapes, *links))]

@@ -120,6 +120,8 @@ class NodeSpec(NamedTuple):
     retry: RetryPolicy | None = None
     timeout: float | None = None
     output_view: Callable[[Mapping[str, Any]], Any] | None = None
+    destinations: tuple[str, ...] | None = None
+    """Where ``Command(goto=...)`` may send this node's run next (None: not declared)."""
 
 
 class EdgeSpec(NamedTuple):

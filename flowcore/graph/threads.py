@@ -18,6 +18,7 @@ from flowcore._shown import shown
 from flowcore.checkpoint.protocol import Checkpoint, Checkpointer, PendingWrite
 from flowcore.checkpoint.serde import check_storable
 from flowcore.errors import InvalidInputError, InvalidUpdateError, ResumeError, SerializationError
+from flowcore.graph.commands import Command, Send, split_task_key
 from flowcore.graph.constants import END
 from flowcore.interrupts import Interrupt, Resume
 from flowcore.scheduler.context import NodeContext
@@ -151,15 +152,24 @@ def check_thread_value(value: Any, *, path: str, thread_id: str) -> None:
 
 def _pending_interrupts(point: SavedPoint) -> dict[str, Interrupt]:
     """Interrupts waiting at a checkpoint, keyed by id."""
+    return {i.id: i for i in _waiting_tasks(point).values()}
+
+
+def _waiting_tasks(point: SavedPoint) -> dict[str, Interrupt]:
+    """Interrupts waiting at a checkpoint, keyed by the task that asked (``node`` or ``node#i``)."""
     found: dict[str, Interrupt] = {}
-    for node, payload in point.pending.items():
+    for key, payload in point.pending.items():
         if payload.get("status") == "interrupted":
             info = payload["interrupt"]
-            found[info["id"]] = Interrupt(id=info["id"], node=node, value=info["value"])
+            node, _ = split_task_key(key)
+            found[key] = Interrupt(id=info["id"], node=node, value=info["value"])
     return found
 
 
-def _answers(thread_id: str, waiting: dict[str, Interrupt], resume: Resume) -> dict[str, Any]:
+def _answers(thread_id: str, tasks: dict[str, Interrupt], resume: Resume) -> dict[str, Any]:
+    """Each answer of ``resume``, keyed by the task it resumes."""
+    waiting = {i.id: i for i in tasks.values()}
+    task_of = {i.id: key for key, i in tasks.items()}
     if not waiting:
         raise ResumeError(
             f"thread {thread_id!r} is not waiting for an answer: no node called interrupt(); "
@@ -182,7 +192,7 @@ def _answers(thread_id: str, waiting: dict[str, Interrupt], resume: Resume) -> d
                 f"pending: {', '.join(f'{i!r} (node {w.node!r})' for i, w in waiting.items())}",
                 thread_id=thread_id,
             )
-        return {waiting[i].node: v for i, v in resume.by_id.items()}
+        return {task_of[i]: v for i, v in resume.by_id.items()}
     if len(waiting) > 1:
         raise ResumeError(
             f"thread {thread_id!r} has {len(waiting)} pending interrupts "
@@ -190,13 +200,13 @@ def _answers(thread_id: str, waiting: dict[str, Interrupt], resume: Resume) -> d
             "with Resume(by_id={interrupt_id: value, ...})",
             thread_id=thread_id,
         )
-    (only,) = waiting.values()
-    return {only.node: resume.value}
+    (only,) = tasks
+    return {only: resume.value}
 
 
 async def open_thread(
     graph: CompiledGraph,
-    run_input: Mapping[str, Any] | BaseModel | Resume | None,
+    run_input: Mapping[str, Any] | BaseModel | Resume | Command | None,
     *,
     thread_id: str,
     checkpoint_id: str | None,
@@ -207,11 +217,16 @@ async def open_thread(
     Returns the starting state, the run's input mapping and the
     :class:`ThreadRun` for the engine. Raises :class:`ResumeError` (or
     :class:`InvalidInputError`) when the request does not fit the thread.
+    ``Command(update=u, resume=r)`` first writes ``u`` as
+    ``update_state(u)`` would, then resumes with ``r`` (see
+    :func:`_command_input`).
     """
     store = _require_store(graph)
     check_thread_id(thread_id)
     check_checkpoint_id(checkpoint_id)
     point = await load_point(store, graph.schema, thread_id, checkpoint_id)
+    if isinstance(run_input, Command):
+        run_input, point = await _command_input(graph, run_input, point, thread_id, checkpoint_id)
     before = graph.interrupt_before
     after = graph.interrupt_after
     if point is None:
@@ -241,6 +256,8 @@ async def open_thread(
         )
 
     cp = point.checkpoint
+    tasks = _waiting_tasks(point)
+    waiting = {i.id: i for i in tasks.values()}
     policy = SnapshotPolicy(
         snapshot_weight=point.snapshot_weight,
         weight_since=point.weight_since_snapshot,
@@ -248,7 +265,6 @@ async def open_thread(
         force=False,
     )
     writer = CheckpointWriter(store, thread_id, durability, cp.checkpoint_id)
-    waiting = _pending_interrupts(point)
     fork = checkpoint_id is not None
     thread = ThreadRun(
         thread_id=thread_id,
@@ -267,7 +283,7 @@ async def open_thread(
                 "fork from an older checkpoint with run(None, checkpoint_id=...)",
                 thread_id=thread_id,
             )
-        thread.answers = _answers(thread_id, waiting, run_input)
+        thread.answers = _answers(thread_id, tasks, run_input)
         check_thread_value(thread.answers, path="resume", thread_id=thread_id)
         run_input = None
     if run_input is None:
@@ -310,6 +326,66 @@ async def open_thread(
     thread.groups.append([("__input__", given)])
     thread.run_input = given
     return values, given, thread
+
+
+async def _command_input(
+    graph: CompiledGraph,
+    command: Command,
+    point: SavedPoint | None,
+    thread_id: str,
+    checkpoint_id: str | None,
+) -> tuple[Resume | None, SavedPoint | None]:
+    """What ``run(Command(...), thread_id=t)`` means: an optional update, then a resume.
+
+    The update is checked and answered for first (nothing is written when
+    the resume cannot be answered), then written like ``update_state(update)``:
+    through the reducers, as writer ``"__update__"``, in a checkpoint of its
+    own whose pending node results are kept. The run then resumes from that
+    checkpoint with ``Command.resume`` (as ``Resume``), or continues
+    (``run(None)``) when there is no resume.
+    """
+    if command.goto not in ((), [], None):
+        raise InvalidInputError(
+            "Command(goto=...) as run input is not supported on a native graph; "
+            "return it from a node, or start the run with input for the entry nodes"
+        )
+    if command.update is None and command.resume is None:
+        raise InvalidInputError(
+            "Command(...) as run input needs resume=... (an answer) or update=... (a write)"
+        )
+    if checkpoint_id is not None:
+        raise ResumeError(
+            "Command(...) continues the thread's latest checkpoint; drop checkpoint_id, or "
+            "fork from an older checkpoint with run(None, checkpoint_id=...)",
+            thread_id=thread_id,
+        )
+    if point is None:
+        raise ResumeError(
+            f"thread {thread_id!r} has no checkpoints, so there is nothing to resume; "
+            "start it with run(input, thread_id=...)",
+            thread_id=thread_id,
+        )
+    if command.resume is None and point.checkpoint.cursor is None:
+        raise ResumeError(
+            f"thread {thread_id!r} has finished its run, so there is nothing to resume; use "
+            "update_state(...) to write into it, or pass new input to start another run",
+            thread_id=thread_id,
+        )
+    resume: Resume | None = None
+    if command.resume is not None:
+        tasks = _waiting_tasks(point)
+        by_id = command.resume_by_id({i.id: i for i in tasks.values()})
+        resume = Resume(by_id=by_id) if by_id is not None else Resume(command.resume)
+        _answers(thread_id, tasks, resume)  # refuse a bad answer before writing anything
+    if command.update is not None:
+        if not isinstance(command.update, Mapping):
+            raise InvalidInputError(
+                f"Command(update=...) as run input must be a mapping of state keys, got "
+                f"{type(command.update).__name__}"
+            )
+        await update_state(graph, thread_id, command.update)
+        point = await load_point(_require_store(graph), graph.schema, thread_id)
+    return resume, point
 
 
 def _given(run_input: Mapping[str, Any] | BaseModel | None) -> dict[str, Any]:
@@ -462,6 +538,7 @@ async def _cursor_after(
     """A cursor for a new pass rooted at the nodes ``node`` leads to."""
     topo = graph.topology
     targets: list[str] = []
+    sends: dict[str, list[Any]] = {}
     for edge in graph.edges:
         if edge.sources == (node,) and edge.target != END:
             targets.append(edge.target)
@@ -478,13 +555,20 @@ async def _cursor_after(
         raw = await router.func(*args) if router.shape.is_async else router.func(*args)
         items: Sequence[Any] = list(raw) if isinstance(raw, list | tuple | set) else [raw]
         for item in items:
+            if isinstance(item, Send):
+                sends.setdefault(item.node, []).append(item.arg)
+                continue
             target = router.path_map[item] if router.path_map is not None else item
             if target != END:
                 targets.append(target)
-    roots = sorted(set(targets), key=topo.index.__getitem__)
+    roots = sorted(set(targets) | set(sends), key=topo.index.__getitem__)
     if not roots:
         return None
+    extra: dict[str, Any] = {}
+    if sends:  # the same fields a pass started by Sends saves (see the engine's cursor)
+        extra = {"sends": sends, "send_roots": sorted(set(sends) - set(targets))}
     return {
+        **extra,
         "pass": int(cp.cursor["pass"]) + 1 if cp.cursor else 1,
         "roots": roots,
         "base": cp.step,

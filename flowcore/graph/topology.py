@@ -105,7 +105,12 @@ class Topology:
         order: Sequence[str],
         edges: Sequence[EdgeSpec],
         routers: Sequence[RouterSpec],
+        destinations: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
+        # Declared goto destinations are edges a node picks at run time, like a router's.
+        routes: list[tuple[str, Sequence[str]]] = [(r.source, r.node_targets) for r in routers]
+        if destinations:
+            routes.extend((n, [t for t in ts if t != END]) for n, ts in destinations.items())
         self.order: tuple[str, ...] = tuple(order)
         index = self.index = {name: i for i, name in enumerate(self.order)}
         adjacency: dict[str, list[str]] = {START: []}
@@ -122,9 +127,9 @@ class Topology:
                 succ = adjacency.get(src)
                 if succ is not None:
                     succ.append(target)
-        for router in routers:
-            if router.source in adjacency:
-                adjacency[router.source].extend(t for t in router.node_targets if t in index)
+        for source, targets in routes:
+            if source in adjacency:
+                adjacency[source].extend(t for t in targets if t in index)
         back_edges, reached = _walk(adjacency)
         self.back_edges: frozenset[tuple[str, str]] = back_edges
         self.reachable: frozenset[str] = reached
@@ -147,10 +152,10 @@ class Topology:
                 back_plain.setdefault(src, []).append(target)
             else:
                 plain.setdefault(target, []).append(src)
-        for router in routers:
-            for target in router.node_targets:
-                if target in index and (router.source, target) not in back_edges:
-                    routed_by.setdefault(target, []).append(router.source)
+        for source, targets in routes:
+            for target in targets:
+                if target in index and (source, target) not in back_edges:
+                    routed_by.setdefault(target, []).append(source)
         self.entry: tuple[str, ...] = tuple(dict.fromkeys(entry))
         self.back_targets: dict[str, tuple[str, ...]] = {
             n: tuple(dict.fromkeys(ts)) for n, ts in back_plain.items()
@@ -185,6 +190,16 @@ class Topology:
             self.triggers[name] = triggers
         self._plans: dict[frozenset[str], PassPlan] = {}
         self._all_preds: dict[str, set[str]] | None = None
+
+    def picks_in_pass(self, source: str, target: str) -> bool:
+        """Whether ``source`` picking ``target`` at run time triggers it in the same pass.
+
+        True for a plain edge or a declared route (router target or goto
+        destination) that is not a back edge; anything else the pick starts
+        in the next pass.
+        """
+        trig = self.triggers.get(target)
+        return trig is not None and (source in trig.routed_by or source in trig.plain)
 
     def is_back_edge(self, source: str, target: str) -> bool:
         """Whether taking ``source -> target`` starts a new pass."""
