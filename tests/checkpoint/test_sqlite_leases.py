@@ -9,6 +9,7 @@ outlives the store that took it, and the ``lease_ttl`` setting.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -68,7 +69,9 @@ async def test_takers_on_separate_connections_race_and_exactly_one_wins(db: Path
 
 async def test_a_lease_outlives_the_store_that_took_it_until_it_expires(db: Path) -> None:
     # Closing without releasing is what a process that dies leaves behind.
-    async with SqliteCheckpointer(db, lease_ttl=0.3) as first:
+    # Long enough that the second store opens and is refused before it lapses on a
+    # busy machine.
+    async with SqliteCheckpointer(db, lease_ttl=1.0) as first:
         lease = await first.acquire_lease("t", "run-a")
 
     async with SqliteCheckpointer(db) as second:
@@ -77,7 +80,7 @@ async def test_a_lease_outlives_the_store_that_took_it_until_it_expires(db: Path
         assert caught.value.holder == "run-a"
         assert caught.value.expires_at == pytest.approx(lease.expires_at)
 
-        await asyncio.sleep(0.35)
+        await asyncio.sleep(max(0.0, lease.expires_at - time.time()) + 0.05)
         taken = await second.acquire_lease("t", "run-b")
 
     assert taken.holder == "run-b"

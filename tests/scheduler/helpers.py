@@ -19,8 +19,10 @@ T = TypeVar("T")
 MODES = ("supersteps", "dataflow")
 """Both scheduling modes; most specs hold in each."""
 
-GUARD = 2.0
-"""Seconds a handshake may take before the test gives up (only hit on failure)."""
+GUARD = 30.0
+"""Seconds a handshake may take before the test gives up: only hit on failure, so it is
+long enough that a busy machine never reaches it (a blocked sync node also waits this
+long for its release, and must still be blocked when the run has given up on it)."""
 
 
 class LogState(TypedDict):

@@ -52,7 +52,7 @@ def effect_graph(store: Any, gate: Gate, *, fail: bool = False, ask: bool = Fals
         gate.runs += 1
         gate.entered.set()
         # Patient: specs hold it across stalls and sleeps that a loaded machine stretches.
-        await asyncio.wait_for(gate.release.wait(), 30.0)
+        await asyncio.wait_for(gate.release.wait(), 2 * GUARD)
         if ask:
             interrupt("approve?")
         if fail:
@@ -247,15 +247,21 @@ async def test_the_heartbeat_keeps_a_long_run_s_lease_past_its_ttl(
     make_store: Callable[..., Any],
 ) -> None:
     gate = Gate()
-    ttl = 0.3
+    # Renewed every 0.5 s, so only a stall of the loop longer than 1 s (not just a busy
+    # machine) lets it lapse.
+    ttl = 1.5
     app = effect_graph(await make_store(lease_ttl=ttl), gate)
     first = asyncio.create_task(app.run({"n": 0}, thread_id="t"))
     await wait(gate.entered, "the run to reach its effect")
+    with pytest.raises(ThreadBusyError) as seen:
+        await app.run({"n": 0}, thread_id="t")
+    held_until = seen.value.expires_at
 
-    await asyncio.sleep(4 * ttl)  # without renewals the lease would have lapsed by now
+    # Past the lease as it was when first seen: without renewals it would have lapsed.
+    await asyncio.sleep(max(0.0, held_until - time.time()) + ttl / 3)
     with pytest.raises(ThreadBusyError) as caught:
         await app.run({"n": 0}, thread_id="t")
-    assert caught.value.expires_at > time.time()
+    assert caught.value.expires_at > max(held_until, time.time())
 
     gate.release.set()
     assert (await asyncio.wait_for(first, GUARD)).status == "completed"
@@ -265,16 +271,17 @@ async def test_the_heartbeat_keeps_a_long_run_s_lease_past_its_ttl(
 async def test_an_expired_lease_is_taken_over(make_store: Callable[..., Any]) -> None:
     gate = Gate()
     gate.release.set()
-    ttl = 0.2
+    # Long enough that the refused run below comes before it lapses on a busy machine.
+    ttl = 1.0
     store = await make_store(lease_ttl=ttl)
     # A holder that took the lease and then went silent, as a killed process does.
-    await store.acquire_lease("t", "gone-host:1:dead")
+    dead = await store.acquire_lease("t", "gone-host:1:dead")
     app = effect_graph(store, gate)
     with pytest.raises(ThreadBusyError) as caught:
         await app.run({"n": 0}, thread_id="t")
     assert caught.value.holder == "gone-host:1:dead"
 
-    await asyncio.sleep(ttl * 1.5)
+    await asyncio.sleep(max(0.0, dead.expires_at - time.time()) + 0.05)
 
     assert (await app.run({"n": 0}, thread_id="t")).status == "completed"
     assert gate.runs == 1
@@ -291,12 +298,17 @@ async def test_a_run_that_lost_its_lease_stops_with_thread_busy(tmp_path: Path) 
         await wait(gate.entered, "the run to reach its effect")
 
         async def rival() -> str:
-            async with SqliteCheckpointer(db, lease_ttl=30.0) as other:
-                return (await other.acquire_lease("t", "rival:2:beef")).holder
+            async with SqliteCheckpointer(db, lease_ttl=30.0) as other, asyncio.timeout(GUARD):
+                while True:  # until the stalled run's last renewal has lapsed
+                    try:
+                        return (await other.acquire_lease("t", "rival:2:beef")).holder
+                    except ThreadBusyError:
+                        await asyncio.sleep(0.01)
 
-        # Stall this event loop (no heartbeat can run) past the lease, and meanwhile let
-        # another runner take the thread: a thread with its own loop and connection,
-        # as another process would. Blocking on purpose: that is the stall.
+        # Stall this event loop (no heartbeat can run) past the lease, while another
+        # runner takes the thread as soon as the lease lapses: a thread with its own loop
+        # and connection, as another process would. Blocking on purpose: that is the stall,
+        # and it lasts until the takeover however slowly the machine gets there.
         time.sleep(2 * ttl)  # noqa: ASYNC251
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             assert pool.submit(asyncio.run, rival()).result(timeout=GUARD) == "rival:2:beef"
