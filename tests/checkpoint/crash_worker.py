@@ -8,7 +8,8 @@ to; the test kills it from outside at random moments.
 
 Usage: python crash_worker.py CONFIG_JSON
 CONFIG: {"db", "side", "thread", "durability", "crash": null | {"point", "node"}}
-Prints one JSON line: {"status", "load_ms", "interrupted"}.
+Prints ``node NAME`` when a node has recorded its execution, then, at the
+end, one JSON line: {"status", "load_ms", "interrupted"}.
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ def build(store: Any, side: str, crash: dict[str, Any] | None) -> Any:
                 )
             if crash and crash["point"] == "after_side_effect" and crash["node"] == name:
                 die()
+            # Tell the test a node is running: its random kills are timed from
+            # these lines, not from process start, so they land on a busy machine too.
+            print(f"node {name}", flush=True)
             update: dict[str, Any] = {"log": [name], "total": weight}
             if name == ASKS:
                 update["answer"] = interrupt({"node": name, "step": len(state["log"])})

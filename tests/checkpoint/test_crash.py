@@ -43,6 +43,15 @@ WORKER = Path(__file__).with_name("crash_worker.py")
 DURABILITIES = ("sync", "async", "exit")
 RANDOM_KILLS_PER_MODE = 6
 MAX_STARTS = 60
+KILL_AT_NODES = (1, 8)
+"""A random kill lands after the k-th node of a start reported running, k in this range..."""
+KILL_DELAY = (0.0, 0.015)
+"""...plus a random delay in seconds, so it falls in a node, a write or a commit."""
+KILLS_PER_ROUND = 3
+"""Then the thread runs to its end unkilled: with ``exit`` durability nothing
+after the interrupt is saved before the end, so a kill at every start would never finish."""
+WALL_LIMIT = 600.0
+"""Seconds one durability mode may take: a bound that only catches a hang."""
 
 
 def reference_state() -> dict[str, Any]:
@@ -109,6 +118,30 @@ def start(config: dict[str, Any]) -> subprocess.Popen[str]:
     )
 
 
+@dataclass(frozen=True)
+class Kill:
+    """When a random kill lands: ``delay`` seconds after the ``after_nodes``-th node started."""
+
+    after_nodes: int
+    delay: float
+
+
+def _kill_when_running(proc: subprocess.Popen[str], kill: Kill) -> str:
+    """Kill ``proc`` as ``kill`` says; return the output read on the way."""
+    # Timed from the worker's own "node" lines, so the kill lands while the
+    # graph runs however slow start-up is; a start that ends first is not killed.
+    assert proc.stdout is not None
+    read: list[str] = []
+    while sum(line.startswith("node ") for line in read) < kill.after_nodes:
+        line = proc.stdout.readline()
+        if not line:
+            return "".join(read)
+        read.append(line)
+    time.sleep(kill.delay)
+    proc.send_signal(signal.SIGKILL)
+    return "".join(read)
+
+
 @dataclass
 class Harness:
     db: Path
@@ -127,7 +160,7 @@ class Harness:
             "crash": crash,
         }
 
-    def run_once(self, crash: dict[str, Any] | None = None, kill_after: float | None = None) -> str:
+    def run_once(self, crash: dict[str, Any] | None = None, kill: Kill | None = None) -> str:
         """Start the worker once; return 'killed', 'interrupted' or 'completed'."""
         self.starts += 1
         assert self.starts <= MAX_STARTS, "the thread never finished"
@@ -135,12 +168,9 @@ class Harness:
             self.figures.resumes += 1
         before = len(executions(self.side))
         proc = start(self.config(crash))
-        if kill_after is not None:
-            try:
-                proc.wait(timeout=kill_after)
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGKILL)
+        early = _kill_when_running(proc, kill) if kill is not None else ""
         out, err = proc.communicate(timeout=120)
+        out = early + out
         if proc.returncode == -signal.SIGKILL:
             self._after_kill(before)
             return "killed"
@@ -214,15 +244,19 @@ def test_random_sigkills_resume_to_the_uninterrupted_result(
     rng = random.Random(f"flowcore-crash-{durability}")
     totals = Figures()
     rounds = 0
+    began = time.monotonic()
     while totals.kills < RANDOM_KILLS_PER_MODE:
         rounds += 1
-        assert rounds <= RANDOM_KILLS_PER_MODE * 3, "kills keep missing the running worker"
+        assert time.monotonic() - began < WALL_LIMIT, f"{totals.kills} kills in {rounds} rounds"
         # One thread per round: kill it at random moments until it finishes.
         harness = Harness(
             tmp_path / f"threads-{rounds}.db", tmp_path / f"side-{rounds}.db", durability
         )
-        while harness.run_once(kill_after=rng.uniform(0.05, 0.9)) != "completed":
-            if harness.starts > MAX_STARTS // 2:
+        while True:
+            kill = Kill(rng.randint(*KILL_AT_NODES), rng.uniform(*KILL_DELAY))
+            if harness.run_once(kill=kill) == "completed":
+                break
+            if harness.figures.kills >= KILLS_PER_ROUND:
                 harness.finish()
                 break
         harness.check(expected)
