@@ -67,8 +67,9 @@ from flowcore.interrupts import (
     current_scope,
 )
 from flowcore.result import NodeRun, RunResult
+from flowcore.runtime import TaskPool, call_node, run_batch
 from flowcore.scheduler.context import NodeContext
-from flowcore.scheduler.invoke import call_user_function, invoke_with_policy
+from flowcore.scheduler.invoke import invoke_with_policy
 from flowcore.scheduler.options import DEFAULT_RECURSION_LIMIT, RunOptions
 from flowcore.scheduler.persistence import new_checkpoint_id
 from flowcore.scheduler.thread_run import ThreadRun
@@ -182,7 +183,7 @@ class RunEngine:
         self._routers = graph.routers_by_source
         limit = options.recursion_limit
         self.limit = limit if limit is not None else DEFAULT_RECURSION_LIMIT + len(graph.nodes)
-        self._sem = asyncio.Semaphore(options.max_concurrency) if options.max_concurrency else None
+        self._limit = options.max_concurrency or None
         self._fail_fast = options.on_error == "fail_fast"
         self.values: dict[str, Any] = {}
         self.outputs: dict[str, Mapping[str, Any] | None] = {}
@@ -627,26 +628,18 @@ class RunEngine:
                 by_node = {o.node: o for o in [*done, *ran]}
                 return [by_node[n] for n in batch if n in by_node]
         if len(batch) == 1:
-            return [await self._run_node(specs[batch[0]], values, level)]
-        results: list[_Outcome | None] = [None] * len(batch)
-        tasks: list[asyncio.Task[None]] = []
-        fail_fast = self._fail_fast
-        # Without a concurrency cap, skip the frame that would only check for one.
-        run_node = self._run_node if self._sem is not None else self._run_node_now
+            return [await self._run_node_now(specs[batch[0]], values, level)]
 
-        async def one(i: int, spec: NodeSpec) -> None:
-            out = await run_node(spec, values, level)
-            results[i] = out
-            if out.error is not None and fail_fast:
-                me = asyncio.current_task()
-                for t in tasks:
-                    if t is not me:
-                        t.cancel()
+        async def one(name: str) -> _Outcome:
+            return await self._run_node_now(specs[name], values, level)
 
-        async with asyncio.TaskGroup() as tg:
-            for i, name in enumerate(batch):
-                tasks.append(tg.create_task(one(i, specs[name])))
-        return [r for r in results if r is not None]
+        outcomes = await run_batch(
+            batch,
+            one,
+            limit=self._limit,
+            stops=(lambda out: out.error is not None) if self._fail_fast else None,
+        )
+        return [r for r in outcomes if r is not None]
 
     def _saved_outcome(self, node: str, level: int) -> _Outcome | None:
         """A node whose write an earlier attempt saved: its outcome, without running it."""
@@ -699,9 +692,9 @@ class RunEngine:
                     del running[name]
 
         async def one(spec: NodeSpec, view: Mapping[str, Any], level: int) -> None:
-            done_q.put_nowait(await self._run_node(spec, view, level))
+            done_q.put_nowait(await self._run_node_now(spec, view, level))
 
-        async with asyncio.TaskGroup() as tg:
+        async with TaskPool(self._limit) as pool:
             pending = sorter.get_ready()
             while True:
                 while pending:
@@ -728,7 +721,7 @@ class RunEngine:
                             continue
                         views[node] = view
                         self.step = max(self.step, level)
-                        task = tg.create_task(one(self._specs[node], view, level))
+                        task = pool.start(one(self._specs[node], view, level))
                         running[node] = (task, level)
                     if not finished:
                         break
@@ -904,12 +897,6 @@ class RunEngine:
             namespaces[ns] = update if view is None else view(update)
         return template.resolve(namespaces, node=spec.name)  # type: ignore[return-value]
 
-    async def _run_node(self, spec: NodeSpec, values: Mapping[str, Any], level: int) -> _Outcome:
-        if self._sem is not None:
-            async with self._sem:
-                return await self._run_node_now(spec, values, level)
-        return await self._run_node_now(spec, values, level)
-
     async def _run_node_now(
         self, spec: NodeSpec, values: Mapping[str, Any], level: int
     ) -> _Outcome:
@@ -930,8 +917,8 @@ class RunEngine:
                     # No policy to apply: one attempt, without the policy frames.
                     try:
                         if shape.is_async and not shape.takes_context:
-                            # The most common node of all, awaited right here.
-                            result = await spec.func(schema.view(values))
+                            # The most common node of all: no context to build.
+                            result = await call_node(spec.func, True, (schema.view(values),))
                         else:
                             result = await self._call_node(spec, values, level, inputs, 1)
                     except Exception as exc:
@@ -1032,12 +1019,8 @@ class RunEngine:
         state = self._schema.view(values)
         if shape.takes_context:
             ctx = self._context(spec.name, level, attempt, inputs, not shape.is_async)
-            if shape.is_async:
-                return await spec.func(state, ctx)
-            return await call_user_function(spec.func, False, state, ctx)
-        if shape.is_async:
-            return await spec.func(state)
-        return await call_user_function(spec.func, False, state)
+            return await call_node(spec.func, shape.is_async, (state, ctx))
+        return await call_node(spec.func, shape.is_async, (state,))
 
     def _interrupt_key(self) -> str:
         thread = self._thread
@@ -1114,10 +1097,7 @@ class RunEngine:
         for router in routers:
             args: tuple[Any, ...] = (state, ctx) if router.shape.takes_context else (state,)
             try:
-                if router.shape.is_async:
-                    raw = await router.func(*args)
-                else:
-                    raw = router.func(*args)
+                raw = await call_node(router.func, router.shape.is_async, args, inline=True)
             except Exception as exc:
                 raise RoutingError(
                     f"router of node {source!r} raised {type(exc).__name__}: {exc}",

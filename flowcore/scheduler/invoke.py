@@ -1,70 +1,70 @@
-"""Calling one node: sync or async, with its timeout and retry policy.
+"""A native node's attempts: its :class:`~flowcore.RetryPolicy` as a runtime retry rule.
 
-Sync callables run in a worker thread (``asyncio.to_thread``) so they never
-block the event loop. A timeout bounds each attempt; it cannot stop a sync
-function's thread, only stop waiting for it.
+The loop itself (timeouts per attempt, waiting, giving up) and the call of
+the node's function live in :mod:`flowcore.runtime`, shared with the
+LangGraph planner; this module says what native policies decide and turns
+a give-up into :class:`~flowcore.errors.NodeError` or
+:class:`~flowcore.errors.NodeTimeoutError`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential,
-    wait_random,
-)
-
 from flowcore.errors import NodeError, NodeTimeoutError
 from flowcore.graph.policy import RetryPolicy
+from flowcore.runtime import AttemptTimeout, attempt_with_retries, call_node
 
-__all__ = ["AttemptTimeout", "call_user_function", "invoke_with_policy"]
-
-
-class AttemptTimeout(TimeoutError):
-    """One attempt of a node ran past its timeout (private to the scheduler)."""
-
-    def __init__(self, timeout: float) -> None:
-        super().__init__(f"attempt exceeded {timeout}s")
-        self.timeout = timeout
+__all__ = ["AttemptTimeout", "NativeRetryRule", "call_user_function", "invoke_with_policy"]
 
 
 async def call_user_function(func: Callable[..., Any], is_async: bool, *args: Any) -> Any:
-    """Call a node or router function; sync ones run in a worker thread.
+    """Call a node or router function through the runtime; sync ones run in a worker thread.
 
     Example:
         >>> import asyncio
         >>> asyncio.run(call_user_function(lambda s: s + 1, False, 1))
         2
     """
-    if is_async:
-        return await func(*args)
-    result = await asyncio.to_thread(func, *args)
-    if inspect.isawaitable(result):
-        # A sync wrapper that hands back a coroutine: finish it on the loop.
-        return await result
-    return result
+    return await call_node(func, is_async, args)
 
 
-async def _attempt(
-    call: Callable[[int], Awaitable[Any]], attempt: int, timeout: float | None
-) -> Any:
-    if timeout is None:
-        return await call(attempt)
-    scope = asyncio.timeout(timeout)
-    try:
-        async with scope:
-            return await call(attempt)
-    except TimeoutError:
-        if scope.expired():
-            raise AttemptTimeout(timeout) from None
-        raise
+class NativeRetryRule:
+    """A :class:`RetryPolicy` as the runtime's retry rule: exponential backoff, provider verdicts.
+
+    Example:
+        >>> NativeRetryRule(RetryPolicy(max_attempts=2, initial_interval=1.0)).pause_before_retry(
+        ...     ValueError("x"), 1)
+        1.0
+    """
+
+    __slots__ = ("policy",)
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self.policy = policy
+
+    def pause_before_retry(self, error: Exception, failures: int) -> float | None:
+        """Seconds before the next attempt, or None when the policy gives up on ``error``."""
+        policy = self.policy
+        if failures >= policy.max_attempts or not policy.should_retry(error):
+            return None
+        backoff = policy.initial_interval * policy.backoff_factor ** (failures - 1)
+        pause = max(0.0, min(backoff, policy.max_interval))
+        if policy.jitter:
+            # Jitter only spreads concurrent retries apart; it is not secret.
+            pause += random.uniform(0, policy.jitter)
+        return policy.wait_before_retry(error, pause)
+
+
+def _node_error(node: str) -> Callable[[Exception, int], BaseException]:
+    def gave_up(exc: Exception, attempts: int) -> BaseException:
+        if isinstance(exc, AttemptTimeout):
+            return NodeTimeoutError(node=node, attempts=attempts, timeout=exc.timeout)
+        return NodeError(node=node, attempts=attempts, cause=exc)
+
+    return gave_up
 
 
 async def invoke_with_policy(
@@ -85,44 +85,5 @@ async def invoke_with_policy(
         >>> asyncio.run(invoke_with_policy("n", once, retry=None, timeout=None))
         (1, 1)
     """
-    if retry is None or retry.max_attempts == 1:
-        try:
-            return await _attempt(call, 1, timeout), 1
-        except AttemptTimeout as exc:
-            raise NodeTimeoutError(node=node, attempts=1, timeout=exc.timeout) from None
-        except Exception as exc:
-            raise NodeError(node=node, attempts=1, cause=exc) from exc
-
-    policy = retry
-    backoff = wait_exponential(
-        multiplier=policy.initial_interval,
-        exp_base=policy.backoff_factor,
-        max=policy.max_interval,
-    )
-    if policy.jitter:
-        backoff = backoff + wait_random(0, policy.jitter)  # type: ignore[assignment]
-
-    def wait(state: RetryCallState) -> float:
-        pause = float(backoff(state))
-        exc = state.outcome.exception() if state.outcome else None
-        return pause if exc is None else policy.wait_before_retry(exc, pause)
-
-    retrying = AsyncRetrying(
-        stop=stop_after_attempt(policy.max_attempts),
-        wait=wait,
-        retry=retry_if_exception(lambda e: isinstance(e, Exception) and policy.should_retry(e)),
-        reraise=True,
-    )
-    attempts = 0
-    try:
-        async for attempt in retrying:
-            with attempt:
-                attempts = attempt.retry_state.attempt_number
-                result = await _attempt(call, attempts, timeout)
-            if not attempt.retry_state.outcome or not attempt.retry_state.outcome.failed:
-                return result, attempts
-    except AttemptTimeout as exc:
-        raise NodeTimeoutError(node=node, attempts=attempts, timeout=exc.timeout) from None
-    except Exception as exc:
-        raise NodeError(node=node, attempts=attempts, cause=exc) from exc
-    raise AssertionError("unreachable: tenacity stops by raising")  # pragma: no cover
+    rule = None if retry is None or retry.max_attempts == 1 else NativeRetryRule(retry)
+    return await attempt_with_retries(call, rule, timeout=timeout, gave_up=_node_error(node))

@@ -1,0 +1,25 @@
+"""flowcore's one runtime: what happens between "these tasks are ready" and "their writes are in".
+
+Both planners (the graphlib planner of native graphs, pipelines and task
+plans in :mod:`flowcore.scheduler`; the LangGraph planner of
+:mod:`flowcore.compat.langgraph`) decide *what* runs; the runtime runs it:
+
+* :func:`call_node` — the one function that calls a node's or router's code;
+* :func:`attempt_with_retries` — attempts of one task under a timeout and a
+  :class:`RetryRule`;
+* :func:`run_batch` and :class:`TaskPool` — the tasks of one step together,
+  under a concurrency limit, failing fast.
+"""
+
+from flowcore.runtime.calls import call_node
+from flowcore.runtime.pool import TaskPool, run_batch
+from flowcore.runtime.retries import AttemptTimeout, RetryRule, attempt_with_retries
+
+__all__ = [
+    "AttemptTimeout",
+    "RetryRule",
+    "TaskPool",
+    "attempt_with_retries",
+    "call_node",
+    "run_batch",
+]
