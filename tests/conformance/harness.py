@@ -32,6 +32,7 @@ __all__ = [
     "Scenario",
     "flowcore_backend",
     "langgraph_backend",
+    "let_siblings_finish",
     "run_scenario",
     "scenario",
 ]
@@ -302,3 +303,17 @@ def run_scenario(entry: Scenario, backend: Any) -> Run:
 
 async def _await(awaitable: Awaitable[None]) -> None:
     await awaitable
+
+
+SIBLING_TURNS = 50
+"""Event-loop turns that are plenty for a finished sibling's writes to be taken in."""
+
+
+async def let_siblings_finish(turns: int = SIBLING_TURNS) -> None:
+    """Yield to the event loop ``turns`` times, so siblings that can finish have finished.
+
+    Counted, not timed: a node that sleeps a few ms to let its siblings finish first
+    loses that race on a busy machine, where the timer is already due on the next turn.
+    """
+    for _ in range(turns):
+        await asyncio.sleep(0)

@@ -1,12 +1,11 @@
 """Checkpointed threads: pending writes, update_state, history, time travel, durability, retry."""
 
-import asyncio
 import dataclasses
 import itertools
 import operator
 from typing import Annotated, Any, TypedDict
 
-from ..harness import Recorder, scenario
+from ..harness import Recorder, let_siblings_finish, scenario
 
 
 class State(TypedDict, total=False):
@@ -41,7 +40,7 @@ def _linear(lg: Any, names: list[str], checkpointer: Any, calls: list[str] | Non
 async def scenario_pending_writes_after_failure(lg: Any, rec: Recorder) -> None:
     """A sibling's write survives a failure in its superstep; the retry skips it.
 
-    The failing node sleeps first so the sibling has finished when it raises
+    The failing node yields first so the sibling has finished when it raises
     (LangGraph drops the writes of siblings still running at that moment).
     """
     calls: list[str] = []
@@ -53,7 +52,7 @@ async def scenario_pending_writes_after_failure(lg: Any, rec: Recorder) -> None:
 
     async def flaky(state: State) -> dict[str, Any]:
         calls.append("flaky")
-        await asyncio.sleep(0.02)
+        await let_siblings_finish()
         if failures:
             failures.pop()
             raise KeyError("first attempt fails")
@@ -433,7 +432,7 @@ async def scenario_failure_stream_keeps_sibling_update(lg: Any, rec: Recorder) -
         return {"log": ["quick"]}
 
     async def late_failure(state: State) -> dict[str, Any]:
-        await asyncio.sleep(0.02)
+        await let_siblings_finish()
         raise KeyError("late")
 
     builder = lg.StateGraph(State)

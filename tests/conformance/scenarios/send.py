@@ -1,10 +1,9 @@
 """Send: map-reduce fan-out, the order its writes are applied in, private inputs."""
 
-import asyncio
 import operator
 from typing import Annotated, Any, TypedDict
 
-from ..harness import Recorder, scenario
+from ..harness import Recorder, let_siblings_finish, scenario
 
 
 class State(TypedDict, total=False):
@@ -193,7 +192,7 @@ async def scenario_send_worker_failure_resume(lg: Any, rec: Recorder) -> None:
     async def work(arg: Item) -> dict[str, Any]:
         calls.append(arg["item"])
         if arg["item"] in failing:
-            await asyncio.sleep(0.02)
+            await let_siblings_finish()
             failing.remove(arg["item"])
             raise KeyError(arg["item"])
         return {"results": [arg["item"]]}
