@@ -45,6 +45,7 @@ from flowcore.compat.langgraph._node import (
 from flowcore.compat.langgraph._savers_core import SaveBatch
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._types import START, Command, Interrupt
+from flowcore.runtime import call_node, run_batch
 
 if TYPE_CHECKING:
     from flowcore.compat.langgraph._pregel import CompiledStateGraph
@@ -670,21 +671,20 @@ class Run:
                 raise GraphInterrupt(tuple(task.interrupts))
             return
         failure: list[BaseException] = []
-        running: list[asyncio.Task[None]] = []
-        group = (failure, running)
-        loop = asyncio.get_running_loop()
-        if self.max_concurrency:
-            limit = asyncio.Semaphore(self.max_concurrency)
 
-            async def one(task: Task) -> None:
-                async with limit:
-                    await self._run_task(task, group)
+        async def one(task: Task) -> Task:
+            await self._run_task(task)
+            return task
 
-            running.extend([loop.create_task(one(t)) for t in todo])
-        else:
-            # No wrapper coroutine per task: _run_task itself stops the others on a failure.
-            running.extend([loop.create_task(self._run_task(t, group)) for t in todo])
-        await asyncio.gather(*running, return_exceptions=True)
+        def stops(task: Task) -> bool:
+            # The first task to fail (in time) stops the others, as in LangGraph.
+            if task.error is None:
+                return False
+            if not failure:
+                failure.append(task.error)
+            return True
+
+        await run_batch(todo, one, limit=self.max_concurrency or None, stops=stops)
         if failure:
             raise failure[0]
         interrupted = [i for t in todo for i in t.interrupts]
@@ -692,8 +692,8 @@ class Run:
             self.interrupts.extend(interrupted)
             raise GraphInterrupt(tuple(interrupted))
 
-    async def _run_task(self, task: Task, group: _Group | None = None) -> None:
-        """Run one task; in a ``group``, its failure cancels the group's other tasks."""
+    async def _run_task(self, task: Task) -> None:
+        """Run one task; its failure is left in ``task.error`` (run_batch stops the others)."""
         node = self.graph.nodes.get(task.name)
         scope = TaskScope(
             self,
@@ -724,7 +724,6 @@ class Run:
                 task.error = InvalidUpdateError("There is no parent graph")
             else:
                 task.error = exc
-            _stop_group(task, group)
             return
         except asyncio.CancelledError:
             task.error = task.error or asyncio.CancelledError()
@@ -734,7 +733,6 @@ class Run:
             await self._put_writes(task, [(ERROR, repr(exc))])
             self.pending.append((task.id, ERROR, repr(exc)))
             self._task_result(task, error=repr(exc))
-            _stop_group(task, group)
             return
         finally:
             set_scope(None)
@@ -786,7 +784,7 @@ class Run:
             direct = graph.direct_call(task.name)
             if direct is not None:
                 scope.calls = 0
-                result = await direct(task.input)
+                result = await call_node(direct, True, (task.input,))
             elif spec.retry is None and not hasattr(action, "_arun_subgraph"):
                 # Nothing to retry and no subgraph: the plain call, without the wrappers.
                 scope.calls = 0
@@ -958,23 +956,6 @@ class Run:
                         await self.saver.aput_writes(
                             self.saved_config, encoded, task.id, task.sort_key
                         )
-
-
-_Group = tuple[list[BaseException], list["asyncio.Task[None]"]]
-"""The tasks of one superstep running together, and the first failure among them."""
-
-
-def _stop_group(task: Task, group: _Group | None) -> None:
-    """The first task of a group to fail cancels the others."""
-    if group is None or task.error is None:
-        return
-    failure, running = group
-    if not failure:
-        failure.append(task.error)
-        current = asyncio.current_task()
-        for other in running:
-            if other is not current:
-                other.cancel()
 
 
 class _Multi(list[Any]):

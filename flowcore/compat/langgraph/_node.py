@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -10,9 +9,11 @@ from typing import Any
 
 from flowcore.compat.langgraph._errors import GraphBubbleUp, InvalidUpdateError, ParentCommand
 from flowcore.compat.langgraph._types import END, Command, RetryPolicy, Send
+from flowcore.runtime import attempt_with_retries, call_node
 
 __all__ = [
     "TASKS",
+    "LangGraphRetryRule",
     "branch_channel",
     "call_with_config",
     "control_writes",
@@ -136,12 +137,7 @@ async def call_with_config(
         for key, value in extras.items():
             if key in names:
                 kwargs[key] = value
-    if is_async:
-        return await func(arg, **kwargs)
-    result = func(arg, **kwargs) if inline else await asyncio.to_thread(func, arg, **kwargs)
-    if inspect.isawaitable(result):
-        return await result
-    return result
+    return await call_node(func, is_async, (arg,), kwargs, inline=inline)
 
 
 def _retryable(policy: RetryPolicy, exc: Exception) -> bool:
@@ -153,29 +149,47 @@ def _retryable(policy: RetryPolicy, exc: Exception) -> bool:
     return bool(retry_on(exc))
 
 
+class LangGraphRetryRule:
+    """LangGraph's retry policies as the runtime's retry rule.
+
+    The first policy whose ``retry_on`` matches the error decides: give up
+    after its ``max_attempts`` (counting every attempt of the task), else wait
+    ``initial_interval * backoff_factor ** (failures - 1)`` capped at
+    ``max_interval``, plus up to a second of jitter.
+
+    Example:
+        >>> LangGraphRetryRule([RetryPolicy(initial_interval=0.5, jitter=False)]
+        ...     ).pause_before_retry(ValueError(), 2)
+        0.75
+    """
+
+    __slots__ = ("policies",)
+
+    def __init__(self, policies: Sequence[RetryPolicy]) -> None:
+        self.policies = policies
+
+    def pause_before_retry(self, error: Exception, failures: int) -> float | None:
+        """Seconds before the next attempt, or None when no policy retries ``error``."""
+        chosen = next((p for p in self.policies if _retryable(p, error)), None)
+        if chosen is None or failures >= chosen.max_attempts:
+            return None
+        interval = min(
+            chosen.max_interval, chosen.initial_interval * chosen.backoff_factor ** (failures - 1)
+        )
+        # Jitter only spreads retries of concurrent callers apart; it is not secret.
+        return interval + (random.uniform(0, 1) if chosen.jitter else 0)
+
+
 async def retry_call(
     attempt: Callable[[], Any],
     policy: RetryPolicy | Sequence[RetryPolicy] | None,
 ) -> Any:
     """Run ``attempt()`` until it succeeds or the policy gives up (control flow is not retried)."""
     policies = [policy] if isinstance(policy, RetryPolicy) else list(policy or ())
-    tries = 0
-    interval = None
-    while True:
-        try:
-            return await attempt()
-        except (GraphBubbleUp, ParentCommand):
-            raise
-        except Exception as exc:
-            chosen = next((p for p in policies if _retryable(p, exc)), None)
-            tries += 1
-            if chosen is None or tries >= chosen.max_attempts:
-                raise
-            interval = (
-                chosen.initial_interval
-                if interval is None
-                else min(chosen.max_interval, interval * chosen.backoff_factor)
-            )
-            # Jitter only spreads retries of concurrent callers apart; it is not secret.
-            pause = interval + (random.uniform(0, 1) if chosen.jitter else 0)
-            await asyncio.sleep(pause)
+
+    async def call(_attempt: int) -> Any:
+        return await attempt()
+
+    rule = LangGraphRetryRule(policies) if policies else None
+    result, _ = await attempt_with_retries(call, rule, passthrough=(GraphBubbleUp, ParentCommand))
+    return result

@@ -46,6 +46,7 @@ from flowcore.compat.langgraph._tooling import (
 from flowcore.compat.langgraph._types import END, Command, Send
 from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.types import LLMRequest, LLMResponse, Message, ToolCall, ToolSpec
+from flowcore.runtime import run_batch
 from flowcore.tools.runner import Tool
 
 __all__ = [
@@ -195,13 +196,18 @@ class ToolNode:
             >>> # update = await ToolNode([search]).ainvoke(state)
         """
         calls, input_type, state = self._parse_input(input)
-        outcomes = await asyncio.gather(
-            *(self._run_one(call, input_type, state) for call in calls), return_exceptions=True
-        )
+
+        async def one(call: dict[str, Any]) -> tuple[Any, Exception | None]:
+            try:
+                return await self._run_one(call, input_type, state), None
+            except Exception as exc:  # every call finishes; the first error in order is raised
+                return None, exc
+
+        outcomes = await run_batch(calls, one)
         for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
-        return self._combine(list(outcomes), input_type)
+            if outcome is not None and outcome[1] is not None:
+                raise outcome[1]
+        return self._combine([o[0] for o in outcomes if o is not None], input_type)
 
     def _parse_input(self, input: Any) -> tuple[list[dict[str, Any]], str, Any]:
         if isinstance(input, list):

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError, create_model
 
 from flowcore.errors import FlowcoreError
 from flowcore.llm.types import ToolSpec
+from flowcore.runtime import call_node
 from flowcore.tools.runner import Tool
 
 __all__ = [
@@ -198,9 +199,7 @@ def _from_callable(func: Callable[..., Any]) -> WrappedTool:
         kwargs = {k: getattr(parsed, k) for k in type(parsed).model_fields if k in source.given}
         for key, marker in injected.items():
             kwargs[key] = _state_part(source.state, marker)
-        if is_async:
-            return await func(**kwargs)
-        return await asyncio.to_thread(func, **kwargs)
+        return await call_node(func, is_async, (), kwargs)
 
     return WrappedTool(name, description, schema, run, injected)
 
