@@ -273,12 +273,14 @@ async def test_an_attempt_that_runs_too_long_times_out_and_is_retried(
             if SlowOnce.calls == 1:
                 import asyncio
 
-                await asyncio.sleep(5)
+                await asyncio.Event().wait()  # until the attempt's timeout cancels it
             async for event in super().stream(request):
                 yield event
 
+    # The retry must finish within the same timeout: 50 ms was too little for a render
+    # in the thread pool and a reply on a busy machine.
     block = (await block_store.get("summarize")).model_copy(
-        update={"timeout_seconds": 0.05, "max_retries": 1}
+        update={"timeout_seconds": 1.0, "max_retries": 1}
     )
     model = SlowOnce(['{"summary": "second try"}'])
     executor = BlockExecutor(providers=ProviderRegistry.single(model), retry_wait=0)

@@ -117,7 +117,7 @@ async def test_async_tools_run_concurrently() -> None:
     async def meet(me: str, other: str) -> str:
         """Waits until the other call has started too."""
         started[me].set()
-        await asyncio.wait_for(started[other].wait(), timeout=2)
+        await asyncio.wait_for(started[other].wait(), timeout=30)  # only hit on failure
         return me
 
     update = await ToolNode([meet]).ainvoke(
@@ -128,7 +128,7 @@ async def test_async_tools_run_concurrently() -> None:
 
 
 async def test_sync_tools_run_in_worker_threads_side_by_side() -> None:
-    barrier = threading.Barrier(2, timeout=2)
+    barrier = threading.Barrier(2, timeout=30)  # only hit on failure
     loop_thread = threading.get_ident()
 
     def wait_for_partner(n: int) -> bool:

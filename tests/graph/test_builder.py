@@ -262,7 +262,7 @@ async def test_concurrent_runs_of_one_compiled_graph_are_independent() -> None:
         return {"log": [f"start{state['n']}"]}
 
     async def wait(state: dict[str, Any]) -> dict[str, Any]:
-        await asyncio.wait_for(barrier.wait(), timeout=5)
+        await asyncio.wait_for(barrier.wait(), timeout=30)  # only hit on failure
         return {"n": state["n"] * 10, "log": [f"wait{state['n']}"]}
 
     async def finish(state: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:

@@ -132,8 +132,9 @@ async def test_inputs_must_be_json_values(sandbox: PythonSandbox) -> None:
 async def test_a_memory_hungry_block_hits_the_memory_limit(sandbox: PythonSandbox) -> None:
     source = "def execute(inputs, context):\n    return {'x': len('a' * (2 * 10**9))}"
 
+    # Roomy: on a busy machine the jail's start-up must not turn this into a timeout.
     with pytest.raises(SandboxResourceError) as hit:
-        await sandbox.run(source, {}, {}, timeout=5)
+        await sandbox.run(source, {}, {}, timeout=30)
 
     assert hit.value.kind == "memory"
 

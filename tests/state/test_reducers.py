@@ -203,11 +203,11 @@ async def test_parallel_writes_combine_through_custom_reducers_in_a_run() -> Non
     both_started = asyncio.Barrier(2)
 
     async def low(state: dict[str, Any]) -> dict[str, Any]:
-        await asyncio.wait_for(both_started.wait(), timeout=5)
+        await asyncio.wait_for(both_started.wait(), timeout=30)  # only hit on failure
         return {"total": 10, "best": 2, "log": ["low"]}
 
     async def high(state: dict[str, Any]) -> dict[str, Any]:
-        await asyncio.wait_for(both_started.wait(), timeout=5)
+        await asyncio.wait_for(both_started.wait(), timeout=30)  # only hit on failure
         return {"total": 5, "best": 8, "log": ["high"]}
 
     compiled = (

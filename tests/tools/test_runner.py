@@ -159,7 +159,8 @@ async def test_parallel_calls_keep_their_order_and_each_timeout() -> None:
         await asyncio.sleep(0.05 if args.query == "slow" else 0)
         return Hits(query=args.query, count=1, documents=[])
 
-    run, _ = runner(tool(wait_then_answer, timeout=1.0))
+    # Far above the 0.05 s the slow call takes, however busy the machine.
+    run, _ = runner(tool(wait_then_answer, timeout=30.0))
     calls = [ToolCall(f"c{i}", "search", {"query": q}) for i, q in enumerate(["slow", "fast", "x"])]
 
     results = await run.run_many(calls)
