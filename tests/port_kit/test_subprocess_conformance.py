@@ -26,6 +26,10 @@ from .subprocess_executor import SubprocessExecutor, SubprocessRunHandle
 
 
 class TestSubprocessExecutor(ExecutorConformance):
+    # Every run starts a Python process first, which a busy machine can slow to seconds.
+    run_timeout = 60.0
+    first_event_timeout = 30.0
+
     @pytest.fixture
     async def executor(self, tmp_path: Path) -> AsyncIterator[SubprocessExecutor]:
         executor = SubprocessExecutor(checkpoint_path=tmp_path / "worker-threads.sqlite")
@@ -40,12 +44,17 @@ class TestSubprocessExecutor(ExecutorConformance):
 # ---------------------------------------------- what only a subprocess has
 
 
+# Seconds a worker process may take to start, run and stop: only reached when a spec
+# fails, while a busy machine can take several seconds just to import flowcore.
+GUARD = 60.0
+
+
 def _request(target: str, run_input: dict[str, Any] | None = None) -> RunRequest:
     return RunRequest(target, run_input, Caller("req-sub", "trace-sub"))
 
 
 async def _drain(handle: SubprocessRunHandle) -> list[AiEvent]:
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(GUARD):
         return [event async for event in handle]
 
 
@@ -76,7 +85,7 @@ async def test_a_worker_that_dies_mid_run_ends_it_failed_with_its_exit_code(
     executor = SubprocessExecutor(checkpoint_path=tmp_path / "threads.sqlite")
     handle = executor.run(_request("kit.slow", {"gate": str(tmp_path / "never")}))
     events: list[AiEvent] = []
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(GUARD):
         async for event in handle:
             events.append(event)
             if event.type == "node_start":
@@ -110,7 +119,7 @@ async def test_aclose_stops_every_worker_still_running(tmp_path: Path) -> None:
     handles = [
         executor.run(_request("kit.slow", {"gate": str(tmp_path / "never")})) for _ in range(2)
     ]
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(GUARD):
         await executor.aclose()
 
     for handle in handles:
