@@ -59,7 +59,7 @@ def test_langgraph_rule_uses_the_first_policy_whose_retry_on_matches() -> None:
 @pytest.mark.parametrize("failures", [1, 2])
 def test_langgraph_jitter_adds_up_to_one_second(failures: int) -> None:
     rule = LangGraphRetryRule([LangGraphRetryPolicy(initial_interval=0.25, backoff_factor=2.0)])
-    pause = rule.pause_before_retry(ValueError(), failures)
+    pause = rule.pause_before_retry(ConnectionError(), failures)  # retried by default
     base = 0.25 * 2.0 ** (failures - 1)
     assert pause is not None
     assert base <= pause <= base + 1
