@@ -4,7 +4,7 @@ This module is also the worker: ``python test_thread_lease_processes.py
 <config json>`` opens the file with ``SqliteSaver`` (sync ``invoke``) or
 ``AsyncSqliteSaver`` (``ainvoke``), says it is ready, waits for the go signal
 and resumes the paused thread. The ``effect`` node appends the worker's pid
-to a side-effect file before it holds on for a while.
+to a side-effect file before it holds on until the test releases it.
 
 * Two workers, one per saver kind, resume the same paused thread at once:
   exactly one runs the effect; the other raises ``ThreadBusyError``.
@@ -39,7 +39,7 @@ class State(TypedDict):
     n: int
 
 
-def build(saver: Any, effects: Path, hold: float) -> Any:
+def build(saver: Any, effects: Path, release: Path | None) -> Any:
     """START -> prepare -> effect -> END, paused before effect."""
 
     def prepare(state: State) -> dict[str, Any]:
@@ -47,7 +47,10 @@ def build(saver: Any, effects: Path, hold: float) -> Any:
 
     async def effect(state: State) -> dict[str, Any]:
         await asyncio.to_thread(_append, effects, f"{os.getpid()}\n")
-        await asyncio.sleep(hold)
+        if release is not None:
+            # Held until the test says so, not for a fixed while that a slow rival
+            # process could outlast on a busy machine.
+            await asyncio.to_thread(_wait_for_file, release)
         return {"n": state["n"] + 10}
 
     builder = StateGraph(State)
@@ -57,6 +60,10 @@ def build(saver: Any, effects: Path, hold: float) -> Any:
     builder.add_edge("prepare", "effect")
     builder.add_edge("effect", END)
     return builder.compile(checkpointer=saver, interrupt_before=["effect"])
+
+
+def _path(value: str | None) -> Path | None:
+    return None if value is None else Path(value)
 
 
 def _append(path: Path, line: str) -> None:
@@ -71,14 +78,19 @@ def _append(path: Path, line: str) -> None:
 
 def _ready_then_wait_for_go(ready: Path, go: Path) -> None:
     ready.touch()
+    _wait_for_file(go)
+
+
+def _wait_for_file(path: Path) -> None:
+    """Block until the test creates ``path``, or GUARD seconds have passed."""
     deadline = time.monotonic() + GUARD
-    while not go.exists() and time.monotonic() < deadline:
+    while not path.exists() and time.monotonic() < deadline:
         time.sleep(0.005)
 
 
 def _work_sync(config: dict[str, Any]) -> dict[str, Any]:
     with SqliteSaver(config["db"], lease_ttl=config["ttl"]) as saver:
-        app = build(saver, Path(config["effects"]), config["hold"])
+        app = build(saver, Path(config["effects"]), _path(config["release"]))
         _ready_then_wait_for_go(Path(config["ready"]), Path(config["go"]))
         try:
             return {"outcome": "completed", "n": app.invoke(None, CONFIG)["n"]}
@@ -88,7 +100,7 @@ def _work_sync(config: dict[str, Any]) -> dict[str, Any]:
 
 async def _work_async(config: dict[str, Any]) -> dict[str, Any]:
     async with AsyncSqliteSaver(config["db"], lease_ttl=config["ttl"]) as saver:
-        app = build(saver, Path(config["effects"]), config["hold"])
+        app = build(saver, Path(config["effects"]), _path(config["release"]))
         await asyncio.to_thread(_ready_then_wait_for_go, Path(config["ready"]), Path(config["go"]))
         try:
             return {"outcome": "completed", "n": (await app.ainvoke(None, CONFIG))["n"]}
@@ -108,7 +120,7 @@ def main() -> None:
 
 async def paused_thread(db: Path, effects: Path) -> None:
     async with AsyncSqliteSaver(str(db)) as saver:
-        app = build(saver, effects, 0.0)
+        app = build(saver, effects, None)
         await app.ainvoke({"n": 0}, CONFIG)
         state = await app.aget_state(CONFIG)
     assert state.next == ("effect",)
@@ -121,14 +133,14 @@ def start_worker(
     name: str,
     saver: str,
     *,
-    hold: float,
+    holds: bool,
     ttl: float = 30.0,
 ) -> Any:
     config = {
         "db": str(tmp_path / "lg.db"),
         "effects": str(tmp_path / "effects.txt"),
         "saver": saver,
-        "hold": hold,
+        "release": str(tmp_path / "release") if holds else None,
         "ttl": ttl,
         "ready": str(tmp_path / f"{name}.ready"),
         "go": str(tmp_path / "go"),
@@ -145,13 +157,20 @@ async def test_two_processes_resuming_one_paused_thread_run_it_once(
     tmp_path: Path, workers: ProcessWorkers
 ) -> None:
     await paused_thread(tmp_path / "lg.db", tmp_path / "effects.txt")
-    runners = [start_worker(workers, tmp_path, kind, kind, hold=1.0) for kind in ("sync", "async")]
+    runners = [
+        start_worker(workers, tmp_path, kind, kind, holds=True) for kind in ("sync", "async")
+    ]
     await workers.wait_for(
         lambda: all((tmp_path / f"{k}.ready").exists() for k in ("sync", "async")),
         "both workers",
     )
 
     (tmp_path / "go").touch()  # both resume at once
+    # The winner holds the thread until the loser has given up and exited.
+    await workers.wait_for(
+        lambda: any(w.poll() is not None for w in runners), "one worker to give up"
+    )
+    (tmp_path / "release").touch()
     outcomes = [await asyncio.to_thread(workers.outcome, w) for w in runners]
 
     kinds = [o["outcome"] for o in outcomes]
@@ -169,8 +188,10 @@ async def test_a_killed_holder_s_lease_expires_and_a_new_runner_completes_the_th
 ) -> None:
     db = tmp_path / "lg.db"
     await paused_thread(db, tmp_path / "effects.txt")
-    ttl = 2.0
-    doomed = start_worker(workers, tmp_path, "doomed", "async", hold=GUARD, ttl=ttl)
+    # Long enough that the run below is refused before the dead holder's last renewal
+    # lapses, however slowly a busy machine kills it and opens the file.
+    ttl = 4.0
+    doomed = start_worker(workers, tmp_path, "doomed", "async", holds=True, ttl=ttl)
     (tmp_path / "go").touch()
     await workers.wait_for(
         lambda: effect_pids(tmp_path) == [doomed.pid], "the holder's side effect"
@@ -182,7 +203,7 @@ async def test_a_killed_holder_s_lease_expires_and_a_new_runner_completes_the_th
 
     # Dead but not yet expired: the thread is still taken.
     async with AsyncSqliteSaver(str(db), lease_ttl=ttl) as saver:
-        app = build(saver, tmp_path / "effects.txt", 0.0)
+        app = build(saver, tmp_path / "effects.txt", None)
         try:
             await app.ainvoke(None, CONFIG)
         except ThreadBusyError as exc:
@@ -192,7 +213,7 @@ async def test_a_killed_holder_s_lease_expires_and_a_new_runner_completes_the_th
     assert held.holder.split(":")[1] == str(doomed.pid)
 
     await asyncio.sleep(max(0.0, held.expires_at - time.time()) + 0.1)
-    rescuer = start_worker(workers, tmp_path, "rescuer", "sync", hold=0.0, ttl=ttl)
+    rescuer = start_worker(workers, tmp_path, "rescuer", "sync", holds=False, ttl=ttl)
     result = await asyncio.to_thread(workers.outcome, rescuer)
 
     assert result == {"outcome": "completed", "n": 11}

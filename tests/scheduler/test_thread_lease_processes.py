@@ -3,8 +3,8 @@
 This module is also the worker: ``python test_thread_lease_processes.py
 <config json>`` opens the file, says it is ready, waits for the go signal
 and resumes the thread. The graph's ``effect`` node appends the worker's
-pid to a side-effect file before it holds on for a while, so the file
-counts how often the side effect happened.
+pid to a side-effect file before it holds on until the test releases it,
+so the file counts how often the side effect happened.
 
 * Two workers resume the same paused thread at once: exactly one runs the
   effect; the other raises ``ThreadBusyError`` naming the winner.
@@ -39,7 +39,7 @@ class State(TypedDict):
     n: int
 
 
-def build(store: SqliteCheckpointer, effects: Path, hold: float) -> Any:
+def build(store: SqliteCheckpointer, effects: Path, release: Path | None) -> Any:
     """START -> prepare -> effect, paused before effect."""
 
     async def prepare(state: State) -> dict[str, Any]:
@@ -48,12 +48,19 @@ def build(store: SqliteCheckpointer, effects: Path, hold: float) -> Any:
     async def effect(state: State) -> dict[str, Any]:
         line = f"{os.getpid()}\n"
         await asyncio.to_thread(_append, effects, line)
-        await asyncio.sleep(hold)
+        if release is not None:
+            # Held until the test says so, not for a fixed while that a slow rival
+            # process could outlast on a busy machine.
+            await asyncio.to_thread(_wait_for_file, release)
         return {"n": state["n"] + 10}
 
     graph = Graph(State).add_node("prepare", prepare).add_node("effect", effect)
     graph.add_edge(START, "prepare").add_edge("prepare", "effect")
     return graph.compile(checkpointer=store, interrupt_before=["effect"])
+
+
+def _path(value: str | None) -> Path | None:
+    return None if value is None else Path(value)
 
 
 def _append(path: Path, line: str) -> None:
@@ -68,7 +75,7 @@ def _append(path: Path, line: str) -> None:
 
 async def _work(config: dict[str, Any]) -> dict[str, Any]:
     async with SqliteCheckpointer(config["db"], lease_ttl=config["ttl"]) as store:
-        app = build(store, Path(config["effects"]), config["hold"])
+        app = build(store, Path(config["effects"]), _path(config["release"]))
         await asyncio.to_thread(_ready_then_wait_for_go, Path(config["ready"]), Path(config["go"]))
         try:
             result = await app.run(None, thread_id=config["thread"])
@@ -79,8 +86,13 @@ async def _work(config: dict[str, Any]) -> dict[str, Any]:
 
 def _ready_then_wait_for_go(ready: Path, go: Path) -> None:
     ready.touch()
+    _wait_for_file(go)
+
+
+def _wait_for_file(path: Path) -> None:
+    """Block until the test creates ``path``, or GUARD seconds have passed."""
     deadline = time.monotonic() + GUARD
-    while not go.exists() and time.monotonic() < deadline:
+    while not path.exists() and time.monotonic() < deadline:
         time.sleep(0.005)
 
 
@@ -94,19 +106,19 @@ def main() -> None:
 
 async def paused_thread(db: Path, effects: Path) -> None:
     async with SqliteCheckpointer(db) as store:
-        first = await build(store, effects, 0.0).run({"n": 0}, thread_id="t")
+        first = await build(store, effects, None).run({"n": 0}, thread_id="t")
     assert first.status == "interrupted"
     assert first.state["n"] == 1
 
 
 def start_worker(
-    workers: ProcessWorkers, tmp_path: Path, name: str, *, hold: float, ttl: float = 30.0
+    workers: ProcessWorkers, tmp_path: Path, name: str, *, holds: bool, ttl: float = 30.0
 ) -> Any:
     config = {
         "db": str(tmp_path / "threads.db"),
         "effects": str(tmp_path / "effects.txt"),
         "thread": "t",
-        "hold": hold,
+        "release": str(tmp_path / "release") if holds else None,
         "ttl": ttl,
         "ready": str(tmp_path / f"{name}.ready"),
         "go": str(tmp_path / "go"),
@@ -123,12 +135,17 @@ async def test_two_processes_resuming_one_paused_thread_run_it_once(
     tmp_path: Path, workers: ProcessWorkers
 ) -> None:
     await paused_thread(tmp_path / "threads.db", tmp_path / "effects.txt")
-    runners = [start_worker(workers, tmp_path, name, hold=1.0) for name in ("a", "b")]
+    runners = [start_worker(workers, tmp_path, name, holds=True) for name in ("a", "b")]
     await workers.wait_for(
         lambda: all((tmp_path / f"{n}.ready").exists() for n in ("a", "b")), "both workers"
     )
 
     (tmp_path / "go").touch()  # both resume at once
+    # The winner holds the thread until the loser has given up and exited.
+    await workers.wait_for(
+        lambda: any(w.poll() is not None for w in runners), "one worker to give up"
+    )
+    (tmp_path / "release").touch()
     outcomes = [await asyncio.to_thread(workers.outcome, w) for w in runners]
 
     kinds = sorted(o["outcome"] for o in outcomes)
@@ -146,8 +163,10 @@ async def test_a_killed_holder_s_lease_expires_and_a_new_runner_completes_the_th
 ) -> None:
     db = tmp_path / "threads.db"
     await paused_thread(db, tmp_path / "effects.txt")
-    ttl = 2.0
-    doomed = start_worker(workers, tmp_path, "doomed", hold=GUARD, ttl=ttl)
+    # Long enough that the run below is refused before the dead holder's last renewal
+    # lapses, however slowly a busy machine kills it and opens the file.
+    ttl = 4.0
+    doomed = start_worker(workers, tmp_path, "doomed", holds=True, ttl=ttl)
     (tmp_path / "go").touch()
     await workers.wait_for(
         lambda: effect_pids(tmp_path) == [doomed.pid], "the holder's side effect"
@@ -159,7 +178,7 @@ async def test_a_killed_holder_s_lease_expires_and_a_new_runner_completes_the_th
 
     # Dead but not yet expired: the thread is still taken.
     async with SqliteCheckpointer(db, lease_ttl=ttl) as store:
-        app = build(store, tmp_path / "effects.txt", 0.0)
+        app = build(store, tmp_path / "effects.txt", None)
         try:
             await app.run(None, thread_id="t")
         except ThreadBusyError as exc:
@@ -170,7 +189,7 @@ async def test_a_killed_holder_s_lease_expires_and_a_new_runner_completes_the_th
     assert held.expires_at - time.time() <= ttl
 
     await asyncio.sleep(max(0.0, held.expires_at - time.time()) + 0.1)
-    rescuer = start_worker(workers, tmp_path, "rescuer", hold=0.0, ttl=ttl)
+    rescuer = start_worker(workers, tmp_path, "rescuer", holds=False, ttl=ttl)
     result = await asyncio.to_thread(workers.outcome, rescuer)
 
     assert result == {"outcome": "completed", "n": 11}
