@@ -58,7 +58,7 @@ from typing import Annotated, Any, TypedDict
 import aiosqlite
 
 import flowcore
-from flowcore import END, START, Graph, InMemoryCheckpointer, RunResult, append
+from flowcore import END, START, Graph, InMemoryCheckpointer, RunResult, Send, append
 from flowcore.checkpoint import SqliteCheckpointer
 
 BACKENDS: tuple[str, ...] = ("langgraph", "compat", "native")
@@ -173,6 +173,11 @@ class LoopState(TypedDict):
 class SendState(TypedDict):
     items: list[int]
     results: Annotated[list[int], operator.add]
+
+
+class NativeSendState(TypedDict):
+    items: list[int]
+    results: Annotated[list[int], append]
 
 
 class NativeGrowState(TypedDict):
@@ -354,6 +359,22 @@ def native_loop(iterations: int, checkpointer: Any = None) -> Any:
     g.add_node("step", step).add_edge(START, "step")
     g.add_conditional_edges("step", route, {"step": "step", "done": END})
     return g.compile(checkpointer=checkpointer)
+
+
+def native_send(items: int) -> Any:
+    # The same map-reduce as lg_send: one Send per item, the results reduced by list append.
+    def fan(state: Any) -> list[Send]:
+        return [Send("work", {"item": x}) for x in state["items"]]
+
+    async def work(arg: Any) -> dict[str, Any]:
+        EXECUTIONS.n += 1
+        return {"results": [arg["item"]]}
+
+    g = Graph(NativeSendState, name=f"send-{items}")
+    g.add_node("work", work).add_node("reduce", _noop)
+    g.add_conditional_edges(START, fan, ["work"])
+    g.add_edge("work", "reduce").add_edge("reduce", END)
+    return g.compile()
 
 
 def native_dag(preds: list[list[int]]) -> Any:
@@ -646,10 +667,12 @@ WORKLOADS: tuple[Workload, ...] = (
             lambda: lg_send(lg, s.send),
             lambda a: _lg_runner(a, {"items": list(range(s.send)), "results": []}),
         ),
-        None,
+        lambda s: _sync(
+            lambda: native_send(s.send),
+            lambda a: _native_runner(a, {"items": list(range(s.send)), "results": []}),
+        ),
         lambda st, s: sorted(st["results"]) == list(range(s.send)),
         lambda s: s.send + 1,
-        na_reason="flowcore.Graph has no Send: its graphs are static, one task per node",
     ),
     Workload(
         "g",

@@ -58,6 +58,7 @@ from flowcore.events import (
     RunStartEvent,
     RunStatus,
 )
+from flowcore.graph.commands import Command, Send, split_task_key, task_key
 from flowcore.graph.constants import END, START
 from flowcore.graph.spec import NodeSpec, RouterSpec
 from flowcore.interrupts import (
@@ -97,6 +98,16 @@ class _Outcome:
     error: BaseException | None = None
     interrupt: Interrupt | None = None
     resumes: tuple[Any, ...] = ()
+    key: str = ""
+    """The task's key: the node's name, or ``node#i`` for its i-th Send task."""
+    sends: tuple[Send, ...] = ()
+
+
+_NO_ARG: Any = object()
+"""A task's input when it is the node's own task: the state view, not a Send's arg."""
+
+Task = tuple[str, str, Any]
+"""One task of a superstep: (key, node, Send arg or _NO_ARG)."""
 
 
 class _RunFailed(Exception):
@@ -120,7 +131,17 @@ class _FoldFailed(Exception):
 class _PassState:
     """Book-keeping for one pass: who ran, who was skipped, who was picked."""
 
-    __slots__ = ("executed", "next_roots", "poisoned", "res", "selected", "writes")
+    __slots__ = (
+        "executed",
+        "next_roots",
+        "next_sends",
+        "poisoned",
+        "res",
+        "selected",
+        "send_roots",
+        "sends",
+        "writes",
+    )
 
     def __init__(self) -> None:
         self.executed: set[str] = set()
@@ -129,16 +150,33 @@ class _PassState:
         self.res: dict[str, int] = {}
         self.next_roots: set[str] = set()
         self.writes: list[tuple[int, int, str, Mapping[str, Any]]] = []
+        # Send args waiting for their node in this pass, in the order sent;
+        # roots of this pass that only Sends started (they run no task of their own);
+        # Send args for the next pass (their node is behind a back edge).
+        self.sends: dict[str, list[Any]] = {}
+        self.send_roots: set[str] = set()
+        self.next_sends: dict[str, list[Any]] = {}
 
     def to_cursor(self) -> dict[str, Any]:
-        """The decisions of this pass so far, as plain data for a checkpoint."""
-        return {
+        """The decisions of this pass so far, as plain data for a checkpoint.
+
+        The Send fields are written only when there are Sends, so a graph
+        without them saves exactly what it saved before Send existed.
+        """
+        cursor: dict[str, Any] = {
             "res": dict(self.res),
             "executed": sorted(self.executed),
             "poisoned": dict(self.poisoned),
             "selected": {k: sorted(v) for k, v in self.selected.items()},
             "next_roots": sorted(self.next_roots),
         }
+        if self.sends:
+            cursor["sends"] = {k: list(v) for k, v in self.sends.items()}
+        if self.send_roots:
+            cursor["send_roots"] = sorted(self.send_roots)
+        if self.next_sends:
+            cursor["next_sends"] = {k: list(v) for k, v in self.next_sends.items()}
+        return cursor
 
     @classmethod
     def from_cursor(cls, cursor: Mapping[str, Any]) -> _PassState:
@@ -149,6 +187,9 @@ class _PassState:
         ps.poisoned = dict(cursor["poisoned"])
         ps.selected = {k: set(v) for k, v in cursor["selected"].items()}
         ps.next_roots = set(cursor["next_roots"])
+        ps.sends = {k: list(v) for k, v in cursor.get("sends", {}).items()}
+        ps.send_roots = set(cursor.get("send_roots", ()))
+        ps.next_sends = {k: list(v) for k, v in cursor.get("next_sends", {}).items()}
         return ps
 
 
@@ -197,6 +238,8 @@ class RunEngine:
         self._pass_index = 0
         self._pass_base = 0
         self._pause_next: str | None = None
+        # Sends that start the next pass: (args by node, nodes started only by Sends).
+        self._carry: tuple[dict[str, list[Any]], set[str]] | None = None
 
     def attach_thread(self, thread: ThreadRun) -> None:
         """Give a not-yet-started run its thread (used by streams, which open it late)."""
@@ -337,8 +380,14 @@ class RunEngine:
         start_routers = self._routers.get(START)
         if start_routers:
             ctx = self._context(START, 0, 1, {})
-            picked = await self._route(START, start_routers, self.values, None, ctx)
+            picked, sends = await self._route(START, start_routers, self.values, None, ctx)
             roots.extend(picked)
+            if sends:
+                by_node: dict[str, list[Any]] = {}
+                for send in sends:
+                    by_node.setdefault(send.node, []).append(send.arg)
+                self._carry = (by_node, set(by_node) - set(roots))
+                roots.extend(by_node)
         return self._ordered(set(roots))
 
     def _ordered(self, names: set[str]) -> list[str]:
@@ -355,7 +404,7 @@ class RunEngine:
                 # Name the node that failed, not the nearest skipped one.
                 ps.poisoned[node] = root
                 return "upstream_failed"
-        if node in plan.roots:
+        if node in plan.roots and node not in ps.send_roots:
             return None
         trig = self._topo.triggers[node]
         executed = ps.executed
@@ -445,15 +494,19 @@ class RunEngine:
         if back:
             ps.next_roots.update(back)
         if out.routes:
-            picked: set[str] = set()
+            picked = ps.selected.setdefault(node, set())
             for target in out.routes:
-                if topo.is_back_edge(node, target):
-                    ps.next_roots.add(target)
-                else:
+                # A back edge, or a goto to an undeclared destination, starts the next pass.
+                if topo.picks_in_pass(node, target):
                     picked.add(target)
-            ps.selected[node] = picked
+                else:
+                    ps.next_roots.add(target)
+        for send in out.sends:
+            to = ps.sends if topo.picks_in_pass(node, send.node) else ps.next_sends
+            to.setdefault(send.node, []).append(send.arg)
         if out.update:
-            ps.writes.append((out.level, topo.index[node], node, out.update))
+            # Labelled by task, so a conflict between two Send tasks names both.
+            ps.writes.append((out.level, topo.index[node], out.key or node, out.update))
         return True
 
     # ------------------------------------------------------------ supersteps
@@ -463,6 +516,9 @@ class RunEngine:
         ps = restored or _PassState()
         if restored is None:
             self._pass_base = self.step
+            if self._carry is not None:
+                ps.sends, ps.send_roots = self._carry
+                self._carry = None
         base = self._pass_base
         sorter = plan.sorter()
         index = self._topo.index
@@ -472,6 +528,7 @@ class RunEngine:
             carried = self._replay_decided(sorter, ps)
         while sorter.is_active():
             batch: list[str] = []
+            send_only: set[str] = set()
             pending = carried or list(sorter.get_ready())
             carried = []
             while pending:
@@ -480,6 +537,9 @@ class RunEngine:
                     reason = self._decide(node, plan, ps)
                     if reason is None:
                         batch.append(node)
+                    elif reason == "not_triggered" and node in ps.sends:
+                        batch.append(node)
+                        send_only.add(node)
                     else:
                         self._skip(node, reason, plan, ps, base, pass_index)
                         skipped.append(node)
@@ -495,7 +555,11 @@ class RunEngine:
                 await self._checkpoint_before(batch, plan, ps, pass_index, base)
             self._check_limit(level)
             self.step = level
-            outcomes = await self._run_batch(batch, level)
+            tasks = self._tasks(batch, send_only, ps) if ps.sends else None
+            if tasks is None:
+                outcomes = await self._run_batch(batch, level)
+            else:
+                outcomes = await self._run_tasks(tasks, level)
             if thread is not None:
                 thread.pending.clear()
                 thread.answers.clear()
@@ -519,11 +583,29 @@ class RunEngine:
             if group:
                 self.values = self._schema.apply(self.values, group)
                 if thread is not None:
+                    if tasks is not None:  # state and outputs are kept by node name
+                        group = [(split_task_key(key)[0], upd) for key, upd in group]
                     thread.groups.append(group)
+            if tasks is not None:
+                for node in batch:
+                    ps.sends.pop(node, None)
             if thread is not None and thread.interrupt_after.intersection(batch):
                 self._pause_next = "after"
             sorter.done(*batch)
+        if ps.next_sends:
+            self._carry = (ps.next_sends, set(ps.next_sends) - ps.next_roots)
+            return self._ordered(ps.next_roots | set(ps.next_sends))
         return self._ordered(ps.next_roots)
+
+    def _tasks(self, batch: list[str], send_only: set[str], ps: _PassState) -> list[Task]:
+        """The tasks of a batch: each node's own (unless only Sends started it), then its Sends."""
+        tasks: list[Task] = []
+        for node in batch:
+            if node not in send_only:
+                tasks.append((node, node, _NO_ARG))
+            for i, arg in enumerate(ps.sends.get(node, ())):
+                tasks.append((task_key(node, i), node, arg))
+        return tasks
 
     def _replay_decided(self, sorter: TopologicalSorter[str], ps: _PassState) -> list[str]:
         """Walk a fresh sorter past the nodes a restored pass already decided."""
@@ -641,10 +723,37 @@ class RunEngine:
         )
         return [r for r in outcomes if r is not None]
 
-    def _saved_outcome(self, node: str, level: int) -> _Outcome | None:
-        """A node whose write an earlier attempt saved: its outcome, without running it."""
+    async def _run_tasks(self, tasks: Sequence[Task], level: int) -> list[_Outcome]:
+        """Run a batch that has Send tasks; outcomes come back in task order."""
+        specs = self._specs
+        values = self.values
+        thread = self._thread
+        if thread is not None and thread.pending:
+            saved = [self._saved_outcome(node, level, key) for key, node, _ in tasks]
+            done = {o.key: o for o in saved if o is not None}
+            if done:
+                rest = [t for t in tasks if t[0] not in done]
+                ran = await self._run_tasks(rest, level) if rest else []
+                done.update((o.key, o) for o in ran)
+                return [done[key] for key, _, _ in tasks if key in done]
+
+        async def one(task: Task) -> _Outcome:
+            key, node, arg = task
+            return await self._run_node_now(specs[node], values, level, key, arg)
+
+        outcomes = await run_batch(
+            tasks,
+            one,
+            limit=self._limit,
+            stops=(lambda out: out.error is not None) if self._fail_fast else None,
+        )
+        return [r for r in outcomes if r is not None]
+
+    def _saved_outcome(self, node: str, level: int, key: str | None = None) -> _Outcome | None:
+        """A task whose write an earlier attempt saved: its outcome, without running it."""
         assert self._thread is not None
-        payload = self._thread.pending.get(node)
+        key = node if key is None else key
+        payload = self._thread.pending.get(key)
         if payload is None or payload.get("status") != "completed":
             return None
         update = payload.get("update")
@@ -655,6 +764,8 @@ class RunEngine:
             attempts=int(payload.get("attempts", 0)),
             update=update,
             routes=tuple(payload.get("routes", ())),
+            key=key,
+            sends=tuple(Send(n, a) for n, a in payload.get("sends", ())),
         )
 
     # -------------------------------------------------------------- dataflow
@@ -898,7 +1009,12 @@ class RunEngine:
         return template.resolve(namespaces, node=spec.name)  # type: ignore[return-value]
 
     async def _run_node_now(
-        self, spec: NodeSpec, values: Mapping[str, Any], level: int
+        self,
+        spec: NodeSpec,
+        values: Mapping[str, Any],
+        level: int,
+        key: str | None = None,
+        arg: Any = _NO_ARG,
     ) -> _Outcome:
         name = spec.name
         emit = self._emit
@@ -906,11 +1022,18 @@ class RunEngine:
             emit(NodeStartEvent(**self._event_base(level), node=name))
         t_start = time.perf_counter()
         out = _Outcome(name, level, t_start - self._t0)  # positional: once per node run
+        task = name if key is None else key
+        out.key = task
         schema = self._schema
         shape = spec.shape
         try:
             inputs = self._resolve_inputs(spec, values)
-            scope = InterruptScope(name, self._interrupt_key(), self._resumes_for(name))
+            scope = InterruptScope(
+                name,
+                self._interrupt_key(),
+                self._resumes_for(task),
+                task=key,
+            )
             token = current_scope().set(scope)
             try:
                 if spec.retry is None and spec.timeout is None:
@@ -918,9 +1041,11 @@ class RunEngine:
                     try:
                         if shape.is_async and not shape.takes_context:
                             # The most common node of all: no context to build.
-                            result = await call_node(spec.func, True, (schema.view(values),))
+                            result = await call_node(
+                                spec.func, True, (schema.view(values) if arg is _NO_ARG else arg,)
+                            )
                         else:
-                            result = await self._call_node(spec, values, level, inputs, 1)
+                            result = await self._call_node(spec, values, level, inputs, 1, arg)
                     except Exception as exc:
                         raise NodeError(node=name, attempts=1, cause=exc) from exc
                     out.attempts = 1
@@ -928,20 +1053,27 @@ class RunEngine:
 
                     async def call(attempt: int) -> Any:
                         scope.used = 0  # each attempt starts the node over
-                        return await self._call_node(spec, values, level, inputs, attempt)
+                        return await self._call_node(spec, values, level, inputs, attempt, arg)
 
                     result, out.attempts = await invoke_with_policy(
                         name, call, retry=spec.retry, timeout=spec.timeout
                     )
             finally:
                 current_scope().reset(token)
+            goto: tuple[tuple[str, ...], tuple[Send, ...]] | None = None
+            if type(result) is Command:
+                goto = self._goto(spec, result.targets())
+                result = result.update
             # Secrets in what a node returns never reach state, events or checkpoints.
             update = self._scrub(schema.check_update(name, result))
             out.update = update
             routers = self._routers.get(name)
             if routers:
                 ctx = self._context(name, level, out.attempts, inputs)
-                out.routes = await self._route(name, routers, values, update, ctx)
+                out.routes, out.sends = await self._route(name, routers, values, update, ctx)
+            if goto is not None:
+                out.routes = tuple(dict.fromkeys((*goto[0], *out.routes)))
+                out.sends = (*goto[1], *out.sends)
             if self._thread is not None:
                 await self._persist_node(out)
         except NodeInterrupted as paused:
@@ -1013,10 +1145,14 @@ class RunEngine:
         level: int,
         inputs: Mapping[str, Any],
         attempt: int,
+        arg: Any = _NO_ARG,
     ) -> Any:
-        """One attempt of a node's function, with its context if it asks for one."""
+        """One attempt of a node's function, with its context if it asks for one.
+
+        A Send task gets its Send's ``arg`` where other tasks get the state.
+        """
         shape = spec.shape
-        state = self._schema.view(values)
+        state = self._schema.view(values) if arg is _NO_ARG else arg
         if shape.takes_context:
             ctx = self._context(spec.name, level, attempt, inputs, not shape.is_async)
             return await call_node(spec.func, shape.is_async, (state, ctx))
@@ -1028,16 +1164,16 @@ class RunEngine:
             return thread.head_id
         return f"{self.run_id}:{self.step}"
 
-    def _resumes_for(self, node: str) -> tuple[Any, ...]:
+    def _resumes_for(self, task: str) -> tuple[Any, ...]:
         thread = self._thread
         if thread is None:
             return ()
-        payload = thread.pending.get(node)
+        payload = thread.pending.get(task)
         if payload is None or payload.get("status") != "interrupted":
             return ()
         resumes = tuple(payload.get("resumes", ()))
-        if node in thread.answers:
-            resumes = (*resumes, thread.answers[node])
+        if task in thread.answers:
+            resumes = (*resumes, thread.answers[task])
         return resumes
 
     async def _persist_node(self, out: _Outcome) -> None:
@@ -1059,8 +1195,11 @@ class RunEngine:
                 "routes": list(out.routes),
                 "attempts": out.attempts,
             }
+            if out.sends:
+                payload["sends"] = [[s.node, s.arg] for s in out.sends]
         payload = self._scrub(payload)  # resume answers too
-        await thread.writer.node_write(thread.head_id, PendingWrite(out.node, payload))
+        # Keyed by task: each Send task of a node keeps its own saved write.
+        await thread.writer.node_write(thread.head_id, PendingWrite(out.key or out.node, payload))
 
     def _record_cancelled(self, out: _Outcome, duration: float) -> None:
         # Close the node's node_start, so a listener never waits for an end
@@ -1090,10 +1229,11 @@ class RunEngine:
         values: Mapping[str, Any],
         update: Mapping[str, Any] | None,
         ctx: NodeContext,
-    ) -> tuple[str, ...]:
+    ) -> tuple[tuple[str, ...], tuple[Send, ...]]:
+        """The node names and the Sends the routers of ``source`` picked, in order."""
         after = self._schema.apply(values, [(source, update)]) if update else values
         state = self._schema.view(after)
-        picked: list[str] = []
+        picked: list[str | Send] = []
         for router in routers:
             args: tuple[Any, ...] = (state, ctx) if router.shape.takes_context else (state,)
             try:
@@ -1104,7 +1244,64 @@ class RunEngine:
                     node=source,
                 ) from exc
             picked.extend(_targets(router, raw))
-        return tuple(dict.fromkeys(t for t in picked if t != END))
+        names = [t for t in picked if type(t) is str]
+        if len(names) == len(picked):
+            return tuple(dict.fromkeys(t for t in names if t != END)), ()
+        sends = tuple(t for t in picked if type(t) is Send)
+        self._check_send_mode(source)
+        return tuple(dict.fromkeys(t for t in names if t != END)), sends
+
+    def _check_send_mode(self, source: str) -> None:
+        if self.options.mode == "dataflow":
+            raise RoutingError(
+                f"node {source!r} returned a Send, which needs mode='supersteps': a Send "
+                "starts its tasks in the next superstep, and dataflow mode has no supersteps; "
+                "run this graph with mode='supersteps'",
+                node=source,
+            )
+
+    def _goto(
+        self, spec: NodeSpec, items: Sequence[Any]
+    ) -> tuple[tuple[str, ...], tuple[Send, ...]]:
+        """Check a Command's goto targets; return its node names and its Sends."""
+        name = spec.name
+        names: list[str] = []
+        sends: list[Send] = []
+        for item in items:
+            if isinstance(item, Send):
+                target = item.node
+            elif isinstance(item, str):
+                target = item
+            else:
+                raise RoutingError(
+                    f"node {name!r} returned Command(goto={item!r}): a goto target is a node "
+                    "name or a Send, or a list of them",
+                    node=name,
+                )
+            if target == END and isinstance(item, str):
+                continue
+            if target not in self.graph.nodes:
+                raise RoutingError(
+                    f"node {name!r} returned Command(goto=...) to {target!r}, which is not a "
+                    f"node of graph {self.graph.name!r}; use one of "
+                    f"{', '.join(map(repr, self.graph.nodes))}",
+                    node=name,
+                )
+            declared = spec.destinations
+            if declared is not None and target not in declared:
+                raise RoutingError(
+                    f"node {name!r} returned Command(goto=...) to {target!r}, outside its "
+                    f"declared destinations ({', '.join(map(repr, declared)) or 'none'}); add "
+                    f"it to add_node({name!r}, ..., destinations=[...])",
+                    node=name,
+                )
+            if isinstance(item, Send):
+                sends.append(item)
+            else:
+                names.append(target)
+        if sends:
+            self._check_send_mode(name)
+        return tuple(names), tuple(sends)
 
 
 def _redacting(emit: EmitFn, redactor: Redactor) -> EmitFn:
@@ -1116,12 +1313,24 @@ def _redacting(emit: EmitFn, redactor: Redactor) -> EmitFn:
     return redacted
 
 
-def _targets(router: RouterSpec, raw: Any) -> list[str]:
+def _targets(router: RouterSpec, raw: Any) -> list[str | Send]:
     items = list(raw) if isinstance(raw, list | tuple | set | frozenset) else [raw]
     if isinstance(raw, set | frozenset):
         items.sort(key=repr)
-    out: list[str] = []
+    out: list[str | Send] = []
     for item in items:
+        if isinstance(item, Send):
+            # A Send names its node directly, whatever the path_map's keys are.
+            if item.node not in router.node_targets:
+                raise RoutingError(
+                    f"router of node {router.source!r} returned Send({item.node!r}, ...), "
+                    f"whose node is not one of its declared targets "
+                    f"({', '.join(map(repr, router.targets))}); declare it in path_map or in "
+                    "the router's Literal[...] return type",
+                    node=router.source,
+                )
+            out.append(item)
+            continue
         if router.path_map is not None:
             try:
                 target = router.path_map[item]
