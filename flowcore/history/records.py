@@ -243,14 +243,29 @@ def error_text(error: BaseException) -> str:
 
 
 def _usage_records(update: Mapping[str, Any] | None, node: str) -> list[Mapping[str, Any]] | None:
-    """The ``block_runs`` records of ``node`` inside one node's own update, or None if none."""
+    """The usage records inside one node's own update, or None if none.
+
+    A block node's are its ``block_runs`` records; a LangGraph-style node's
+    are the ``usage_metadata`` of the chat messages it returned.
+    """
     if not isinstance(update, Mapping):
         return None
     runs = update.get("block_runs")
     if not isinstance(runs, Sequence) or isinstance(runs, str):
-        return None
+        return _message_usage(update) or None
     mine = [r for r in runs if isinstance(r, Mapping) and r.get("node") == node]
     return mine or None
+
+
+def _message_usage(update: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The token counts (``usage_metadata``) of the chat messages in ``update``."""
+    found: list[Mapping[str, Any]] = []
+    for value in update.values():
+        for item in value if isinstance(value, list | tuple) else (value,):
+            usage = getattr(item, "usage_metadata", None)
+            if isinstance(usage, Mapping) and not isinstance(item, Mapping):
+                found.append(usage)
+    return found
 
 
 def _tokens(records: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
@@ -320,8 +335,9 @@ def record_from_result(
 
     Per node: a block node's ``outputs`` are its outputs (what it wrote under
     ``state["results"][node]``), any other node's are the update it returned.
-    Token usage comes from the ``block_runs`` record a block node writes: the
-    one inside that execution's own update, so records that earlier runs of
+    Token usage comes from the ``block_runs`` record a block node writes (or,
+    for a LangGraph-style node, the ``usage_metadata`` of the chat messages it
+    returned): the one inside that execution's own update, so records that earlier runs of
     the same thread left in ``state["block_runs"]`` are never counted again.
     Where an update carries no record, the newest records of that node in
     ``state["block_runs"]`` are used, one per completed execution. Totals are

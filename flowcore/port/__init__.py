@@ -42,7 +42,7 @@ from flowcore.port.events import (
     event_to_dict,
     json_safe,
 )
-from flowcore.port.inproc import InProcExecutor, InProcRunHandle, Target
+from flowcore.port.inproc import EventGraph, EventStream, InProcExecutor, InProcRunHandle, Target
 from flowcore.port.mapping import (
     AiEventMapper,
     Correlation,
@@ -88,6 +88,8 @@ __all__ = [
     "DoneAiEvent",
     "ErrorAiEvent",
     "EventFormatError",
+    "EventGraph",
+    "EventStream",
     "GraphExecutorPort",
     "HandleConsumedError",
     "InProcExecutor",

@@ -8,6 +8,13 @@ ends (however it ends) the task sets ``final`` and then queues the
 terminal ``error`` events and the one ``done``: a reader that sees ``done``
 finds ``final`` already resolved.
 
+Targets are native compiled graphs, Pipelines and TaskPlans, and any graph
+with flowcore's event stream as :class:`EventGraph` describes it: LangGraph-
+style graphs (``flowcore.compat.langgraph.StateGraph(...).compile()``) are
+such graphs, so they run through the port like native ones. With a
+``history``, every run of a graph target is recorded there (Pipeline and
+TaskPlan runs go to their runner's history).
+
 Nothing goes wrong "outside" the run: an unknown target, bad input, a
 thread that cannot be resumed or a pipeline that does not compile end the
 run as ``failed`` with an ``error`` and ``done`` event, never as an
@@ -22,12 +29,12 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from flowcore.errors import InvalidInputError
-from flowcore.events import DoneEvent, RunStatus, UsageEvent
-from flowcore.graph.compiled import CompiledGraph, RunStream
-from flowcore.history import record_from_result
+from flowcore.events import DoneEvent, Event, RunStatus, UsageEvent
+from flowcore.graph.compiled import CompiledGraph
+from flowcore.history import RunHistory, record_from_result
 from flowcore.interrupts import Resume
 from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.plan import TaskPlan, as_pipeline
@@ -45,9 +52,65 @@ from flowcore.port.protocol import (
 from flowcore.port.redaction import NO_REDACTION, Redactor
 from flowcore.result import RunResult
 
-__all__ = ["InProcExecutor", "InProcRunHandle", "Target"]
+__all__ = ["EventGraph", "EventStream", "InProcExecutor", "InProcRunHandle", "Target"]
 
-Target = CompiledGraph | Pipeline | TaskPlan
+
+class EventStream(Protocol):
+    """The events of one run and its result: what ``CompiledGraph.stream`` returns.
+
+    An async iterator of :mod:`flowcore.events` ending after the one ``done``,
+    used as ``async with stream as events``; ``result()`` waits for the
+    :class:`~flowcore.result.RunResult`; ``cancel()`` stops the run (``done``
+    still arrives, ``cancelled``).
+    """
+
+    def __aiter__(self) -> AsyncIterator[Event]: ...
+
+    async def __anext__(self) -> Event: ...
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    async def result(self) -> RunResult: ...
+
+    def cancel(self) -> None: ...
+
+
+@runtime_checkable
+class EventGraph(Protocol):
+    """A graph of another kind that streams flowcore's events, e.g. a ``CompiledStateGraph``.
+
+    ``run_stream`` takes the run input (or a :class:`~flowcore.interrupts.Resume`
+    answering the thread's question) and returns an :class:`EventStream`;
+    ``metadata`` carries the caller's ids (``request_id``, ``trace_id``,
+    ``user_id``, ...), which the graph hands its nodes.
+    """
+
+    name: str
+
+    @property
+    def version(self) -> str: ...
+
+    def run_stream(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        thread_id: str | None = None,
+        recursion_limit: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        redactor: Redactor | None = None,
+    ) -> EventStream: ...
+
+
+Target = CompiledGraph | EventGraph | Pipeline | TaskPlan
 """What an :class:`InProcExecutor` runs (directly, or registered under a name)."""
 
 
@@ -58,7 +121,7 @@ class _Prepared:
     graph_name: str
     graph_version: str
     thread_id: str | None
-    start: Callable[[], RunStream]
+    start: Callable[[], EventStream]
     record: Callable[[RunResult], Awaitable[None]] | None = None
 
 
@@ -72,6 +135,8 @@ def _names(target: Any) -> tuple[str, str]:
         return target.plan_id, str(target.version)
     if isinstance(target, str):
         return target, ""
+    if isinstance(target, EventGraph):
+        return target.name, target.version
     return type(target).__name__, ""
 
 
@@ -111,7 +176,7 @@ class InProcRunHandle:
         self._iterated = False
         self._began = False
         self._cancel_requested = False
-        self._stream: RunStream | None = None
+        self._stream: EventStream | None = None
         graph_name, graph_version = _names(request.target)
         self._mapper = AiEventMapper(
             Correlation(
@@ -291,11 +356,14 @@ class InProcRunHandle:
 class InProcExecutor:
     """Runs graphs, pipelines and task plans on flowcore's engine behind the executor port.
 
-    ``graphs`` registers targets under names that requests can use;
-    ``runner`` compiles and records Pipeline / TaskPlan targets (its block
-    store, executor, memory, checkpointer and history); ``redactor`` removes
-    secrets from every event and from the outcome; ``default_recursion_limit``
-    applies when a request sets none.
+    ``graphs`` registers targets under names that requests can use: native
+    compiled graphs, LangGraph-style ``CompiledStateGraph`` s (any
+    :class:`EventGraph`), Pipelines and TaskPlans. ``runner`` compiles and
+    records Pipeline / TaskPlan targets (its block store, executor, memory,
+    checkpointer and history); ``history`` records the runs of graph
+    targets (its ``pipeline_id`` is the graph's name); ``redactor`` removes
+    secrets from every event, from the outcome and from what is recorded;
+    ``default_recursion_limit`` applies when a request sets none.
 
     Call :meth:`run` from inside a running event loop. :meth:`aclose` (or
     ``async with``) cancels the runs still going and waits for them.
@@ -314,9 +382,11 @@ class InProcExecutor:
         runner: PipelineRunner | None = None,
         redactor: Redactor = NO_REDACTION,
         default_recursion_limit: int | None = None,
+        history: RunHistory | None = None,
     ) -> None:
         self.graphs: dict[str, Target] = dict(graphs or {})
         self.runner = runner
+        self.history = history
         self.redactor = redactor
         self.default_recursion_limit = default_recursion_limit
         self._live: set[InProcRunHandle] = set()
@@ -377,11 +447,12 @@ class InProcExecutor:
                     "or executor.register(name, graph)"
                 )
             return found
-        if isinstance(target, CompiledGraph | Pipeline | TaskPlan):
+        if isinstance(target, CompiledGraph | Pipeline | TaskPlan | EventGraph):
             return target
         raise InvalidTargetError(
             f"cannot run a {type(target).__name__}: a run's target must be a CompiledGraph, "
-            "a Pipeline, a TaskPlan, or the name of one registered with the executor"
+            "a compiled LangGraph-style StateGraph, a Pipeline, a TaskPlan, or the name of "
+            "one registered with the executor"
         )
 
     @staticmethod
@@ -436,8 +507,56 @@ class InProcExecutor:
                     thread_id=options.thread_id,
                     redactor=redactor,
                 ),
+                self._recorder(graph.name, graph.version, request, run_input, redactor),
             )
-        return await self._prepare_pipeline(target, request, run_input, run_id, config, limit)
+        if isinstance(target, Pipeline | TaskPlan):
+            return await self._prepare_pipeline(target, request, run_input, run_id, config, limit)
+        other = target
+        return _Prepared(
+            other.name,
+            other.version,
+            options.thread_id,
+            lambda: other.run_stream(
+                run_input,
+                run_id=run_id,
+                thread_id=options.thread_id,
+                recursion_limit=limit,
+                metadata=config,
+                redactor=redactor,
+            ),
+            self._recorder(other.name, other.version, request, run_input, redactor),
+        )
+
+    def _recorder(
+        self,
+        graph_name: str,
+        graph_version: str,
+        request: RunRequest,
+        run_input: Mapping[str, Any] | Resume | None,
+        redactor: Redactor | None,
+    ) -> Callable[[RunResult], Awaitable[None]] | None:
+        """What records a graph target's run in ``history`` (None without one)."""
+        history = self.history
+        if history is None:
+            return None
+        started = time.time()
+        user_id = request.caller.user_id
+        inputs = dict(run_input) if isinstance(run_input, Mapping) else {}
+
+        async def record(result: RunResult) -> None:
+            await history.save(
+                record_from_result(
+                    result,
+                    pipeline_id=graph_name,
+                    pipeline_version=graph_version,
+                    user_id=user_id,
+                    started_at=started,
+                    inputs=inputs,
+                    redactor=redactor,
+                )
+            )
+
+        return record
 
     async def _prepare_pipeline(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
@@ -23,6 +24,7 @@ from flowcore.compat.langgraph._channels import (
 from flowcore.compat.langgraph._context import TaskScope
 from flowcore.compat.langgraph._draw import DrawableGraph
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
+from flowcore.compat.langgraph._events import CompatRunStream
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
 from flowcore.compat.langgraph._loop import (
     ERROR,
@@ -51,6 +53,7 @@ from flowcore.compat.langgraph._types import (
     Send,
     StateSnapshot,
 )
+from flowcore.secrets import Redactor
 
 __all__ = ["DEFAULT_RECURSION_LIMIT", "CompiledStateGraph"]
 
@@ -201,6 +204,36 @@ class CompiledStateGraph:
         self.finishable_channels = tuple(n for n, role in roles.items() if role[1])
         self._param_names: dict[Any, tuple[frozenset[str], bool]] = {}
         self._direct: dict[str, Any] = {}
+        self._version: str | None = None
+
+    @property
+    def version(self) -> str:
+        """The graph's version as flowcore's events and run history show it.
+
+        By default a digest of the graph's shape (nodes, edges, routers, state
+        keys), so it changes when the graph does and is the same in every
+        process; assign a string to name versions yourself.
+
+        Example:
+            >>> # app.version = "2024-06-01"
+        """
+        if self._version is None:
+            builder = self.builder
+            shape = repr(
+                (
+                    list(self.nodes),
+                    builder.edge_order,
+                    builder.waiting_edges,
+                    sorted((s, sorted(b)) for s, b in builder.branches.items()),
+                    self.state_keys,
+                )
+            )
+            self._version = hashlib.sha256(shape.encode()).hexdigest()[:12]
+        return self._version
+
+    @version.setter
+    def version(self, value: str) -> None:
+        self._version = str(value)
 
     def _add_state_key(self, info: SchemaInfo, key: str) -> None:
         made = info.channel(key)
@@ -502,6 +535,63 @@ class CompiledStateGraph:
                 worker.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await worker
+
+    def run_stream(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        thread_id: str | None = None,
+        recursion_limit: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        redactor: Redactor | None = None,
+        durability: str | None = None,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+    ) -> CompatRunStream:
+        """Run and iterate flowcore's own events (:mod:`flowcore.events`), as a native run does.
+
+        The counterpart of native ``CompiledGraph.stream``: ``run_start``, per task
+        ``node_start`` then ``node_end`` / ``node_error`` / ``interrupt`` /
+        ``node_cancelled``, ``usage`` for chat messages with token counts,
+        ``custom`` for stream-writer chunks, and exactly one ``done``; then
+        ``await events.result()`` gives the :class:`~flowcore.result.RunResult`.
+        ``input`` is what :meth:`ainvoke` takes, or flowcore's ``Resume``
+        (as ``Command(resume=...)``). ``thread_id``, ``recursion_limit`` and
+        ``metadata`` are merged into ``config``. ``redactor`` keeps the secrets
+        it knows out of the events and the result (not out of the checkpoints:
+        those are the saver's, as in LangGraph). A failed run does not raise:
+        it ends ``failed``. LangGraph's stream modes (:meth:`astream`) are not
+        affected and cost nothing extra when nobody streams these events.
+
+        Example:
+            >>> # async with app.run_stream({"n": 1}, thread_id="t1") as events:
+            >>> #     async for event in events: print(event.type)
+            >>> #     result = await events.result()
+        """
+        merged: dict[str, Any] = dict(config or {})
+        if thread_id is not None:
+            merged["configurable"] = {
+                **dict(merged.get("configurable") or {}),
+                "thread_id": thread_id,
+            }
+        if recursion_limit is not None:
+            merged["recursion_limit"] = recursion_limit
+        if metadata:
+            merged["metadata"] = {**dict(merged.get("metadata") or {}), **dict(metadata)}
+        return CompatRunStream(
+            self,
+            input,
+            merged,
+            run_id=run_id,
+            redactor=redactor,
+            run_options={
+                "durability": durability,
+                "interrupt_before": interrupt_before,
+                "interrupt_after": interrupt_after,
+            },
+        )
 
     def stream(
         self,

@@ -1,0 +1,462 @@
+"""flowcore's own event stream for runs of LangGraph-style graphs.
+
+:meth:`CompiledStateGraph.run_stream` runs a compat graph and yields the
+typed events of :mod:`flowcore.events`, the ones a native run emits, so that
+everything built on that stream (the executor port and its AiEvents, the
+run history, the redactor) serves both kinds of graph the same way.
+
+What a compat run emits, each event with the run id, the graph's name and
+version, the superstep and a timestamp:
+
+- one ``run_start`` first, with the run's input (a resume has ``{}``);
+- per task of a superstep (``Send`` tasks included; the ``__start__``
+  pseudo-task and tasks whose writes a resume restored are not run, so they
+  emit nothing): ``node_start``, then exactly one of ``node_end`` (with the
+  task's update), ``node_error``, ``interrupt`` (one per ``interrupt()``
+  pause) or ``node_cancelled`` (a sibling's failure or ``cancel()``
+  stopped it);
+- ``usage`` after a ``node_end`` for each chat message of the update that
+  carries token counts (``AIMessage.usage_metadata``, as
+  ``create_react_agent`` and LangChain chat models fill it in); the
+  message id is the ``invocation_id``;
+- ``custom`` for every ``get_stream_writer()`` / ``writer`` chunk of a node;
+- exactly one ``done`` last, with the final status and the output state.
+
+A subgraph runs as one task of its parent: its own nodes emit nothing here.
+Compat nodes stream no text, so there are no ``text_delta`` events.
+
+:class:`EventProjector` builds the events of one run; the run loop hands it
+what happens through the same internal chunks it streams LangGraph's
+``tasks`` and ``custom`` modes from, which are only produced while someone
+listens: a run nobody streams events of builds no event object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from flowcore.compat.langgraph._errors import GraphInterrupt
+from flowcore.compat.langgraph._types import Command
+from flowcore.events import (
+    CustomEvent,
+    DoneEvent,
+    Event,
+    InterruptEvent,
+    NodeCancelledEvent,
+    NodeEndEvent,
+    NodeErrorEvent,
+    NodeStartEvent,
+    RunStartEvent,
+    RunStatus,
+    UsageEvent,
+)
+from flowcore.interrupts import Interrupt, Resume
+from flowcore.result import NodeRun, RunResult
+from flowcore.secrets import Redactor, find_secrets, learn, scrub, scrub_error
+
+if TYPE_CHECKING:
+    from flowcore.compat.langgraph._loop import Run, Task
+    from flowcore.compat.langgraph._pregel import CompiledStateGraph
+
+__all__ = ["CompatRunStream", "EventProjector", "as_compat_input"]
+
+START = "__start__"
+
+
+def as_compat_input(run_input: Any) -> Any:
+    """flowcore's :class:`~flowcore.interrupts.Resume` as LangGraph's ``Command(resume=...)``.
+
+    ``Resume(value)`` answers the one pending question; ``Resume(by_id={id: answer})``
+    answers each by its interrupt id. Anything else is passed on as it is.
+
+    Example:
+        >>> as_compat_input(Resume("yes")).resume
+        'yes'
+    """
+    if not isinstance(run_input, Resume):
+        return run_input
+    if run_input.by_id is not None:
+        return Command(resume=dict(run_input.by_id))
+    return Command(resume=run_input.value)
+
+
+def _update(writes: Sequence[tuple[str, Any]], keys: frozenset[str]) -> dict[str, Any] | None:
+    """A task's writes to state keys as one update (several writes to a key: a list)."""
+    update: dict[str, Any] = {}
+    several: set[str] = set()
+    for chan, value in writes:
+        if chan not in keys:
+            continue
+        if chan not in update:
+            update[chan] = value
+        elif chan in several:
+            update[chan].append(value)
+        else:
+            update[chan] = [update[chan], value]
+            several.add(chan)
+    return update or None
+
+
+def _usage_messages(update: Mapping[str, Any] | None) -> list[Any]:
+    """The chat messages in ``update`` that report token usage."""
+    found: list[Any] = []
+    for value in (update or {}).values():
+        for item in value if isinstance(value, list | tuple) else (value,):
+            usage = getattr(item, "usage_metadata", None)
+            if isinstance(usage, Mapping) and not isinstance(item, Mapping):
+                found.append(item)
+    return found
+
+
+def _tokens(usage: Mapping[str, Any], key: str) -> int:
+    value = usage.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class EventProjector:
+    """Builds the flowcore events and the :class:`RunResult` of one compat run.
+
+    ``emit`` receives every event (scrubbed by ``redactor`` first, when one is
+    given). :meth:`sink` is the run loop's chunk sink; the driver calls
+    :meth:`run_start` before the run and :meth:`finish` after it.
+
+    Example:
+        >>> # projector = EventProjector(graph, "run-1", queue.put_nowait, None)
+    """
+
+    def __init__(
+        self,
+        graph: CompiledStateGraph,
+        run_id: str,
+        emit: Callable[[Event], None],
+        redactor: Redactor | None,
+    ) -> None:
+        self.graph = graph
+        self.run_id = run_id
+        self.graph_name = graph.name
+        self.graph_version = graph.version
+        self.redactor = redactor
+        self._emit_raw = emit
+        self._keys = graph.state_key_set
+        # Task id -> (task, its superstep, perf_counter at start, seconds since the run began).
+        self.open: dict[str, tuple[Task, int, float, float]] = {}
+        self.node_runs: list[NodeRun] = []
+        self.outputs: dict[str, Mapping[str, Any] | None] = {}
+        self.interrupts: list[Interrupt] = []
+        self.step = 0
+        self.t0 = time.perf_counter()
+
+    # ---------------------------------------------------------------- events
+    def emit(self, event: Event) -> None:
+        """Hand ``event`` on, without the secrets the redactor knows."""
+        self._emit_raw(event if self.redactor is None else scrub(event, self.redactor))
+
+    def base(self, step: int) -> dict[str, Any]:
+        """The fields every event of this run has, for superstep ``step``."""
+        return {
+            "run_id": self.run_id,
+            "graph_name": self.graph_name,
+            "graph_version": self.graph_version,
+            "superstep": max(step, 0),
+            "timestamp": time.time(),
+        }
+
+    def run_start(self, run_input: Any) -> None:
+        """The run began with ``run_input`` (its secrets are taught to the redactor)."""
+        if self.redactor is not None:
+            learn(self.redactor, find_secrets(run_input))
+        shown = dict(run_input) if isinstance(run_input, Mapping) else {}
+        self.emit(RunStartEvent(**self.base(0), input=shown))
+
+    def sink(self, ns: tuple[str, ...], mode: str, chunk: Any) -> None:
+        """The run loop's chunks: tasks starting and ending, custom writes.
+
+        Chunks of subgraphs (``ns`` not empty) are their parent task's business.
+        """
+        if ns:
+            return
+        if mode == "debug_tasks":
+            step, tasks = chunk
+            for task in tasks:
+                if task.name != START and not task.done:
+                    self.task_start(task, step)
+        elif mode == "debug_task_result":
+            step, payload = chunk
+            self.task_result(str(payload["id"]), step)
+        elif mode == "custom":
+            node, data = chunk
+            self.emit(CustomEvent(**self.base(self.step), node=node, name="custom", data=data))
+
+    def task_start(self, task: Task, step: int) -> None:
+        """Task ``task`` of superstep ``step`` is about to run."""
+        self.step = step
+        now = time.perf_counter()
+        self.open[task.id] = (task, step, now, now - self.t0)
+        self.emit(NodeStartEvent(**self.base(step), node=task.name))
+
+    def task_result(self, task_id: str, step: int) -> None:
+        """The task with id ``task_id`` finished: it returned, failed or paused."""
+        entry = self.open.pop(task_id, None)
+        if entry is None:
+            return
+        task, _, began, started_at = entry
+        duration = time.perf_counter() - began
+        name = task.name
+        if task.interrupts:
+            for pause in task.interrupts:
+                self.interrupts.append(Interrupt(pause.id, name, pause.value))
+                self.emit(
+                    InterruptEvent(
+                        **self.base(step), node=name, interrupt_id=pause.id, value=pause.value
+                    )
+                )
+            return
+        if task.error is not None:
+            self._failed(task, step, task.error, started_at, duration)
+            return
+        update = _update(task.writes, self._keys)
+        self.outputs[name] = update
+        self.node_runs.append(NodeRun(name, 1, step, "completed", update, started_at, duration, 1))
+        self.emit(
+            NodeEndEvent(**self.base(step), node=name, update=update, duration=duration, attempts=1)
+        )
+        for message in _usage_messages(update):
+            self._usage(name, step, message)
+
+    def _usage(self, node: str, step: int, message: Any) -> None:
+        usage = message.usage_metadata
+        meta = getattr(message, "response_metadata", None) or {}
+        self.emit(
+            UsageEvent(
+                **self.base(step),
+                node=node,
+                block_id="",
+                provider=str(meta.get("model_provider") or ""),
+                model=str(meta.get("model_name") or meta.get("model") or ""),
+                input_tokens=_tokens(usage, "input_tokens"),
+                output_tokens=_tokens(usage, "output_tokens"),
+                invocation_id=str(getattr(message, "id", None) or ""),
+            )
+        )
+
+    def _failed(
+        self, task: Task, step: int, error: BaseException, started_at: float, duration: float
+    ) -> None:
+        if self.redactor is not None:
+            error = scrub_error(error, self.redactor)
+        self.node_runs.append(
+            NodeRun(task.name, 1, step, "failed", None, started_at, duration, 1, error)
+        )
+        self.emit(
+            NodeErrorEvent(
+                **self.base(step), node=task.name, error=error, duration=duration, attempts=1
+            )
+        )
+
+    def _close_open(self) -> None:
+        """Close every task still open: failed if it has an error of its own, else cancelled."""
+        now = time.perf_counter()
+        for task, step, began, started_at in list(self.open.values()):
+            duration = now - began
+            error = task.error
+            if error is not None and not isinstance(error, asyncio.CancelledError):
+                self._failed(task, step, error, started_at, duration)
+                continue
+            self.node_runs.append(
+                NodeRun(task.name, 1, step, "cancelled", None, started_at, duration, 0)
+            )
+            self.emit(NodeCancelledEvent(**self.base(step), node=task.name, duration=duration))
+        self.open.clear()
+
+    def finish(
+        self, status: RunStatus, run: Run | None, errors: Sequence[BaseException]
+    ) -> RunResult:
+        """Close open tasks, emit the one ``done`` and return the run's result."""
+        self._close_open()
+        graph = self.graph
+        state: dict[str, Any] = {}
+        thread_id = checkpoint_id = None
+        step = self.step
+        if run is not None:
+            step = max(run.step - 1, self.step)
+            if run.channels:
+                state = graph.read_output(run.channels)
+            if run.saver is not None:
+                thread_id = None if run.thread_id is None else str(run.thread_id)
+                saved = (run.saved_config or {}).get("configurable") or {}
+                checkpoint_id = saved.get("checkpoint_id")
+        if self.redactor is not None:
+            errors = [scrub_error(e, self.redactor) for e in errors]
+        result = RunResult(
+            run_id=self.run_id,
+            graph_name=self.graph_name,
+            graph_version=self.graph_version,
+            status=status,
+            state=state,
+            outputs=dict(self.outputs),
+            node_runs=tuple(self.node_runs),
+            errors=tuple(errors),
+            supersteps=max(step + 1, 0),
+            duration=time.perf_counter() - self.t0,
+            interrupts=tuple(self.interrupts),
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+        )
+        if self.redactor is not None:
+            result = scrub(result, self.redactor)
+        self.emit(
+            DoneEvent(**self.base(step), status=status, state=result.state, errors=result.errors)
+        )
+        return result
+
+
+_END_OF_STREAM: Any = object()
+
+
+class CompatRunStream:
+    """The flowcore events of one compat run, as an async iterator, plus its result.
+
+    The same shape as native :class:`~flowcore.graph.compiled.RunStream`: the
+    run starts on the first ``__anext__`` (or ``__aenter__``); ``cancel()``
+    or leaving ``async with`` early cancels in-flight nodes, and the stream
+    still ends with a ``done`` whose status is ``cancelled``. A run that fails
+    (a node raised, bad input, the recursion limit) ends ``failed`` with the
+    error in ``done`` and in the result's ``errors``: nothing is raised.
+
+    Example:
+        >>> # async with app.run_stream({"n": 1}) as events:
+        >>> #     async for event in events: print(event.type)
+        >>> #     result = await events.result()
+    """
+
+    def __init__(
+        self,
+        graph: CompiledStateGraph,
+        run_input: Any,
+        config: Mapping[str, Any],
+        *,
+        run_id: str | None,
+        redactor: Redactor | None,
+        run_options: Mapping[str, Any],
+    ) -> None:
+        self._queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._graph = graph
+        self._input = run_input
+        self._config = config
+        self._run_options = dict(run_options)
+        self.run_id = run_id or uuid.uuid4().hex
+        self._projector = EventProjector(graph, self.run_id, self._queue.put_nowait, redactor)
+        self._task: asyncio.Task[RunResult] | None = None
+        self._result: RunResult | None = None
+        self._finished = False
+        self._cancel_requested = False
+
+    def _start(self) -> asyncio.Task[RunResult]:
+        if self._task is None:
+            task = asyncio.get_running_loop().create_task(self._drive())
+            task.add_done_callback(lambda _t: self._queue.put_nowait(_END_OF_STREAM))
+            self._task = task
+        return self._task
+
+    async def _drive(self) -> RunResult:
+        projector = self._projector
+        projector.run_start(self._input)
+        run: Run | None = None
+        if self._cancel_requested:
+            return self._end("cancelled", None, ())
+        try:
+            run = self._graph._run(
+                as_compat_input(self._input),
+                self._config,
+                projector.sink,
+                durability=self._run_options.get("durability"),
+                interrupt_before=self._run_options.get("interrupt_before"),
+                interrupt_after=self._run_options.get("interrupt_after"),
+            )
+            # "tasks" makes the loop report each task's start and result.
+            run.wants = {"tasks"}
+            await run.execute()
+        except GraphInterrupt:
+            return self._end("interrupted", run, ())
+        except asyncio.CancelledError:
+            self._end("cancelled", run, ())
+            raise
+        except Exception as exc:
+            return self._end("failed", run, (exc,))
+        return self._end("completed", run, ())
+
+    def _end(
+        self, status: RunStatus, run: Run | None, errors: Sequence[BaseException]
+    ) -> RunResult:
+        self._result = self._projector.finish(status, run, errors)
+        return self._result
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._finished:
+            raise StopAsyncIteration
+        self._start()
+        event = await self._queue.get()
+        if event is _END_OF_STREAM:
+            self._finished = True
+            raise StopAsyncIteration
+        if isinstance(event, DoneEvent):
+            self._finished = True
+        return event
+
+    async def result(self) -> RunResult:
+        """Wait for the run to end (reading no more events) and return its result.
+
+        Example:
+            >>> # result = await stream.result()
+        """
+        task = self._start()
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled() and self._result is not None:
+                return self._result
+            raise
+
+    def cancel(self) -> None:
+        """Ask the run to stop; in-flight nodes are cancelled, ``done`` still arrives.
+
+        Example:
+            >>> # stream.cancel()
+        """
+        if self._task is None:
+            self._cancel_requested = True
+        elif not self._task.done():
+            self._task.cancel()
+
+    async def aclose(self) -> None:
+        """Cancel the run if it is still going and wait until it has stopped."""
+        task = self._task
+        if task is None:
+            self._finished = True
+            return
+        if not task.done():
+            task.cancel()
+        await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()
+        self._finished = True
+
+    async def __aenter__(self) -> CompatRunStream:
+        self._start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

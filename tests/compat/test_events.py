@@ -1,0 +1,376 @@
+"""Spec: a LangGraph-style graph's run emits flowcore's own events, as a native run does.
+
+``CompiledStateGraph.run_stream(input, ...)`` is the compat counterpart of
+native ``CompiledGraph.stream``: an async iterator of :mod:`flowcore.events`
+plus ``result()``. Every event carries the run id, the graph's name and
+version; ``run_start`` comes first and exactly one ``done`` last; every task
+(``Send`` tasks included) opens with ``node_start`` and is closed by exactly
+one ``node_end``, ``node_error``, ``interrupt`` or ``node_cancelled``;
+stream-writer chunks are ``custom`` events; chat messages with token counts
+give ``usage`` events. A failed run ends ``failed`` without raising.
+LangGraph's own stream modes are untouched, and a run nobody streams these
+events of builds none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from collections.abc import Callable
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from flowcore.compat.langgraph import (
+    END,
+    START,
+    AIMessage,
+    Command,
+    InMemorySaver,
+    Send,
+    StateGraph,
+    get_stream_writer,
+    interrupt,
+)
+from flowcore.compat.langgraph import _events as compat_events
+from flowcore.events import Event
+from flowcore.interrupts import Resume
+from flowcore.result import RunResult
+from flowcore.secrets import SecretRedactor
+
+GUARD = 5.0
+
+
+class S(TypedDict, total=False):
+    items: list[str]
+    log: Annotated[list[str], operator.add]
+    answer: Any
+
+
+async def collect(stream: Any) -> tuple[list[Event], RunResult]:
+    async with asyncio.timeout(GUARD), stream as events:
+        got = [event async for event in events]
+        return got, await events.result()
+
+
+def kinds(events: list[Event]) -> list[tuple[str, str | None]]:
+    return [(e.type, getattr(e, "node", None)) for e in events]
+
+
+def closed_once(events: list[Event]) -> None:
+    """Every node_start is closed by exactly one end, error, interrupt or cancel."""
+    open_count: dict[str, int] = {}
+    for event in events:
+        node = getattr(event, "node", None)
+        if event.type == "node_start":
+            open_count[str(node)] = open_count.get(str(node), 0) + 1
+        elif event.type in ("node_end", "node_error", "interrupt", "node_cancelled"):
+            assert open_count.get(str(node), 0) > 0, f"{event.type} of {node} without a start"
+            open_count[str(node)] -= 1
+    assert not any(open_count.values()), f"left open: {open_count}"
+
+
+def chain(*steps: tuple[str, Callable[..., Any]], checkpointer: Any = None) -> Any:
+    graph = StateGraph(S)
+    previous = START
+    for name, fn in steps:
+        graph.add_node(name, fn)
+        graph.add_edge(previous, name)
+        previous = name
+    graph.add_edge(previous, END)
+    return graph.compile(checkpointer=checkpointer, name="chain")
+
+
+def _first(state: S) -> dict[str, Any]:
+    get_stream_writer()({"progress": 50})
+    return {"log": ["first"]}
+
+
+def _second(state: S) -> dict[str, Any]:
+    return {"log": ["second"], "answer": 42}
+
+
+async def test_a_run_streams_start_each_node_custom_chunks_and_one_done() -> None:
+    app = chain(("first", _first), ("second", _second))
+
+    events, result = await collect(app.run_stream({"items": []}, run_id="run-1"))
+
+    assert kinds(events) == [
+        ("run_start", None),
+        ("node_start", "first"),
+        ("custom", "first"),
+        ("node_end", "first"),
+        ("node_start", "second"),
+        ("node_end", "second"),
+        ("done", None),
+    ]
+    assert {(e.run_id, e.graph_name, e.graph_version) for e in events} == {
+        ("run-1", "chain", app.version)
+    }
+    start, _, custom, first_end, _, second_end, done = events
+    assert start.input == {"items": []}  # type: ignore[union-attr]
+    assert custom.data == {"progress": 50}  # type: ignore[union-attr]
+    assert first_end.update == {"log": ["first"]}  # type: ignore[union-attr]
+    assert second_end.update == {"log": ["second"], "answer": 42}  # type: ignore[union-attr]
+    assert first_end.superstep < second_end.superstep
+    assert done.status == "completed"  # type: ignore[union-attr]
+    assert done.state == {"items": [], "log": ["first", "second"], "answer": 42}  # type: ignore[union-attr]
+    assert (result.run_id, result.status, result.errors) == ("run-1", "completed", ())
+    assert result.state == done.state  # type: ignore[union-attr]
+    assert [(r.node, r.status) for r in result.node_runs] == [
+        ("first", "completed"),
+        ("second", "completed"),
+    ]
+    assert result.outputs["second"] == {"log": ["second"], "answer": 42}
+
+
+async def test_each_send_task_is_a_node_of_its_own() -> None:
+    def fan(state: S) -> list[Send]:
+        return [Send("work", {"items": [item]}) for item in state["items"]]
+
+    def work(state: S) -> dict[str, Any]:
+        return {"log": [f"did {state['items'][0]}"]}
+
+    graph = StateGraph(S)
+    graph.add_node("work", work)
+    graph.add_conditional_edges(START, fan, ["work"])
+    graph.add_edge("work", END)
+
+    events, result = await collect(graph.compile().run_stream({"items": ["a", "b", "c"]}))
+
+    assert [n for t, n in kinds(events) if t == "node_start"] == ["work"] * 3
+    assert sorted(
+        str(e.update)
+        for e in events
+        if e.type == "node_end"  # type: ignore[union-attr]
+    ) == [
+        "{'log': ['did a']}",
+        "{'log': ['did b']}",
+        "{'log': ['did c']}",
+    ]
+    closed_once(events)
+    assert result.state["log"] == ["did a", "did b", "did c"]
+
+
+async def test_a_failing_node_fails_the_run_and_its_running_sibling_is_cancelled() -> None:
+    sibling_started = asyncio.Event()
+
+    async def slow(state: S) -> dict[str, Any]:
+        sibling_started.set()
+        await asyncio.Event().wait()
+        return {}
+
+    async def broken(state: S) -> dict[str, Any]:
+        await sibling_started.wait()
+        raise ValueError("broken on purpose")
+
+    graph = StateGraph(S)
+    graph.add_node("slow", slow)
+    graph.add_node("broken", broken)
+    graph.add_edge(START, "slow")
+    graph.add_edge(START, "broken")
+
+    events, result = await collect(graph.compile().run_stream({"items": []}))
+
+    closed_once(events)
+    assert ("node_error", "broken") in kinds(events)
+    assert ("node_cancelled", "slow") in kinds(events)
+    error = next(e for e in events if e.type == "node_error")
+    assert str(error.error) == "broken on purpose"  # type: ignore[union-attr]
+    assert events[-1].type == "done"
+    assert events[-1].status == "failed"  # type: ignore[union-attr]
+    assert result.status == "failed"
+    assert [str(e) for e in result.errors] == ["broken on purpose"]
+    assert sorted((r.node, r.status) for r in result.node_runs) == [
+        ("broken", "failed"),
+        ("slow", "cancelled"),
+    ]
+
+
+async def test_bad_input_ends_the_run_failed_instead_of_raising() -> None:
+    app = chain(("first", _first))
+
+    events, result = await collect(app.run_stream(None))
+
+    assert kinds(events) == [("run_start", None), ("done", None)]
+    assert result.status == "failed"
+    assert "Received no input" in str(result.errors[0])
+
+
+def _approve(state: S) -> dict[str, Any]:
+    return {"answer": interrupt({"question": "ok?"})}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [Resume("yes"), Command(resume="yes")],
+    ids=["flowcore Resume", "LangGraph Command"],
+)
+async def test_an_interrupt_pauses_the_run_and_a_resume_answers_it(answer: Any) -> None:
+    app = chain(("first", _first), ("approve", _approve), checkpointer=InMemorySaver())
+
+    events, paused = await collect(app.run_stream({"items": []}, thread_id="t1"))
+
+    assert kinds(events)[-3:] == [
+        ("node_start", "approve"),
+        ("interrupt", "approve"),
+        ("done", None),
+    ]
+    closed_once(events)
+    asked = events[-2]
+    assert asked.value == {"question": "ok?"}  # type: ignore[union-attr]
+    assert paused.status == "interrupted"
+    assert [(i.id, i.node, i.value) for i in paused.interrupts] == [
+        (asked.interrupt_id, "approve", {"question": "ok?"})  # type: ignore[union-attr]
+    ]
+    assert paused.thread_id == "t1"
+    assert paused.checkpoint_id
+
+    events, done = await collect(app.run_stream(answer, thread_id="t1"))
+
+    assert kinds(events) == [
+        ("run_start", None),
+        ("node_start", "approve"),
+        ("node_end", "approve"),
+        ("done", None),
+    ]
+    assert done.status == "completed"
+    assert done.state == {"items": [], "log": ["first"], "answer": "yes"}
+
+
+async def test_cancel_closes_the_running_node_and_ends_cancelled() -> None:
+    started = asyncio.Event()
+
+    async def forever(state: S) -> dict[str, Any]:
+        started.set()
+        await asyncio.Event().wait()
+        return {}
+
+    stream = chain(("forever", forever)).run_stream({"items": []})
+    async with asyncio.timeout(GUARD), stream as events:
+        seen = [await anext(events), await anext(events)]
+        await started.wait()
+        stream.cancel()
+        seen += [event async for event in events]
+        result = await events.result()
+
+    assert kinds(seen) == [
+        ("run_start", None),
+        ("node_start", "forever"),
+        ("node_cancelled", "forever"),
+        ("done", None),
+    ]
+    assert seen[-1].status == "cancelled"  # type: ignore[union-attr]
+    assert result.status == "cancelled"
+
+
+async def test_a_stream_cancelled_before_it_started_still_starts_and_ends() -> None:
+    stream = chain(("first", _first)).run_stream({"items": []})
+    stream.cancel()
+
+    events, result = await collect(stream)
+
+    assert kinds(events) == [("run_start", None), ("done", None)]
+    assert result.status == "cancelled"
+
+
+async def test_a_subgraph_is_one_task_of_its_parent() -> None:
+    inner = chain(("first", _first), ("second", _second))
+    graph = StateGraph(S)
+    graph.add_node("inner", inner)
+    graph.add_edge(START, "inner")
+
+    events, result = await collect(graph.compile(name="outer").run_stream({"items": []}))
+
+    assert kinds(events) == [
+        ("run_start", None),
+        ("node_start", "inner"),
+        ("node_end", "inner"),
+        ("done", None),
+    ]
+    assert result.state["log"] == ["first", "second"]
+
+
+async def test_chat_messages_with_token_counts_are_usage_events() -> None:
+    class Chat(TypedDict, total=False):
+        messages: list[Any]
+
+    def model(state: Chat) -> dict[str, Any]:
+        return {
+            "messages": [
+                AIMessage(
+                    "hi",
+                    id="msg-1",
+                    usage_metadata={"input_tokens": 7, "output_tokens": 3, "total_tokens": 10},
+                    response_metadata={"model_name": "m-1"},
+                ),
+                AIMessage("no usage here", id="msg-2"),
+            ]
+        }
+
+    graph = StateGraph(Chat)
+    graph.add_node("model", model)
+    graph.add_edge(START, "model")
+
+    events, _ = await collect(graph.compile().run_stream({"messages": []}))
+
+    (usage,) = [e for e in events if e.type == "usage"]
+    assert kinds(events).index(("usage", "model")) > kinds(events).index(("node_end", "model"))
+    assert (usage.invocation_id, usage.model, usage.input_tokens, usage.output_tokens) == (  # type: ignore[union-attr]
+        "msg-1",
+        "m-1",
+        7,
+        3,
+    )
+
+
+async def test_a_redactor_keeps_secrets_out_of_events_and_the_result() -> None:
+    secret = "sk-events-CANARY-93e1"
+
+    def leak(state: S) -> dict[str, Any]:
+        get_stream_writer()(f"working with {secret}")
+        return {"answer": f"it is {secret}"}
+
+    def fail(state: S) -> dict[str, Any]:
+        raise RuntimeError(f"{secret} was refused")
+
+    app = chain(("leak", leak), ("fail", fail))
+
+    events, result = await collect(app.run_stream({"items": []}, redactor=SecretRedactor([secret])))
+
+    assert result.status == "failed"
+    assert "[REDACTED]" in repr(events)
+    assert secret not in repr(events)
+    assert secret not in repr(result)
+
+
+async def test_the_version_follows_the_graphs_shape_and_can_be_named() -> None:
+    one = chain(("first", _first), ("second", _second))
+    same = chain(("first", _first), ("second", _second))
+    other = chain(("first", _first))
+
+    assert one.version == same.version
+    assert one.version != other.version
+    one.version = "2024-06"
+    events, _ = await collect(one.run_stream({"items": []}))
+    assert {e.graph_version for e in events} == {"2024-06"}
+
+
+async def test_runs_without_a_listener_build_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("an event was built for a run nobody streams events of")
+
+    for name in ("NodeStartEvent", "NodeEndEvent", "CustomEvent", "DoneEvent", "RunStartEvent"):
+        monkeypatch.setattr(compat_events, name, refuse)
+    app = chain(("first", _first), ("second", _second))
+
+    assert await app.ainvoke({"items": []}) == {
+        "items": [],
+        "log": ["first", "second"],
+        "answer": 42,
+    }
+    modes = ["values", "updates", "custom", "debug", "tasks", "messages"]
+    chunks = [chunk async for chunk in app.astream({"items": []}, stream_mode=modes)]
+    assert ("custom", {"progress": 50}) in chunks
+    assert ("updates", {"second": {"log": ["second"], "answer": 42}}) in chunks
+    assert [m for m, _ in chunks].count("tasks") == 4  # two tasks, each started and finished
