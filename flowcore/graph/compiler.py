@@ -166,8 +166,7 @@ def compile_graph(
             if n not in topology.reachable:
                 problems.append(
                     f"node {shown(n)} is unreachable from START; connect it with an edge or "
-                    "remove it (a node reached only by Command(goto=...) or Send must be "
-                    "declared: add_node(..., destinations=[...]) or the router's path_map)"
+                    "remove it"
                 )
     for edge in edge_specs:
         if len(edge.sources) > 1:
