@@ -9,9 +9,10 @@ follow ``langchain_core.messages`` so code written against it keeps working.
 from __future__ import annotations
 
 import json
+import operator
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeAlias, overload
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeAlias, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import TypedDict
@@ -581,11 +582,9 @@ def add_messages(
 
 
 def _merge(left: Messages, right: Messages, format: str | None) -> list[BaseMessage]:
-    olds = convert_to_messages(left if isinstance(left, list) else [left])
+    olds = _messages_of(left)
     news = convert_to_messages(right if isinstance(right, list) else [right])
-    for message in olds:
-        if message.id is None:
-            message.id = str(uuid.uuid4())
+    old_ids = _ids_of(olds)
     clear_at: int | None = None
     for index, message in enumerate(news):
         if message.id is None:
@@ -595,26 +594,37 @@ def _merge(left: Messages, right: Messages, format: str | None) -> list[BaseMess
     if clear_at is not None:
         return news[clear_at + 1 :]
 
-    merged = list(olds)
-    position = {m.id: i for i, m in enumerate(merged)}
-    doomed: set[str | None] = set()
-    for message in news:
-        at = position.get(message.id)
-        if isinstance(message, RemoveMessage):
-            if at is None:
-                raise ValueError(
-                    f"Attempting to delete a message with an ID that doesn't exist ('{message.id}')"
-                )
-            doomed.add(message.id)
-        elif at is not None:
-            # Re-sent after a removal in the same update: it stays, with the new value.
-            doomed.discard(message.id)
-            merged[at] = message
-        else:
-            position[message.id] = len(merged)
-            merged.append(message)
-    if doomed:
-        merged = [m for m in merged if m.id not in doomed]
+    new_ids = set(map(_ID, news))
+    if (
+        len(new_ids) == len(news)
+        and new_ids.isdisjoint(old_ids)
+        and not any(isinstance(m, RemoveMessage) for m in news)
+    ):
+        # Only new ids: an append. A reducer runs on every step of a growing chat, so
+        # this path keeps the per-message work in C (no position map, no Python loop).
+        merged = olds + news
+    else:
+        merged = list(olds)
+        position = dict(zip(old_ids, range(len(old_ids)), strict=True))
+        doomed: set[str | None] = set()
+        for message in news:
+            at = position.get(message.id)
+            if isinstance(message, RemoveMessage):
+                if at is None:
+                    raise ValueError(
+                        "Attempting to delete a message with an ID that doesn't exist "
+                        f"('{message.id}')"
+                    )
+                doomed.add(message.id)
+            elif at is not None:
+                # Re-sent after a removal in the same update: it stays, with the new value.
+                doomed.discard(message.id)
+                merged[at] = message
+            else:
+                position[message.id] = len(merged)
+                merged.append(message)
+        if doomed:
+            merged = [m for m in merged if m.id not in doomed]
 
     if format == "langchain-openai":
         return [_openai_shaped(m) for m in merged]
@@ -623,6 +633,32 @@ def _merge(left: Messages, right: Messages, format: str | None) -> list[BaseMess
             f"Unrecognized format={format!r}. Expected one of 'langchain-openai', None."
         )
     return merged
+
+
+_ID = operator.attrgetter("id")
+
+
+def _messages_of(left: Messages) -> list[BaseMessage]:
+    """``left`` as a list of messages (the list itself when it already is one).
+
+    Only the caller's own copy is changed, never ``left``.
+    """
+    if type(left) is list:
+        # The classes of the items, not each item: one set built in C for a long chat.
+        if all(issubclass(kind, BaseMessage) for kind in set(map(type, left))):
+            return cast("list[BaseMessage]", left)
+        return convert_to_messages(left)
+    return convert_to_messages([left])
+
+
+def _ids_of(messages: list[BaseMessage]) -> list[str | None]:
+    """The messages' ids, after giving a fresh uuid4 id to each message that had none."""
+    ids: list[str | None] = list(map(_ID, messages))
+    if None in ids:
+        for index, message in enumerate(messages):
+            if message.id is None:
+                message.id = ids[index] = str(uuid.uuid4())
+    return ids
 
 
 def _openai_shaped(message: BaseMessage) -> BaseMessage:

@@ -25,8 +25,11 @@ from __future__ import annotations
 import copy
 import enum
 import marshal
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
+
+from pydantic import BaseModel
 
 from flowcore.checkpoint import Checkpoint
 from flowcore.errors import CheckpointStoreError
@@ -38,6 +41,7 @@ __all__ = [
     "SHADOWED_ITEMS",
     "SHADOWED_THREADS",
     "TAILS",
+    "Bulk",
     "Layout",
     "Shadow",
     "ShadowCache",
@@ -175,11 +179,37 @@ _PLAIN = _IMMUTABLE | {float}
 
 # How a witness holds its item: the item itself (immutable), the repr of a float
 # (-0.0 == 0.0, yet they are stored differently), marshal bytes of exact builtin
-# data, or a deep copy of anything else that compares by value.
-_SAME, _FLOAT, _BYTES, _COPY = range(4)
+# data, a deep copy of anything else that compares by value, or, for a pydantic
+# model compared by pydantic's own ``__eq__``, its class and copies of its field
+# and extra dicts (what that ``__eq__`` compares, without its Python-level steps).
+_SAME, _FLOAT, _BYTES, _COPY, _MODEL = range(5)
 
 Witness = tuple[int, Any, Any]
 _IDENTITY_EQ: Any = object.__eq__
+_MODEL_EQ: Any = BaseModel.__eq__
+_FIELDS = operator.attrgetter("__dict__")
+_EXTRA = operator.attrgetter("__pydantic_extra__")
+
+_model_classes: dict[type, bool] = {}
+
+
+def _is_model_class(kind: type) -> bool:
+    """Whether ``kind``'s instances are equal exactly when their field and extra dicts are.
+
+    True for pydantic models that keep pydantic's ``__eq__`` and have no private
+    attributes (which that ``__eq__`` also compares). Where pydantic's ``__eq__``
+    would still call two models equal whose ``__dict__`` differ (keys that are
+    not fields, such as a cached property), the dicts differ and the list is
+    stored whole: never a wrong tail, at worst a whole copy.
+    """
+    known = _model_classes.get(kind)
+    if known is None:
+        known = _model_classes[kind] = (
+            issubclass(kind, BaseModel)
+            and getattr(kind, "__eq__", None) is _MODEL_EQ
+            and not getattr(kind, "__private_attributes__", None)
+        )
+    return known
 
 
 def _plain(value: Any) -> bool:
@@ -200,6 +230,13 @@ def _plain(value: Any) -> bool:
     return kind in _PLAIN
 
 
+def _frozen(value: Any) -> Any:
+    """A deep copy of ``value``; plain data is copied by marshal, in C."""
+    if _plain(value):
+        return marshal.loads(marshal.dumps(value))
+    return copy.deepcopy(value)
+
+
 def _witness(item: Any) -> Witness | None:
     """A frozen copy of ``item`` that :func:`_matches` compares later items with.
 
@@ -216,6 +253,10 @@ def _witness(item: Any) -> Witness | None:
     if getattr(kind, "__eq__", None) is _IDENTITY_EQ:
         return None
     try:
+        if _is_model_class(kind):
+            # The class too: ``item.__class__`` may be reassigned later.
+            extra = getattr(item, "__pydantic_extra__", None)
+            return _MODEL, item, (kind, _frozen(item.__dict__), _frozen(extra))
         return _COPY, item, copy.deepcopy(item)
     except Exception:
         return None
@@ -230,11 +271,80 @@ def _matches(item: Any, witness: Witness) -> bool:
     how, original, frozen = witness
     if how == _SAME:
         return item is original or (type(item) is type(original) and item == original)
+    if how == _MODEL:
+        kind, fields, extra = frozen
+        return (
+            type(item) is kind
+            and item.__dict__ == fields
+            and getattr(item, "__pydantic_extra__", None) == extra
+        )
     if how == _COPY:
         return type(item) is type(frozen) and bool(item == frozen)
     if how == _BYTES:
         return _plain(item) and marshal.dumps(item) == frozen
     return type(item) is float and repr(item) == frozen
+
+
+class Bulk(NamedTuple):
+    """The witnesses of a list whose items are all of one kind, as parallel lists.
+
+    ``how`` is ``_SAME`` (``values``: the items themselves) or ``_MODEL``
+    (``values``: copies of the field dicts, ``extras``: of the extra dicts).
+    :func:`_bulk_matches` then compares a whole prefix with a few list
+    comparisons run in C, rather than one :func:`_matches` call per item:
+    a chat's messages are re-checked at every step.
+    """
+
+    how: int
+    types: list[type]
+    values: list[Any]
+    extras: list[Any]
+
+
+def _bulk(witnesses: Sequence[Witness]) -> Bulk | None:
+    """The :class:`Bulk` form of ``witnesses``, if they are all of one kind that has one."""
+    if not witnesses:
+        return None
+    how = witnesses[0][0]
+    if how == _MODEL:
+        frozen = [w[2] for w in witnesses if w[0] == _MODEL]
+        if len(frozen) != len(witnesses):
+            return None
+        return Bulk(_MODEL, [f[0] for f in frozen], [f[1] for f in frozen], [f[2] for f in frozen])
+    if how == _SAME:
+        same = [w[1] for w in witnesses if w[0] == _SAME]
+        if len(same) != len(witnesses):
+            return None
+        return Bulk(_SAME, list(map(type, same)), same, [])
+    return None
+
+
+def _joined(bulk: Bulk | None, more: Bulk | None) -> Bulk | None:
+    if bulk is None or more is None or bulk.how != more.how:
+        return None
+    return Bulk(
+        bulk.how, bulk.types + more.types, bulk.values + more.values, bulk.extras + more.extras
+    )
+
+
+def _bulk_matches(value: list[Any], bulk: Bulk) -> bool:
+    """Whether the first items of ``value`` all match ``bulk`` (as :func:`_matches` would).
+
+    Each list comparison runs in C: equal types first (so every item below is
+    of its witness's class), then the values by ``==``, item by item.
+    """
+    n = len(bulk.types)
+    prefix = value[:n] if len(value) > n else value
+    if list(map(type, prefix)) != bulk.types:
+        return False
+    if bulk.how == _SAME:
+        return prefix == bulk.values
+    try:
+        return list(map(_FIELDS, prefix)) == bulk.values and (
+            list(map(_EXTRA, prefix)) == bulk.extras
+        )
+    except AttributeError:  # a model built without its extra dict: compare one by one
+        return False
 
 
 # ---------------------------------------------------------------------- shadows
@@ -248,7 +358,8 @@ class Shadow:
     parent whose ``blob_at`` names that same checkpoint. ``witnesses``: one
     per item of the value, or None while witnessing is paused (``wait``
     puts left) after lists that did not extend what was stored (``misses``
-    in a row). ``whole``: items in the last whole copy; ``since``: items
+    in a row); ``bulk``: the same witnesses as a :class:`Bulk` when they
+    have that form. ``whole``: items in the last whole copy; ``since``: items
     stored in tails after it; ``links``: tails after it.
 
     Example:
@@ -257,7 +368,7 @@ class Shadow:
         ('c1', 0)
     """
 
-    __slots__ = ("holder", "links", "misses", "since", "wait", "whole", "witnesses")
+    __slots__ = ("bulk", "holder", "links", "misses", "since", "wait", "whole", "witnesses")
 
     def __init__(
         self,
@@ -269,6 +380,7 @@ class Shadow:
         links: int = 0,
         misses: int = 0,
         wait: int = 0,
+        bulk: Bulk | None = None,
     ) -> None:
         self.holder = holder
         self.witnesses = witnesses
@@ -277,6 +389,7 @@ class Shadow:
         self.links = links
         self.misses = misses
         self.wait = wait
+        self.bulk = bulk
 
 
 def _witnesses(items: Sequence[Any]) -> list[Witness] | None:
@@ -287,6 +400,17 @@ def _witnesses(items: Sequence[Any]) -> list[Witness] | None:
             return None
         out.append(w)
     return out
+
+
+def _matched(value: list[Any], shadow: Shadow, known: list[Witness]) -> int:
+    """How many leading items of ``value`` still match ``known``, the shadow's witnesses."""
+    if shadow.bulk is not None and _bulk_matches(value, shadow.bulk):
+        return len(known)
+    matched = 0
+    n = len(known)
+    while matched < n and _matches(value[matched], known[matched]):
+        matched += 1
+    return matched
 
 
 def stored_list(
@@ -315,8 +439,7 @@ def stored_list(
         known = shadow.witnesses
         n = len(known)
         if len(value) >= n:
-            while matched < n and _matches(value[matched], known[matched]):
-                matched += 1
+            matched = _matched(value, shadow, known)
         if matched == n:
             added = len(value) - n
             if added == 0:
@@ -327,6 +450,7 @@ def stored_list(
                         whole=shadow.whole,
                         since=shadow.since,
                         links=shadow.links,
+                        bulk=shadow.bulk,
                     )
                 return [], 0, shadow
             if shadow.links < MAX_TAILS and shadow.since + added <= shadow.whole:
@@ -339,6 +463,7 @@ def stored_list(
                         whole=shadow.whole,
                         since=shadow.since + added,
                         links=shadow.links + 1,
+                        bulk=_joined(shadow.bulk, _bulk(new)),
                     )
                 return value[n:], shadow.links + 1, after
             misses = 0
@@ -355,7 +480,8 @@ def stored_list(
     new = _witnesses(value[matched:])
     if new is None:
         return None, 0, None
-    return None, 0, Shadow(cid, reused + new, whole=len(value), misses=misses)
+    witnesses = reused + new
+    return None, 0, Shadow(cid, witnesses, whole=len(value), misses=misses, bulk=_bulk(witnesses))
 
 
 class ShadowCache:
