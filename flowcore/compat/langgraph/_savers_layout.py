@@ -231,10 +231,26 @@ def _plain(value: Any) -> bool:
 
 
 def _frozen(value: Any) -> Any:
-    """A deep copy of ``value``; plain data is copied by marshal, in C."""
+    """A deep copy of ``value`` that shares its immutable leaves, as ``copy.deepcopy`` does.
+
+    Shared leaves keep later comparisons cheap: ``==`` on the same string object
+    is an identity check, not a comparison of its characters.
+    """
     if _plain(value):
-        return marshal.loads(marshal.dumps(value))
+        return _plain_copy(value)
     return copy.deepcopy(value)
+
+
+def _plain_copy(value: Any) -> Any:
+    """:func:`_frozen` of plain data (see :func:`_plain`), without deepcopy's memo."""
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) in _PLAIN else _plain_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _PLAIN else _plain_copy(v) for v in value]
+    if kind is tuple:
+        return tuple([v if type(v) in _PLAIN else _plain_copy(v) for v in value])
+    return value
 
 
 def _witness(item: Any) -> Witness | None:
