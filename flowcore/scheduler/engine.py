@@ -226,6 +226,12 @@ class RunEngine:
         self.limit = limit if limit is not None else DEFAULT_RECURSION_LIMIT + len(graph.nodes)
         self._limit = options.max_concurrency or None
         self._fail_fast = options.on_error == "fail_fast"
+        # Per-step durability commits once per step: the last task of a clean
+        # superstep leaves its write to the checkpoint that follows (which holds
+        # it in its write group) instead of committing it alone just before.
+        self._unfinished = 0  # tasks of the running superstep not yet finished
+        self._step_clean = True  # no task of it has failed or paused so far
+        self._deferred: _Outcome | None = None
         self.values: dict[str, Any] = {}
         self.outputs: dict[str, Mapping[str, Any] | None] = {}
         self.node_runs: list[NodeRun] = []
@@ -637,7 +643,7 @@ class RunEngine:
             if not skip_check:
                 pause = "before"
         thread.cursor = None  # only the first batch after a resume is "resumed"
-        if resumed_here and not thread.groups and pause is None:
+        if resumed_here and not thread.groups and pause is None and self._deferred is None:
             # Resuming into the very batch the saved checkpoint describes:
             # its pending writes stay attached to it, so keep it as the head.
             return
@@ -684,7 +690,17 @@ class RunEngine:
             cursor=cursor,
             metadata=meta,
         )
-        await thread.writer.checkpoint(cp)
+        try:
+            await thread.writer.checkpoint(cp)
+        except FlowcoreError:
+            # The write this checkpoint was to carry is stored alone if it can be, so a
+            # checkpoint that failed for another reason (a lost lease, a full disk) does
+            # not cost a finished node its result; this checkpoint's error is the one reported.
+            with contextlib.suppress(FlowcoreError):
+                await self._store_deferred()
+            self._deferred = None
+            raise
+        self._deferred = None  # its write is in this checkpoint's group (or its cursor)
         if snapshot is not None:
             thread.policy.took_snapshot(snapshot)
         thread.head_id = cp.checkpoint_id
@@ -695,6 +711,7 @@ class RunEngine:
         thread = self._thread
         if thread is None:
             return
+        await self._store_deferred()
         await thread.writer.close({"values": self.values, "outputs": dict(self.outputs)})
 
     async def _run_batch(self, batch: Sequence[str], level: int) -> list[_Outcome]:
@@ -709,6 +726,7 @@ class RunEngine:
                 ran = await self._run_batch(rest, level) if rest else []
                 by_node = {o.node: o for o in [*done, *ran]}
                 return [by_node[n] for n in batch if n in by_node]
+        self._begin_step(len(batch))
         if len(batch) == 1:
             return [await self._run_node_now(specs[batch[0]], values, level)]
 
@@ -737,6 +755,8 @@ class RunEngine:
                 done.update((o.key, o) for o in ran)
                 return [done[key] for key, _, _ in tasks if key in done]
 
+        self._begin_step(len(tasks))
+
         async def one(task: Task) -> _Outcome:
             key, node, arg = task
             return await self._run_node_now(specs[node], values, level, key, arg)
@@ -748,6 +768,19 @@ class RunEngine:
             stops=(lambda out: out.error is not None) if self._fail_fast else None,
         )
         return [r for r in outcomes if r is not None]
+
+    def _begin_step(self, tasks: int) -> None:
+        # A write left to the next checkpoint was stored by it before this step began.
+        assert self._deferred is None
+        self._unfinished = tasks
+        self._step_clean = True
+
+    async def _store_deferred(self) -> None:
+        """Store the write a checkpoint was to carry, when the run stops before that checkpoint."""
+        out = self._deferred
+        if out is not None:
+            self._deferred = None
+            await self._persist_node(out)
 
     def _saved_outcome(self, node: str, level: int, key: str | None = None) -> _Outcome | None:
         """A task whose write an earlier attempt saved: its outcome, without running it."""
@@ -1075,7 +1108,10 @@ class RunEngine:
                 out.routes = tuple(dict.fromkeys((*goto[0], *out.routes)))
                 out.sends = (*goto[1], *out.sends)
             if self._thread is not None:
-                await self._persist_node(out)
+                if self._unfinished == 1 and self._step_clean and self._thread.syncs_each_step:
+                    self._deferred = out
+                else:
+                    await self._persist_node(out)
         except NodeInterrupted as paused:
             asked = paused.interrupt
             out.interrupt = replace(asked, value=self._scrub(asked.value))
@@ -1088,6 +1124,8 @@ class RunEngine:
                     out.interrupt = None
                     out.error = exc
         except asyncio.CancelledError:
+            self._unfinished = max(0, self._unfinished - 1)
+            self._step_clean = False
             self._record_cancelled(out, time.perf_counter() - t_start)
             raise
         except (
@@ -1103,6 +1141,10 @@ class RunEngine:
         except Exception as exc:
             # Anything else is still this node's failure, never the run loop's.
             out.error = NodeError(node=name, attempts=max(out.attempts, 1), cause=exc)
+        if self._unfinished:
+            self._unfinished -= 1
+            if out.error is not None or out.interrupt is not None:
+                self._step_clean = False
         out.duration = time.perf_counter() - t_start
         if out.error is not None and self._redactor is not None:
             out.error = scrub_error(out.error, self._redactor)

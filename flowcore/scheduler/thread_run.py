@@ -44,3 +44,8 @@ class ThreadRun:
     reuse_head: bool = False
     """True when resuming the head in place (its pending writes still count);
     False for a fork, whose first batch starts a new branch."""
+
+    @property
+    def syncs_each_step(self) -> bool:
+        """Whether each step's checkpoint is stored before the next step starts (``sync``)."""
+        return self.writer.durability == "sync"

@@ -124,9 +124,11 @@ async def test_a_checkpoint_id_from_another_thread(store: Checkpointer) -> None:
     assert await history_ids(app, "b") == before
 
 
-async def test_an_unserialisable_value_fails_its_node_and_keeps_the_thread(
+async def test_an_unserialisable_value_fails_the_run_and_keeps_the_thread(
     store: Checkpointer,
 ) -> None:
+    # The write of a step's last node is stored with the checkpoint after it
+    # (one commit per step), so storing that checkpoint is what fails.
     app = build(store, bad_value=True)
 
     result = await app.run({"log": []}, thread_id="t")

@@ -38,6 +38,7 @@ class RecordingStore:
         self.node_calls_at_first_put: int | None = None
         self.steps_run = 0
         self.lags: list[int] = []
+        self.ran: list[str] = []
 
     async def put(self, checkpoint: Checkpoint) -> None:
         self.calls.append("put")
@@ -92,11 +93,62 @@ async def test_sync_stores_every_checkpoint_before_the_next_step() -> None:
     result = await loop(store).run({"i": 0}, thread_id="t", durability="sync")
 
     assert result.state["i"] == 10
-    # One checkpoint before each of the 10 steps, one at the end, one write per step.
-    assert store.calls.count("put") == 11
-    assert store.calls.count("write") == 10
-    assert store.calls[:3] == ["put", "write", "put"]
+    # One checkpoint before each of the 10 steps and one at the end. A step's
+    # only node leaves its write to the checkpoint that follows (it is in that
+    # checkpoint's write group), so each step is one commit, not two.
+    assert store.calls == ["put"] * 11
     assert store.node_calls_at_first_put == 0
+
+
+def fan(store: RecordingStore, fail_join: list[bool]) -> Any:
+    """START -> a, b, c (one superstep) -> join; join fails while ``fail_join[0]``."""
+    ran = store.ran
+
+    def node(name: str) -> Any:
+        async def run(state: Any) -> dict[str, Any]:
+            ran.append(name)
+            if name == "join" and fail_join[0]:
+                raise RuntimeError("join is down")
+            return {"log": [name]}
+
+        return run
+
+    graph = Graph(State)
+    for name in ("a", "b", "c", "join"):
+        graph.add_node(name, node(name))
+        if name != "join":
+            graph.add_edge(START, name).add_edge(name, "join")
+    graph.add_edge("join", END)
+    return graph.compile(checkpointer=store)
+
+
+async def test_sync_stores_the_writes_of_a_parallel_step_but_its_last_alone() -> None:
+    store = RecordingStore()
+
+    result = await fan(store, [False]).run({"i": 0, "log": []}, thread_id="t", durability="sync")
+
+    assert sorted(result.state["log"][:3]) == ["a", "b", "c"]
+    # Two of a, b, c commit their writes as they finish (a failure or a crash of a
+    # sibling must not re-run them); the last one's rides with the next checkpoint.
+    assert store.calls.count("write") == 2
+    assert store.calls.count("put") == 3
+
+
+async def test_a_failure_after_a_one_commit_step_reruns_nothing_saved() -> None:
+    store = RecordingStore()
+    fail_join = [True]
+    app = fan(store, fail_join)
+
+    first = await app.run({"i": 0, "log": []}, thread_id="t", durability="sync")
+    fail_join[0] = False
+    second = await app.run(None, thread_id="t", durability="sync")
+
+    assert first.status == "failed"
+    assert second.status == "completed"
+    assert sorted(second.state["log"]) == ["a", "b", "c", "join"]
+    # a, b and c ran once each (their writes were saved: two alone, one in the
+    # checkpoint before join); only the failed join ran again.
+    assert sorted(store.ran) == ["a", "b", "c", "join", "join"]
 
 
 async def test_async_runs_ahead_of_a_slow_store_but_only_so_far() -> None:
