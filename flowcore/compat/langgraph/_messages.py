@@ -193,6 +193,9 @@ class SystemMessage(BaseMessage):
         def __init__(self, content: Content | None = None, **kwargs: Any) -> None: ...
 
 
+_TOOL_CALL_SOURCES = frozenset({"tool_calls", "invalid_tool_calls", "additional_kwargs"})
+
+
 class AIMessage(BaseMessage):
     """A model's answer: text and/or ``tool_calls``, with optional token ``usage_metadata``.
 
@@ -218,7 +221,9 @@ class AIMessage(BaseMessage):
     @model_validator(mode="before")
     @classmethod
     def _normalize_tool_calls(cls, values: Any) -> Any:
-        if not isinstance(values, dict):
+        if not isinstance(values, dict) or values.keys().isdisjoint(_TOOL_CALL_SOURCES):
+            # A plain answer (no tool calls, nothing to parse them from): nothing to do,
+            # without copying its fields; the common case when a node returns text.
             return values
         values = dict(values)
         given = any(values.get(k) for k in ("tool_calls", "invalid_tool_calls"))

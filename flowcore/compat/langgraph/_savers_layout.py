@@ -236,21 +236,33 @@ def _frozen(value: Any) -> Any:
     Shared leaves keep later comparisons cheap: ``==`` on the same string object
     is an identity check, not a comparison of its characters.
     """
-    if _plain(value):
+    try:
         return _plain_copy(value)
-    return copy.deepcopy(value)
+    except _NotPlain:
+        return copy.deepcopy(value)
+
+
+class _NotPlain(Exception):
+    """The value holds something :func:`_plain` would refuse."""
 
 
 def _plain_copy(value: Any) -> Any:
-    """:func:`_frozen` of plain data (see :func:`_plain`), without deepcopy's memo."""
+    """:func:`_frozen` of plain data (see :func:`_plain`) in one pass; else :class:`_NotPlain`."""
     kind = type(value)
     if kind is dict:
-        return {k: v if type(v) in _PLAIN else _plain_copy(v) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            if type(k) not in _PLAIN and not _plain(k):  # a plain key is immutable: kept
+                raise _NotPlain
+            out[k] = v if type(v) in _PLAIN else _plain_copy(v)
+        return out
     if kind is list:
         return [v if type(v) in _PLAIN else _plain_copy(v) for v in value]
     if kind is tuple:
         return tuple([v if type(v) in _PLAIN else _plain_copy(v) for v in value])
-    return value
+    if kind in _PLAIN:
+        return value
+    raise _NotPlain
 
 
 def _witness(item: Any) -> Witness | None:
