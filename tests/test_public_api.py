@@ -27,6 +27,7 @@ PUBLIC_MODULES = [
     "flowcore.state",
     "flowcore.refs",
     "flowcore.scheduler",
+    "flowcore.runtime",
     "flowcore.checkpoint",
     "flowcore.blocks",
     "flowcore.llm",
