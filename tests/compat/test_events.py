@@ -374,3 +374,28 @@ async def test_runs_without_a_listener_build_no_event(monkeypatch: pytest.Monkey
     assert ("custom", {"progress": 50}) in chunks
     assert ("updates", {"second": {"log": ["second"], "answer": 42}}) in chunks
     assert [m for m, _ in chunks].count("tasks") == 4  # two tasks, each started and finished
+
+
+async def test_a_node_starts_when_its_task_runs_not_when_its_superstep_is_planned() -> None:
+    def left(state: S) -> dict[str, Any]:
+        return {"log": ["left"]}
+
+    def right(state: S) -> dict[str, Any]:
+        return {"log": ["right"]}
+
+    graph = StateGraph(S)
+    graph.add_node("left", left)
+    graph.add_node("right", right)
+    graph.add_edge(START, "left")
+    graph.add_edge(START, "right")
+
+    # One task at a time: the second starts only after the first ended.
+    stream = graph.compile().run_stream({"items": []}, {"max_concurrency": 1})
+    events, _ = await collect(stream)
+
+    assert kinds(events)[1:-1] == [
+        ("node_start", "left"),
+        ("node_end", "left"),
+        ("node_start", "right"),
+        ("node_end", "right"),
+    ]

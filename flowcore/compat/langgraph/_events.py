@@ -25,10 +25,10 @@ version, the superstep and a timestamp:
 A subgraph runs as one task of its parent: its own nodes emit nothing here.
 Compat nodes stream no text, so there are no ``text_delta`` events.
 
-:class:`EventProjector` builds the events of one run; the run loop hands it
-what happens through the same internal chunks it streams LangGraph's
-``tasks`` and ``custom`` modes from, which are only produced while someone
-listens: a run nobody streams events of builds no event object.
+:class:`EventProjector` builds the events of one run; the run loop calls it
+(``Run.listener``) when a task starts, when it ends however it ends, and
+when a node writes to the stream writer. A run without a listener (every
+``invoke`` / ``stream``) skips those calls and builds no event object.
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ class EventProjector:
     """Builds the flowcore events and the :class:`RunResult` of one compat run.
 
     ``emit`` receives every event (scrubbed by ``redactor`` first, when one is
-    given). :meth:`sink` is the run loop's chunk sink; the driver calls
+    given). The run loop calls :meth:`task_start`, :meth:`task_result` and
+    :meth:`custom` as things happen (``Run.listener``); the driver calls
     :meth:`run_start` before the run and :meth:`finish` after it.
 
     Example:
@@ -173,35 +174,22 @@ class EventProjector:
         shown = dict(run_input) if isinstance(run_input, Mapping) else {}
         self.emit(RunStartEvent(**self.base(0), input=shown))
 
-    def sink(self, ns: tuple[str, ...], mode: str, chunk: Any) -> None:
-        """The run loop's chunks: tasks starting and ending, custom writes.
-
-        Chunks of subgraphs (``ns`` not empty) are their parent task's business.
-        """
-        if ns:
-            return
-        if mode == "debug_tasks":
-            step, tasks = chunk
-            for task in tasks:
-                if task.name != START and not task.done:
-                    self.task_start(task, step)
-        elif mode == "debug_task_result":
-            step, payload = chunk
-            self.task_result(str(payload["id"]), step)
-        elif mode == "custom":
-            node, data = chunk
-            self.emit(CustomEvent(**self.base(self.step), node=node, name="custom", data=data))
+    def custom(self, node: str, data: Any, step: int) -> None:
+        """Node ``node`` wrote ``data`` to the stream writer."""
+        self.emit(CustomEvent(**self.base(step), node=node, name="custom", data=data))
 
     def task_start(self, task: Task, step: int) -> None:
-        """Task ``task`` of superstep ``step`` is about to run."""
+        """Task ``task`` of superstep ``step`` starts running (the loop calls this)."""
+        if task.name == START:
+            return
         self.step = step
         now = time.perf_counter()
         self.open[task.id] = (task, step, now, now - self.t0)
         self.emit(NodeStartEvent(**self.base(step), node=task.name))
 
-    def task_result(self, task_id: str, step: int) -> None:
-        """The task with id ``task_id`` finished: it returned, failed or paused."""
-        entry = self.open.pop(task_id, None)
+    def task_result(self, task: Task, step: int) -> None:
+        """Task ``task`` finished: it returned, failed or paused (the loop calls this)."""
+        entry = self.open.pop(task.id, None) if task.name != START else None
         if entry is None:
             return
         task, _, began, started_at = entry
@@ -318,6 +306,10 @@ class EventProjector:
 _END_OF_STREAM: Any = object()
 
 
+def _no_chunks(ns: tuple[str, ...], mode: str, chunk: Any) -> None:
+    """The chunk sink of a run streamed as flowcore events: its events come from the listener."""
+
+
 class CompatRunStream:
     """The flowcore events of one compat run, as an async iterator, plus its result.
 
@@ -373,13 +365,14 @@ class CompatRunStream:
             run = self._graph._run(
                 as_compat_input(self._input),
                 self._config,
-                projector.sink,
+                _no_chunks,
                 durability=self._run_options.get("durability"),
                 interrupt_before=self._run_options.get("interrupt_before"),
                 interrupt_after=self._run_options.get("interrupt_after"),
             )
-            # "tasks" makes the loop report each task's start and result.
-            run.wants = {"tasks"}
+            run.listener = projector
+            # No LangGraph stream mode is read: the loop builds no chunk for one.
+            run.wants = set()
             await run.execute()
         except GraphInterrupt:
             return self._end("interrupted", run, ())

@@ -48,6 +48,7 @@ from flowcore.compat.langgraph._types import START, Command, Interrupt
 from flowcore.runtime import call_node, run_batch
 
 if TYPE_CHECKING:
+    from flowcore.compat.langgraph._events import EventProjector
     from flowcore.compat.langgraph._pregel import CompiledStateGraph
 
 __all__ = ["INTERRUPT", "RESUME", "Run", "Task", "empty_checkpoint", "new_checkpoint_id"]
@@ -284,6 +285,9 @@ class Run:
         # Under durability "async" saves are queued (see SaveBatch), opened at the first save.
         self.batch: SaveBatch | None = None
         self.batch_asked = False
+        # Who builds flowcore's events of this run (run_stream); None: nobody listens,
+        # and no event is built.
+        self.listener: EventProjector | None = None
 
     def emit(self, mode: str, chunk: Any) -> None:
         """Hand one stream chunk (or internal event) to whoever runs this graph."""
@@ -291,6 +295,8 @@ class Run:
 
     def write_custom(self, node: str, chunk: Any) -> None:
         """Send a custom stream chunk written by node ``node``."""
+        if self.listener is not None:
+            self.listener.custom(node, chunk, self.step)
         self.emit("custom", (node, chunk))
 
     def scope_config(self, task: Task, step: int) -> dict[str, Any]:
@@ -695,6 +701,9 @@ class Run:
     async def _run_task(self, task: Task) -> None:
         """Run one task; its failure is left in ``task.error`` (run_batch stops the others)."""
         node = self.graph.nodes.get(task.name)
+        listener = self.listener
+        if listener is not None:
+            listener.task_start(task, self.step)
         scope = TaskScope(
             self,
             task,
@@ -718,12 +727,16 @@ class Run:
             values = self.graph.read_output(self.channels, self.output_keys)
             self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
             self._task_result(task, error=None)
+            if listener is not None:
+                listener.task_result(task, self.step)
             return
         except ParentCommand as exc:
             if self.parent_scope is None:
                 task.error = InvalidUpdateError("There is no parent graph")
             else:
                 task.error = exc
+            if listener is not None:
+                listener.task_result(task, self.step)
             return
         except asyncio.CancelledError:
             task.error = task.error or asyncio.CancelledError()
@@ -733,6 +746,8 @@ class Run:
             await self._put_writes(task, [(ERROR, repr(exc))])
             self.pending.append((task.id, ERROR, repr(exc)))
             self._task_result(task, error=repr(exc))
+            if listener is not None:
+                listener.task_result(task, self.step)
             return
         finally:
             set_scope(None)
@@ -754,6 +769,8 @@ class Run:
                 self.emit_task_updates(task, task.writes)
             if self.wants & _TASK_MODES:
                 self._task_result(task, error=None)
+        if listener is not None:
+            listener.task_result(task, self.step)
 
     def _task_result(self, task: Task, *, error: str | None) -> None:
         if task.name == START or not self.wants & _TASK_MODES:
