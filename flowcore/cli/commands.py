@@ -223,6 +223,14 @@ async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
                 f"no run on thread {args.thread!r} in {ws.path}; "
                 "'flowcore runs list' shows the threads"
             )
+        if latest[0].source is None:
+            # A graph run an app recorded (through the executor port): no pipeline
+            # document to rebuild it from, so only that app can resume it.
+            raise CliError(
+                f"thread {args.thread!r} belongs to a run of graph {latest[0].pipeline_id!r} "
+                "that an app recorded, not to a pipeline file; resume it from that app, "
+                "e.g. RunRequest(..., options=RunOptions(thread_id=..., resume=...))"
+            )
         if not args.json:
             out.write(
                 f"flowcore resume {args.thread} · pipeline {latest[0].pipeline_id} · "

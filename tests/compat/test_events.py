@@ -27,6 +27,7 @@ from flowcore.compat.langgraph import (
     AIMessage,
     Command,
     InMemorySaver,
+    RetryPolicy,
     Send,
     StateGraph,
     get_stream_writer,
@@ -398,4 +399,35 @@ async def test_a_node_starts_when_its_task_runs_not_when_its_superstep_is_planne
         ("node_end", "left"),
         ("node_start", "right"),
         ("node_end", "right"),
+    ]
+
+
+async def test_a_retried_node_reports_how_many_attempts_it_took() -> None:
+    calls: list[int] = []
+
+    def flaky(state: S) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionError("try again")
+        return {"log": ["flaky"]}
+
+    def hopeless(state: S) -> dict[str, Any]:
+        raise ConnectionError("never")
+
+    quick = RetryPolicy(initial_interval=0.0, jitter=False, max_attempts=3)
+    graph = StateGraph(S)
+    graph.add_node("flaky", flaky, retry_policy=quick)
+    graph.add_node(
+        "hopeless", hopeless, retry_policy=RetryPolicy(initial_interval=0.0, max_attempts=2)
+    )
+    graph.add_edge(START, "flaky")
+    graph.add_edge("flaky", "hopeless")
+
+    events, result = await collect(graph.compile().run_stream({"items": []}))
+
+    ended = {e.node: e.attempts for e in events if e.type in ("node_end", "node_error")}  # type: ignore[union-attr]
+    assert ended == {"flaky": 3, "hopeless": 2}
+    assert [(r.node, r.status, r.attempts) for r in result.node_runs] == [
+        ("flaky", "completed", 3),
+        ("hopeless", "failed", 2),
     ]

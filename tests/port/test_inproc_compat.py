@@ -496,3 +496,20 @@ async def test_recorded_compat_runs_count_the_tokens_of_their_chat_messages(
     assert record.nodes_by_name["summarize"].total_tokens == 0
     listed = await asyncio.to_thread(_cli, "runs", "list", "--db", str(db))
     assert listed.splitlines()[-1].split()[-1] == str(tokens_in + tokens_out)
+
+
+async def test_flowcore_resume_says_an_app_recorded_compat_thread_is_resumed_from_the_app(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "flowcore.db"
+    async with SqliteRunHistory(db) as history, InProcExecutor(history=history) as executor:
+        await finish(executor.run(request(asking_graph(), {"draft": "d"}, thread_id="t-app")))
+
+    out, err = io.StringIO(), io.StringIO()
+    code = await asyncio.to_thread(
+        main, ["resume", "t-app", "--value", "yes", "--db", str(db)], stdout=out, stderr=err
+    )
+
+    assert code == 2
+    assert "thread 't-app' belongs to a run of graph 'asking'" in err.getvalue()
+    assert "resume it from that app" in err.getvalue()

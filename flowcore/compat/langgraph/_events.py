@@ -209,9 +209,14 @@ class EventProjector:
             return
         update = _update(task.writes, self._keys)
         self.outputs[name] = update
-        self.node_runs.append(NodeRun(name, 1, step, "completed", update, started_at, duration, 1))
+        attempts = max(task.attempts, 1)
+        self.node_runs.append(
+            NodeRun(name, 1, step, "completed", update, started_at, duration, attempts)
+        )
         self.emit(
-            NodeEndEvent(**self.base(step), node=name, update=update, duration=duration, attempts=1)
+            NodeEndEvent(
+                **self.base(step), node=name, update=update, duration=duration, attempts=attempts
+            )
         )
         for message in _usage_messages(update):
             self._usage(name, step, message)
@@ -237,12 +242,17 @@ class EventProjector:
     ) -> None:
         if self.redactor is not None:
             error = scrub_error(error, self.redactor)
+        attempts = max(task.attempts, 1)
         self.node_runs.append(
-            NodeRun(task.name, 1, step, "failed", None, started_at, duration, 1, error)
+            NodeRun(task.name, 1, step, "failed", None, started_at, duration, attempts, error)
         )
         self.emit(
             NodeErrorEvent(
-                **self.base(step), node=task.name, error=error, duration=duration, attempts=1
+                **self.base(step),
+                node=task.name,
+                error=error,
+                duration=duration,
+                attempts=attempts,
             )
         )
 

@@ -140,6 +140,7 @@ class Task:
         "_id",
         "_id_from",
         "_sort_key",
+        "attempts",
         "done",
         "error",
         "input",
@@ -174,6 +175,8 @@ class Task:
         self.done = False
         self.resume: list[Any] = []
         self._sort_key: str | None = None
+        # Counted only where a retry policy may call the node more than once.
+        self.attempts = 1
 
     @property
     def id(self) -> str:
@@ -813,9 +816,11 @@ class Run:
                     graph.call_shape(action),
                 )
             else:
+                task.attempts = 0
 
                 async def attempt() -> Any:
                     scope.calls = 0
+                    task.attempts += 1
                     if hasattr(action, "_arun_subgraph"):
                         try:
                             return await action._arun_subgraph(task.input, scope, self)
