@@ -25,6 +25,8 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
+from flowcore import START as NATIVE_START
+from flowcore import Graph
 from flowcore.cli.app import main
 from flowcore.compat.langgraph import (
     END,
@@ -513,3 +515,24 @@ async def test_flowcore_resume_says_an_app_recorded_compat_thread_is_resumed_fro
     assert code == 2
     assert "thread 't-app' belongs to a run of graph 'asking'" in err.getvalue()
     assert "resume it from that app" in err.getvalue()
+
+
+async def test_native_graph_runs_are_recorded_the_same_way() -> None:
+    class Count(TypedDict, total=False):
+        n: int
+
+    native = Graph(Count, name="counter").add_node("inc", lambda s: {"n": s["n"] + 1})
+    native.add_edge(NATIVE_START, "inc")
+    graph = native.compile(version="7")
+    history = InMemoryRunHistory()
+    async with InProcExecutor(history=history) as executor:
+        handle = executor.run(request(graph, {"n": 1}))
+        await finish(handle)
+
+    record = await history.get(handle.run_id)
+    assert (record.pipeline_id, record.pipeline_version, record.status) == (
+        "counter",
+        "7",
+        "completed",
+    )
+    assert [(n.node, n.outputs) for n in record.nodes] == [("inc", {"n": 2})]
