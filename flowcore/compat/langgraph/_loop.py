@@ -288,6 +288,10 @@ class Run:
         # Under durability "async" saves are queued (see SaveBatch), opened at the first save.
         self.batch: SaveBatch | None = None
         self.batch_asked = False
+        # Per-step durability commits once per step: the last task of a clean
+        # superstep queues its writes and the checkpoint after it flushes both.
+        self.unfinished = 0  # tasks of the running superstep not yet finished
+        self.clean = True  # none of them failed or paused so far
         # Who builds flowcore's events of this run (run_stream); None: nobody listens,
         # and no event is built.
         self.listener: EventProjector | None = None
@@ -383,7 +387,11 @@ class Run:
         self.checkpoint["updated_channels"] = sorted(self.updated)
         changed = {k: v for k, v in versions.items() if self.saved_versions.get(k) != v}
         batch = self._batch()
-        if batch is None and isinstance(self.saver, SaverShell):
+        if batch is not None and self.durability == "sync":
+            # Stored before the run goes on, so no private copy is kept.
+            new_config = await batch.put(base, self.checkpoint, self.metadata, changed)
+            await _stored_now(batch)
+        elif batch is None and isinstance(self.saver, SaverShell):
             # flowcore's savers serialize what they are given before put returns
             # and keep no reference to it: no private copy needed.
             new_config = await self.saver.aput(base, self.checkpoint, self.metadata, changed)
@@ -397,7 +405,10 @@ class Run:
         self.saved_versions = dict(versions)
         self.dirty = False
 
-    async def _put_writes(self, task: Task, writes: Sequence[tuple[str, Any]]) -> None:
+    async def _put_writes(
+        self, task: Task, writes: Sequence[tuple[str, Any]], *, last: bool = False
+    ) -> None:
+        """Save a task's writes; in sync mode at once, unless ``last`` of a clean step."""
         if self.saver is None or self.saved_config is None or self.durability == "exit":
             return
         encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
@@ -405,11 +416,15 @@ class Run:
         put_writes = self.saver.aput_writes if batch is None else batch.put_writes
         # The task path as savers store it is the task's sort key (computed once per task).
         await put_writes(self.saved_config, encoded, task.id, task.sort_key)
+        if batch is not None and self.durability == "sync" and not last:
+            await _stored_now(batch)
 
     def _batch(self) -> SaveBatch | None:
         if not self.batch_asked:
             self.batch_asked = True
-            if self.durability == "async" and isinstance(self.saver, SaverShell):
+            # flowcore's own savers: async mode queues every save; sync mode flushes each
+            # one at once but lets a step's last task's writes share its checkpoint's commit.
+            if self.durability in ("async", "sync") and isinstance(self.saver, SaverShell):
                 self.batch = self.saver._open_batch()
         return self.batch
 
@@ -670,9 +685,12 @@ class Run:
         todo = [t for t in self.tasks if not t.done]
         if not todo:
             return
+        self.unfinished = len(todo)
+        self.clean = True
         if len(todo) == 1:
             task = todo[0]
             await self._run_task(task)
+            self._finished(task)
             if task.error is not None:
                 raise task.error
             if task.interrupts:
@@ -683,6 +701,7 @@ class Run:
 
         async def one(task: Task) -> Task:
             await self._run_task(task)
+            self._finished(task)
             return task
 
         def stops(task: Task) -> bool:
@@ -700,6 +719,11 @@ class Run:
         if interrupted:
             self.interrupts.extend(interrupted)
             raise GraphInterrupt(tuple(interrupted))
+
+    def _finished(self, task: Task) -> None:
+        self.unfinished -= 1
+        if task.error is not None or task.interrupts:
+            self.clean = False
 
     async def _run_task(self, task: Task) -> None:
         """Run one task; its failure is left in ``task.error`` (run_batch stops the others)."""
@@ -760,7 +784,7 @@ class Run:
         if scope.resume:
             stored = [*stored, (RESUME, list(scope.resume))]
         if self.saver is not None:
-            await self._put_writes(task, stored)
+            await self._put_writes(task, stored, last=self.unfinished == 1 and self.clean)
             task_id = task.id
             self.pending.extend([(task_id, c, v) for c, v in stored])
         elif not self.pending:
@@ -978,6 +1002,12 @@ class Run:
                         await self.saver.aput_writes(
                             self.saved_config, encoded, task.id, task.sort_key
                         )
+
+
+async def _stored_now(batch: SaveBatch) -> None:
+    """Wait until what ``batch`` queued is stored; raise a store failure here (sync mode)."""
+    await batch.flush()
+    batch._raise_failure()
 
 
 class _Multi(list[Any]):
