@@ -16,7 +16,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from flowcore._shown import shown
-from flowcore.checkpoint.lease import hold_thread
 from flowcore.checkpoint.protocol import Checkpointer, ThreadLease
 from flowcore.checkpoint.serde import check_text_and_nesting
 from flowcore.errors import InvalidInputError, SerializationError
@@ -35,6 +34,7 @@ from flowcore.graph.threads import (
 from flowcore.graph.topology import Topology
 from flowcore.interrupts import Resume
 from flowcore.result import RunResult
+from flowcore.runtime.leases import hold_thread
 from flowcore.scheduler.engine import RunEngine
 from flowcore.scheduler.options import ErrorPolicy, RunOptions, SchedulingMode
 from flowcore.scheduler.persistence import Durability

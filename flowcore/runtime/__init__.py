@@ -8,18 +8,26 @@ plans in :mod:`flowcore.scheduler`; the LangGraph planner of
 * :func:`attempt_with_retries` — attempts of one task under a timeout and a
   :class:`RetryRule`;
 * :func:`run_batch` and :class:`TaskPool` — the tasks of one step together,
-  under a concurrency limit, failing fast.
+  under a concurrency limit, failing fast;
+* :func:`run_lease`, :func:`hold_thread` and :class:`LeaseKeeper` — the
+  thread's lease for one run: taken before the thread is read, renewed while
+  the run lives, released however it ends (:mod:`flowcore.runtime.leases`).
 """
 
 from flowcore.runtime.calls import call_node
+from flowcore.runtime.leases import LeaseKeeper, hold_thread, new_holder_id, run_lease
 from flowcore.runtime.pool import TaskPool, run_batch
 from flowcore.runtime.retries import AttemptTimeout, RetryRule, attempt_with_retries
 
 __all__ = [
     "AttemptTimeout",
+    "LeaseKeeper",
     "RetryRule",
     "TaskPool",
     "attempt_with_retries",
     "call_node",
+    "hold_thread",
+    "new_holder_id",
     "run_batch",
+    "run_lease",
 ]

@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from flowcore.checkpoint import ThreadLease
-from flowcore.checkpoint.lease import LeaseKeeper, new_holder_id
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, set_scope
 from flowcore.compat.langgraph._errors import (
@@ -45,7 +44,7 @@ from flowcore.compat.langgraph._node import (
 from flowcore.compat.langgraph._savers_core import SaveBatch
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._types import START, Command, Interrupt
-from flowcore.runtime import call_node, run_batch
+from flowcore.runtime import call_node, run_batch, run_lease
 
 if TYPE_CHECKING:
     from flowcore.compat.langgraph._events import EventProjector
@@ -359,6 +358,18 @@ class Run:
             self.dirty = True
         if self.saver is not None and self.wants & _CHECKPOINT_MODES:
             self._checkpoint_event()
+        if self.listener is not None and self.saver is not None:
+            # Under "exit" nothing is stored until the run ends, and then with the
+            # run's first parent: that is the parent the event names.
+            stored_as = self.saved_config if self.durability == "exit" else self.parent_config
+            parent = ((stored_as or {}).get("configurable") or {}).get("checkpoint_id")
+            self.listener.checkpoint(
+                str(self.thread_id),
+                str(self.checkpoint["id"]),
+                parent,
+                self.step,
+                [t.name for t in self.prepare(for_execution=False)],
+            )
         self.step += 1
 
     def _checkpoint_event(self) -> None:
@@ -941,15 +952,7 @@ class Run:
         # Subgraph runs live inside their parent's lease.
         if self.parent_scope is not None or not isinstance(saver, SaverShell):
             return contextlib.nullcontext()
-        thread_id, holder = str(self.thread_id), new_holder_id()
-
-        async def acquire() -> ThreadLease | None:
-            return await saver._acquire_lease(thread_id, holder)
-
-        async def release() -> None:
-            await saver._release_lease(thread_id, holder)
-
-        return LeaseKeeper(acquire, release)
+        return run_lease(str(self.thread_id), saver._acquire_lease, saver._release_lease)
 
     async def _execute(self) -> None:
         await self.load()
