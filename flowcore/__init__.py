@@ -48,6 +48,7 @@ from flowcore.errors import (
 from flowcore.events import (
     BlockEndEvent,
     BlockStartEvent,
+    CheckpointEvent,
     CustomEvent,
     DoneEvent,
     Event,
@@ -88,6 +89,7 @@ __all__ = [
     "BlockTimeoutError",
     "Checkpoint",
     "CheckpointError",
+    "CheckpointEvent",
     "CheckpointNotFoundError",
     "CheckpointStoreError",
     "Checkpointer",

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 __all__ = [
     "BlockEndEvent",
     "BlockStartEvent",
+    "CheckpointEvent",
     "CustomEvent",
     "DoneEvent",
     "Event",
@@ -258,6 +259,39 @@ class UsageEvent(EventBase):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointEvent(EventBase):
+    """A checkpoint of the run's thread was handed to the checkpointer.
+
+    Only runs on a thread (a checkpointer and a ``thread_id``) emit it, once
+    per checkpoint, after the node events of the superstep it closes.
+    ``checkpoint_id`` is the id ``get_state_history`` lists it under (native
+    ``CompiledGraph.get_state_history``, compat ``aget_state_history``),
+    ``parent_id`` the checkpoint before it (None for a thread's first), ``step``
+    the step the checkpoint records and ``next`` the nodes it says run next
+    (empty once the run has finished).
+
+    It carries ids, never state values: state can be large and can hold
+    secrets, and every consumer of the event stream (logs, UIs, the port)
+    would receive them. Read the values with ``get_state(checkpoint_id)``.
+
+    With ``durability="async"`` the checkpoint may still be queued when the
+    event is sent (it is stored before the run ends). With
+    ``durability="exit"`` checkpoints are held in memory and only the run's
+    last one is stored, when the run ends, under its id and with the
+    thread's newest checkpoint stored before the run as its parent (the
+    ``parent_id`` every event of such a run names): the earlier events of
+    such a run name checkpoints that are never stored.
+    """
+
+    type: ClassVar[str] = "checkpoint"
+    thread_id: str
+    checkpoint_id: str
+    parent_id: str | None
+    step: int
+    next: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DoneEvent(EventBase):
     """The one terminal event: how the run ended and the state it ended with."""
 
@@ -282,6 +316,7 @@ Event = (
     | ToolCallStartEvent
     | ToolCallResultEvent
     | UsageEvent
+    | CheckpointEvent
     | DoneEvent
 )
 """Any event a run can emit."""

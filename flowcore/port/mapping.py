@@ -17,6 +17,9 @@ What maps to what:
 - ``done`` -> one ``error`` per error of the run, then exactly one ``done``
 - ``node_cancelled``, ``block_start``, ``block_end``, ``custom`` -> nothing
   (a cancelled node's ``node_start`` is closed by the run's ``done``)
+- ``checkpoint`` -> nothing: the AiEvent vocabulary has no checkpoint kind
+  and no generic data kind to carry one; an app reads a thread's checkpoints
+  with ``get_state_history``
 """
 
 from __future__ import annotations

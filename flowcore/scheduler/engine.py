@@ -46,6 +46,7 @@ from flowcore.errors import (
     RoutingError,
 )
 from flowcore.events import (
+    CheckpointEvent,
     CustomEvent,
     DoneEvent,
     Event,
@@ -706,6 +707,30 @@ class RunEngine:
         thread.head_id = cp.checkpoint_id
         thread.groups.clear()
         thread.pending.clear()
+        emit = self._emit
+        if emit is not None:
+            self._emit_checkpoint(emit, cp)
+
+    def _emit_checkpoint(self, emit: EmitFn, cp: Checkpoint) -> None:
+        # Sent once the writer has taken the checkpoint (stored, queued, or held
+        # under "exit": see CheckpointEvent), never for one the writer refused.
+        writer = self._thread.writer if self._thread is not None else None
+        parent = cp.parent_id
+        if writer is not None and writer.durability == "exit":
+            # Held checkpoints are stored as one, under the last id, whose parent is
+            # the newest checkpoint stored before: name the parent the store will hold.
+            parent = writer.persisted_id
+        cursor = cp.cursor
+        emit(
+            CheckpointEvent(
+                **self._event_base(cp.step),
+                thread_id=cp.thread_id,
+                checkpoint_id=cp.checkpoint_id,
+                parent_id=parent,
+                step=cp.step,
+                next=tuple(cursor.get("next", ())) if cursor is not None else (),
+            )
+        )
 
     async def _close_thread(self) -> None:
         thread = self._thread

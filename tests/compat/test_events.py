@@ -34,7 +34,7 @@ from flowcore.compat.langgraph import (
     interrupt,
 )
 from flowcore.compat.langgraph import _events as compat_events
-from flowcore.events import Event
+from flowcore.events import CheckpointEvent, Event
 from flowcore.interrupts import Resume
 from flowcore.result import RunResult
 from flowcore.secrets import SecretRedactor
@@ -233,6 +233,7 @@ async def test_an_interrupt_pauses_the_run_and_a_resume_answers_it(answer: Any) 
         ("run_start", None),
         ("node_start", "approve"),
         ("node_end", "approve"),
+        ("checkpoint", None),
         ("done", None),
     ]
     assert done.status == "completed"
@@ -431,3 +432,100 @@ async def test_a_retried_node_reports_how_many_attempts_it_took() -> None:
         ("flaky", "completed", 3),
         ("hopeless", "failed", 2),
     ]
+
+
+def checkpoint_events(events: list[Event]) -> list[CheckpointEvent]:
+    return [e for e in events if isinstance(e, CheckpointEvent)]
+
+
+async def history_of(
+    app: Any, thread_id: str
+) -> list[tuple[str, str | None, int, tuple[str, ...]]]:
+    """(id, parent id, step, next) of each stored checkpoint, newest first."""
+    config = {"configurable": {"thread_id": thread_id}}
+    out = []
+    async for snap in app.aget_state_history(config):
+        parent = (snap.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        out.append(
+            (snap.config["configurable"]["checkpoint_id"], parent, snap.metadata["step"], snap.next)
+        )
+    return out
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])
+async def test_each_stored_checkpoint_is_one_event_with_the_ids_history_lists(
+    durability: str,
+) -> None:
+    app = chain(("first", _first), ("second", _second), checkpointer=InMemorySaver())
+
+    events, result = await collect(
+        app.run_stream({"items": []}, thread_id="t1", durability=durability)
+    )
+
+    announced = checkpoint_events(events)
+    assert [(e.checkpoint_id, e.parent_id, e.step, e.next) for e in reversed(announced)] == (
+        await history_of(app, "t1")
+    )
+    assert [e.next for e in announced] == [("__start__",), ("first",), ("second",), ()]
+    assert {e.thread_id for e in announced} == {"t1"}
+    assert announced[-1].checkpoint_id == result.checkpoint_id
+    # Each checkpoint comes after the node events of the step it closes.
+    assert kinds(events)[-4:] == [
+        ("node_start", "second"),
+        ("node_end", "second"),
+        ("checkpoint", None),
+        ("done", None),
+    ]
+
+
+async def test_a_paused_and_resumed_run_announces_each_checkpoint_once() -> None:
+    app = chain(("first", _first), ("approve", _approve), checkpointer=InMemorySaver())
+
+    paused, _ = await collect(app.run_stream({"items": []}, thread_id="t1"))
+    resumed, _ = await collect(app.run_stream(Resume("yes"), thread_id="t1"))
+
+    announced = checkpoint_events(paused) + checkpoint_events(resumed)
+    assert [(e.checkpoint_id, e.parent_id, e.step, e.next) for e in reversed(announced)] == (
+        await history_of(app, "t1")
+    )
+
+
+async def test_exit_durability_names_the_parent_its_one_stored_checkpoint_gets() -> None:
+    app = chain(("first", _first), ("second", _second), checkpointer=InMemorySaver())
+
+    before, _ = await collect(app.run_stream({"items": []}, thread_id="t1"))
+    held, _ = await collect(app.run_stream({"items": []}, thread_id="t1", durability="exit"))
+
+    history = await history_of(app, "t1")
+    last = checkpoint_events(held)[-1]
+    assert history[0][:2] == (last.checkpoint_id, last.parent_id)
+    assert {e.parent_id for e in checkpoint_events(held)} == {
+        checkpoint_events(before)[-1].checkpoint_id
+    }
+    stored = {h[0] for h in history}
+    assert not stored & {e.checkpoint_id for e in checkpoint_events(held)[:-1]}
+
+
+async def test_a_run_without_a_checkpointer_emits_no_checkpoint_event() -> None:
+    app = chain(("first", _first), ("second", _second))
+
+    events, result = await collect(app.run_stream({"items": []}))
+
+    assert result.status == "completed"
+    assert checkpoint_events(events) == []
+
+
+async def test_a_checkpointed_run_nobody_streams_builds_no_checkpoint_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a checkpoint event was built for a run nobody streams")
+
+    monkeypatch.setattr(compat_events, "CheckpointEvent", refuse)
+    app = chain(("first", _first), ("second", _second), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+
+    assert (await app.ainvoke({"items": []}, config))["answer"] == 42
+    chunks = [c async for c in app.astream({"items": []}, config, stream_mode="checkpoints")]
+    assert len(chunks) == 4
+    assert len(await history_of(app, "t1")) == 8

@@ -20,15 +20,20 @@ version, the superstep and a timestamp:
   ``create_react_agent`` and LangChain chat models fill it in); the
   message id is the ``invocation_id``;
 - ``custom`` for every ``get_stream_writer()`` / ``writer`` chunk of a node;
+- ``checkpoint`` for each checkpoint a run on a thread makes (with a
+  checkpointer only), after the tasks of the step it closes; its id is the
+  one ``aget_state_history`` lists. With ``durability="exit"`` only the last
+  is stored, when the run ends (see :class:`~flowcore.events.CheckpointEvent`);
 - exactly one ``done`` last, with the final status and the output state.
 
 A subgraph runs as one task of its parent: its own nodes emit nothing here.
 Compat nodes stream no text, so there are no ``text_delta`` events.
 
 :class:`EventProjector` builds the events of one run; the run loop calls it
-(``Run.listener``) when a task starts, when it ends however it ends, and
-when a node writes to the stream writer. A run without a listener (every
-``invoke`` / ``stream``) skips those calls and builds no event object.
+(``Run.listener``) when a task starts, when it ends however it ends, when
+a node writes to the stream writer, and when a checkpoint is made. A run
+without a listener (every ``invoke`` / ``stream``) skips those calls and
+builds no event object.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from flowcore.compat.langgraph._errors import GraphInterrupt
 from flowcore.compat.langgraph._types import Command
 from flowcore.events import (
+    CheckpointEvent,
     CustomEvent,
     DoneEvent,
     Event,
@@ -177,6 +183,29 @@ class EventProjector:
     def custom(self, node: str, data: Any, step: int) -> None:
         """Node ``node`` wrote ``data`` to the stream writer."""
         self.emit(CustomEvent(**self.base(step), node=node, name="custom", data=data))
+
+    def checkpoint(
+        self,
+        thread_id: str,
+        checkpoint_id: str,
+        parent_id: str | None,
+        step: int,
+        upcoming: Sequence[str],
+    ) -> None:
+        """The run made checkpoint ``checkpoint_id`` of ``thread_id`` (the loop calls this).
+
+        ``upcoming`` names the tasks the checkpoint says run next.
+        """
+        self.emit(
+            CheckpointEvent(
+                **self.base(step),
+                thread_id=thread_id,
+                checkpoint_id=checkpoint_id,
+                parent_id=parent_id,
+                step=step,
+                next=tuple(upcoming),
+            )
+        )
 
     def task_start(self, task: Task, step: int) -> None:
         """Task ``task`` of superstep ``step`` starts running (the loop calls this)."""

@@ -358,6 +358,18 @@ class Run:
             self.dirty = True
         if self.saver is not None and self.wants & _CHECKPOINT_MODES:
             self._checkpoint_event()
+        if self.listener is not None and self.saver is not None:
+            # Under "exit" nothing is stored until the run ends, and then with the
+            # run's first parent: that is the parent the event names.
+            stored_as = self.saved_config if self.durability == "exit" else self.parent_config
+            parent = ((stored_as or {}).get("configurable") or {}).get("checkpoint_id")
+            self.listener.checkpoint(
+                str(self.thread_id),
+                str(self.checkpoint["id"]),
+                parent,
+                self.step,
+                [t.name for t in self.prepare(for_execution=False)],
+            )
         self.step += 1
 
     def _checkpoint_event(self) -> None:
