@@ -555,7 +555,8 @@ class CompiledStateGraph:
         The counterpart of native ``CompiledGraph.stream``: ``run_start``, per task
         ``node_start`` then ``node_end`` / ``node_error`` / ``interrupt`` /
         ``node_cancelled``, ``usage`` for chat messages with token counts,
-        ``custom`` for stream-writer chunks, and exactly one ``done``; then
+        ``custom`` for stream-writer chunks, ``checkpoint`` for each checkpoint
+        made on a thread, and exactly one ``done``; then
         ``await events.result()`` gives the :class:`~flowcore.result.RunResult`.
         ``input`` is what :meth:`ainvoke` takes, or flowcore's ``Resume``
         (as ``Command(resume=...)``). ``thread_id``, ``recursion_limit`` and
