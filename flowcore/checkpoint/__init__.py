@@ -1,4 +1,9 @@
-"""Durable execution: checkpoint stores, their records, serialization and thread leases."""
+"""Durable execution: checkpoint stores, their records, serialization and thread leases.
+
+The leases here are what a store keeps (:class:`ThreadLease`,
+:class:`LeasingCheckpointer`, :data:`DEFAULT_LEASE_TTL`); keeping one for a
+run is :mod:`flowcore.runtime.leases`, which this package does not load.
+"""
 
 from flowcore.checkpoint.lease import DEFAULT_LEASE_TTL
 from flowcore.checkpoint.memory import InMemoryCheckpointer
