@@ -74,6 +74,7 @@ from flowcore.scheduler.context import NodeContext
 from flowcore.scheduler.invoke import invoke_with_policy
 from flowcore.scheduler.options import DEFAULT_RECURSION_LIMIT, RunOptions
 from flowcore.scheduler.persistence import new_checkpoint_id
+from flowcore.scheduler.planner import PassState, decide, route_targets, write_levels
 from flowcore.scheduler.thread_run import ThreadRun
 from flowcore.secrets import NO_REDACTION, Redactor, find_secrets, learn, scrub, scrub_error
 from flowcore.state.schema import replace_conflict
@@ -127,71 +128,6 @@ class _FoldFailed(Exception):
         self.level = level
         self.error = error
         self.values = values
-
-
-class _PassState:
-    """Book-keeping for one pass: who ran, who was skipped, who was picked."""
-
-    __slots__ = (
-        "executed",
-        "next_roots",
-        "next_sends",
-        "poisoned",
-        "res",
-        "selected",
-        "send_roots",
-        "sends",
-        "writes",
-    )
-
-    def __init__(self) -> None:
-        self.executed: set[str] = set()
-        self.poisoned: dict[str, str] = {}
-        self.selected: dict[str, set[str]] = {}
-        self.res: dict[str, int] = {}
-        self.next_roots: set[str] = set()
-        self.writes: list[tuple[int, int, str, Mapping[str, Any]]] = []
-        # Send args waiting for their node in this pass, in the order sent;
-        # roots of this pass that only Sends started (they run no task of their own);
-        # Send args for the next pass (their node is behind a back edge).
-        self.sends: dict[str, list[Any]] = {}
-        self.send_roots: set[str] = set()
-        self.next_sends: dict[str, list[Any]] = {}
-
-    def to_cursor(self) -> dict[str, Any]:
-        """The decisions of this pass so far, as plain data for a checkpoint.
-
-        The Send fields are written only when there are Sends, so a graph
-        without them saves exactly what it saved before Send existed.
-        """
-        cursor: dict[str, Any] = {
-            "res": dict(self.res),
-            "executed": sorted(self.executed),
-            "poisoned": dict(self.poisoned),
-            "selected": {k: sorted(v) for k, v in self.selected.items()},
-            "next_roots": sorted(self.next_roots),
-        }
-        if self.sends:
-            cursor["sends"] = {k: list(v) for k, v in self.sends.items()}
-        if self.send_roots:
-            cursor["send_roots"] = sorted(self.send_roots)
-        if self.next_sends:
-            cursor["next_sends"] = {k: list(v) for k, v in self.next_sends.items()}
-        return cursor
-
-    @classmethod
-    def from_cursor(cls, cursor: Mapping[str, Any]) -> _PassState:
-        """Rebuild the decisions saved by :meth:`to_cursor`."""
-        ps = cls()
-        ps.res = {str(k): int(v) for k, v in cursor["res"].items()}
-        ps.executed = set(cursor["executed"])
-        ps.poisoned = dict(cursor["poisoned"])
-        ps.selected = {k: set(v) for k, v in cursor["selected"].items()}
-        ps.next_roots = set(cursor["next_roots"])
-        ps.sends = {k: list(v) for k, v in cursor.get("sends", {}).items()}
-        ps.send_roots = set(cursor.get("send_roots", ()))
-        ps.next_sends = {k: list(v) for k, v in cursor.get("next_sends", {}).items()}
-        return ps
 
 
 class RunEngine:
@@ -275,7 +211,7 @@ class RunEngine:
         status: RunStatus = "completed"
         thread = self._thread
         try:
-            restored: _PassState | None = None
+            restored: PassState | None = None
             cursor = thread.cursor if thread is not None else None
             if thread is not None:
                 self.step = thread.start_step
@@ -285,7 +221,7 @@ class RunEngine:
                 thread.input_from = cursor.get("input_from")
                 roots = list(cursor["roots"])
                 pass_index = int(cursor["pass"]) - 1
-                restored = _PassState.from_cursor(cursor)
+                restored = PassState.from_cursor(cursor)
                 self._pass_base = int(cursor["base"])
             else:
                 roots = await self._entry_roots()
@@ -402,33 +338,12 @@ class RunEngine:
         return sorted(names, key=index.__getitem__)
 
     # --------------------------------------------------------- pass helpers
-    def _decide(self, node: str, plan: PassPlan, ps: _PassState) -> str | None:
-        """None if ``node`` should run; else why it is skipped."""
-        preds = plan.preds[node]
-        for p in preds:
-            root = ps.poisoned.get(p)
-            if root is not None:
-                # Name the node that failed, not the nearest skipped one.
-                ps.poisoned[node] = root
-                return "upstream_failed"
-        if node in plan.roots and node not in ps.send_roots:
-            return None
-        trig = self._topo.triggers[node]
-        executed = ps.executed
-        for p in trig.plain:
-            if p in executed:
-                return None
-        for group in trig.joins:
-            if all(s in executed for s in group):
-                return None
-        for src in trig.routed_by:
-            sel = ps.selected.get(src)
-            if sel is not None and node in sel:
-                return None
-        return "not_triggered"
+    def _decide(self, node: str, plan: PassPlan, ps: PassState) -> str | None:
+        """None if ``node`` should run; else why it is skipped (the planner decides)."""
+        return decide(node, plan, ps, self._topo.triggers[node])
 
     def _skip(
-        self, node: str, reason: str, plan: PassPlan, ps: _PassState, base: int, pass_index: int
+        self, node: str, reason: str, plan: PassPlan, ps: PassState, base: int, pass_index: int
     ) -> None:
         ps.res[node] = max((ps.res[p] for p in plan.preds[node]), default=base)
         if reason == "upstream_failed":
@@ -460,7 +375,7 @@ class RunEngine:
         if level > self.limit:
             raise self._recursion_error()
 
-    def _absorb(self, out: _Outcome, pass_index: int, ps: _PassState) -> bool:
+    def _absorb(self, out: _Outcome, pass_index: int, ps: PassState) -> bool:
         """Record a finished node; return False if it failed."""
         node = out.node
         if out.error is not None:
@@ -518,9 +433,9 @@ class RunEngine:
 
     # ------------------------------------------------------------ supersteps
     async def _superstep_pass(
-        self, plan: PassPlan, pass_index: int, restored: _PassState | None = None
+        self, plan: PassPlan, pass_index: int, restored: PassState | None = None
     ) -> list[str]:
-        ps = restored or _PassState()
+        ps = restored or PassState()
         if restored is None:
             self._pass_base = self.step
             if self._carry is not None:
@@ -604,7 +519,7 @@ class RunEngine:
             return self._ordered(ps.next_roots | set(ps.next_sends))
         return self._ordered(ps.next_roots)
 
-    def _tasks(self, batch: list[str], send_only: set[str], ps: _PassState) -> list[Task]:
+    def _tasks(self, batch: list[str], send_only: set[str], ps: PassState) -> list[Task]:
         """The tasks of a batch: each node's own (unless only Sends started it), then its Sends."""
         tasks: list[Task] = []
         for node in batch:
@@ -614,7 +529,7 @@ class RunEngine:
                 tasks.append((task_key(node, i), node, arg))
         return tasks
 
-    def _replay_decided(self, sorter: TopologicalSorter[str], ps: _PassState) -> list[str]:
+    def _replay_decided(self, sorter: TopologicalSorter[str], ps: PassState) -> list[str]:
         """Walk a fresh sorter past the nodes a restored pass already decided."""
         ready = list(sorter.get_ready())
         undecided: list[str] = []
@@ -628,7 +543,7 @@ class RunEngine:
         return undecided
 
     async def _checkpoint_before(
-        self, batch: list[str], plan: PassPlan, ps: _PassState, pass_index: int, base: int
+        self, batch: list[str], plan: PassPlan, ps: PassState, pass_index: int, base: int
     ) -> None:
         """Save where the run stands before ``batch`` runs; pause there if asked."""
         thread = self._thread
@@ -836,7 +751,7 @@ class RunEngine:
         run to the end. Supersteps mode likewise commits every step before L
         and none from L on.
         """
-        ps = _PassState()
+        ps = PassState()
         base = self.step
         start_values = self.values
         index = self._topo.index
@@ -943,7 +858,7 @@ class RunEngine:
         self,
         node: str,
         plan: PassPlan,
-        ps: _PassState,
+        ps: PassState,
         views: Mapping[str, Mapping[str, Any]],
         updates: Mapping[str, Mapping[str, Any] | None],
         start_values: Mapping[str, Any],
@@ -977,21 +892,12 @@ class RunEngine:
         state before that level.
         """
         out = dict(values)
-        if not writes:
-            return out
-        ordered = sorted(writes, key=lambda w: (w[0], w[1]))
-        group: list[tuple[str, Mapping[str, Any]]] = []
-        level = ordered[0][0]
-        try:
-            for lvl, _, node, upd in ordered:
-                if lvl != level:
-                    out = self._schema.apply(out, group)
-                    group = []
-                    level = lvl
-                group.append((node, upd))
-            return self._schema.apply(out, group)
-        except InvalidUpdateError as exc:
-            raise _FoldFailed(level, exc, out) from exc
+        for level, group in write_levels(writes):
+            try:
+                out = self._schema.apply(out, group)
+            except InvalidUpdateError as exc:
+                raise _FoldFailed(level, exc, out) from exc
+        return out
 
     # ------------------------------------------------------------- one node
     def _context(
@@ -1310,7 +1216,7 @@ class RunEngine:
                     f"router of node {source!r} raised {type(exc).__name__}: {exc}",
                     node=source,
                 ) from exc
-            picked.extend(_targets(router, raw))
+            picked.extend(route_targets(router, raw))
         names = [t for t in picked if type(t) is str]
         if len(names) == len(picked):
             return tuple(dict.fromkeys(t for t in names if t != END)), ()
@@ -1378,47 +1284,3 @@ def _redacting(emit: EmitFn, redactor: Redactor) -> EmitFn:
         emit(scrub(event, redactor))
 
     return redacted
-
-
-def _targets(router: RouterSpec, raw: Any) -> list[str | Send]:
-    items = list(raw) if isinstance(raw, list | tuple | set | frozenset) else [raw]
-    if isinstance(raw, set | frozenset):
-        items.sort(key=repr)
-    out: list[str | Send] = []
-    for item in items:
-        if isinstance(item, Send):
-            # A Send names its node directly, whatever the path_map's keys are.
-            if item.node not in router.node_targets:
-                raise RoutingError(
-                    f"router of node {router.source!r} returned Send({item.node!r}, ...), "
-                    f"whose node is not one of its declared targets "
-                    f"({', '.join(map(repr, router.targets))}); declare it in path_map or in "
-                    "the router's Literal[...] return type",
-                    node=router.source,
-                )
-            out.append(item)
-            continue
-        if router.path_map is not None:
-            try:
-                target = router.path_map[item]
-            except (KeyError, TypeError):
-                raise RoutingError(
-                    f"router of node {router.source!r} returned {item!r}, which is not a key "
-                    f"of its path_map (keys: {', '.join(map(repr, router.path_map))}); "
-                    "return one of those keys or add it to path_map",
-                    node=router.source,
-                ) from None
-        else:
-            target = item
-        if target == END:
-            out.append(END)
-            continue
-        if target not in router.targets:
-            raise RoutingError(
-                f"router of node {router.source!r} returned {item!r}, which is not one of its "
-                f"declared targets ({', '.join(map(repr, router.targets))}); declare it in "
-                "path_map or in the router's Literal[...] return type",
-                node=router.source,
-            )
-        out.append(target)
-    return out
