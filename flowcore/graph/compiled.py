@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from types import MappingProxyType, TracebackType
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel
@@ -19,7 +19,6 @@ from flowcore._shown import shown
 from flowcore.checkpoint.protocol import Checkpointer, ThreadLease
 from flowcore.checkpoint.serde import check_text_and_nesting
 from flowcore.errors import InvalidInputError, SerializationError
-from flowcore.events import DoneEvent, Event
 from flowcore.graph.commands import Command
 from flowcore.graph.spec import EdgeSpec, NodeSpec, RouterSpec
 from flowcore.graph.threads import (
@@ -35,6 +34,7 @@ from flowcore.graph.topology import Topology
 from flowcore.interrupts import Resume
 from flowcore.result import RunResult
 from flowcore.runtime.leases import hold_thread
+from flowcore.runtime.stream import EventStream
 from flowcore.scheduler.engine import RunEngine
 from flowcore.scheduler.options import ErrorPolicy, RunOptions, SchedulingMode
 from flowcore.scheduler.persistence import Durability
@@ -431,10 +431,7 @@ class CompiledGraph:
             )
 
 
-_END_OF_STREAM: Any = object()
-
-
-class RunStream:
+class RunStream(EventStream):
     """The events of one run, as an async iterator, plus its final result.
 
     The run starts on the first ``__anext__`` (or ``__aenter__``). ``cancel()``
@@ -460,29 +457,19 @@ class RunStream:
         hold: Callable[[], contextlib.AbstractAsyncContextManager[ThreadLease | None]]
         | None = None,
     ) -> None:
-        self._queue: asyncio.Queue[Event] = asyncio.Queue()
+        super().__init__()
         self._graph = graph
         self._options = options
         self._opener = opener
         self._hold = hold
-        self._engine = RunEngine(graph, options, run_id=run_id, emit=self._queue.put_nowait)
+        self._engine = RunEngine(graph, options, run_id=run_id, emit=self._emit)
         self._values = values
         self._given = given
-        self._task: asyncio.Task[RunResult] | None = None
-        self._finished = False
-        self._cancel_requested = False
 
     @property
     def run_id(self) -> str:
         """The id of this run (known before it starts)."""
         return self._engine.run_id
-
-    def _start(self) -> asyncio.Task[RunResult]:
-        if self._task is None:
-            task = asyncio.create_task(self._run())
-            task.add_done_callback(lambda _t: self._queue.put_nowait(_END_OF_STREAM))
-            self._task = task
-        return self._task
 
     async def _run(self) -> RunResult:
         if self._hold is None:
@@ -500,75 +487,5 @@ class RunStream:
             return await self._engine.execute_cancelled(values, given)
         return await self._engine.execute(values, given)
 
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self
-
-    async def __anext__(self) -> Event:
-        if self._finished:
-            raise StopAsyncIteration
-        self._start()
-        event = await self._queue.get()
-        if event is _END_OF_STREAM:
-            self._finished = True
-            task = self._task
-            if task is not None and not task.cancelled() and task.exception() is not None:
-                # The run never started (e.g. the thread could not be resumed).
-                raise task.exception()  # type: ignore[misc]
-            raise StopAsyncIteration
-        if isinstance(event, DoneEvent):
-            # Let the done callback's sentinel arrive, but stop at done.
-            self._finished = True
-        return event
-
-    async def result(self) -> RunResult:
-        """Wait for the run to end (reading no more events) and return its result.
-
-        Example:
-            >>> # result = await stream.result()
-        """
-        task = self._start()
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if task.cancelled() and self._engine.result is not None:
-                return self._engine.result
-            raise
-
-    def cancel(self) -> None:
-        """Ask the run to stop; in-flight nodes are cancelled, ``done`` still arrives.
-
-        Example:
-            >>> # stream.cancel()
-        """
-        if self._task is None:
-            # Not started yet: remember, so that starting ends it at once.
-            self._cancel_requested = True
-        elif not self._task.done():
-            self._task.cancel()
-
-    async def aclose(self) -> None:
-        """Cancel the run if it is still going and wait until it has stopped."""
-        task = self._task
-        if task is None:
-            self._finished = True
-            return
-        if not task.done():
-            task.cancel()
-        # wait() rather than await: a cancelled run is expected here, but the
-        # caller's own cancellation must still propagate.
-        await asyncio.wait({task})
-        if not task.cancelled():
-            task.exception()  # mark as retrieved; the result/errors live in result()
-        self._finished = True
-
-    async def __aenter__(self) -> RunStream:
-        self._start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+    def _left_result(self) -> RunResult | None:
+        return self._engine.result

@@ -11,16 +11,20 @@ plans in :mod:`flowcore.scheduler`; the LangGraph planner of
   under a concurrency limit, failing fast;
 * :func:`run_lease`, :func:`hold_thread` and :class:`LeaseKeeper` — the
   thread's lease for one run: taken before the thread is read, renewed while
-  the run lives, released however it ends (:mod:`flowcore.runtime.leases`).
+  the run lives, released however it ends (:mod:`flowcore.runtime.leases`);
+* :class:`EventStream` — the events of one run as an async iterator, with
+  its result (native ``RunStream`` and compat ``CompatRunStream`` are it).
 """
 
 from flowcore.runtime.calls import call_node
 from flowcore.runtime.leases import LeaseKeeper, hold_thread, new_holder_id, run_lease
 from flowcore.runtime.pool import TaskPool, run_batch
 from flowcore.runtime.retries import AttemptTimeout, RetryRule, attempt_with_retries
+from flowcore.runtime.stream import EventStream
 
 __all__ = [
     "AttemptTimeout",
+    "EventStream",
     "LeaseKeeper",
     "RetryRule",
     "TaskPool",

@@ -41,8 +41,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from types import TracebackType
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph._errors import GraphInterrupt
@@ -63,6 +62,7 @@ from flowcore.events import (
 )
 from flowcore.interrupts import Interrupt, Resume
 from flowcore.result import NodeRun, RunResult
+from flowcore.runtime.stream import EventStream
 from flowcore.secrets import Redactor, find_secrets, learn, scrub, scrub_error
 
 if TYPE_CHECKING:
@@ -342,14 +342,11 @@ class EventProjector:
         return result
 
 
-_END_OF_STREAM: Any = object()
-
-
 def _no_chunks(ns: tuple[str, ...], mode: str, chunk: Any) -> None:
     """The chunk sink of a run streamed as flowcore events: its events come from the listener."""
 
 
-class CompatRunStream:
+class CompatRunStream(EventStream):
     """The flowcore events of one compat run, as an async iterator, plus its result.
 
     The same shape as native :class:`~flowcore.graph.compiled.RunStream`: the
@@ -375,26 +372,16 @@ class CompatRunStream:
         redactor: Redactor | None,
         run_options: Mapping[str, Any],
     ) -> None:
-        self._queue: asyncio.Queue[Event] = asyncio.Queue()
+        super().__init__()
         self._graph = graph
         self._input = run_input
         self._config = config
         self._run_options = dict(run_options)
         self.run_id = run_id or uuid.uuid4().hex
-        self._projector = EventProjector(graph, self.run_id, self._queue.put_nowait, redactor)
-        self._task: asyncio.Task[RunResult] | None = None
+        self._projector = EventProjector(graph, self.run_id, self._emit, redactor)
         self._result: RunResult | None = None
-        self._finished = False
-        self._cancel_requested = False
 
-    def _start(self) -> asyncio.Task[RunResult]:
-        if self._task is None:
-            task = asyncio.get_running_loop().create_task(self._drive())
-            task.add_done_callback(lambda _t: self._queue.put_nowait(_END_OF_STREAM))
-            self._task = task
-        return self._task
-
-    async def _drive(self) -> RunResult:
+    async def _run(self) -> RunResult:
         projector = self._projector
         projector.run_start(self._input)
         run: Run | None = None
@@ -428,67 +415,5 @@ class CompatRunStream:
         self._result = self._projector.finish(status, run, errors)
         return self._result
 
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self
-
-    async def __anext__(self) -> Event:
-        if self._finished:
-            raise StopAsyncIteration
-        self._start()
-        event = await self._queue.get()
-        if event is _END_OF_STREAM:
-            self._finished = True
-            raise StopAsyncIteration
-        if isinstance(event, DoneEvent):
-            self._finished = True
-        return event
-
-    async def result(self) -> RunResult:
-        """Wait for the run to end (reading no more events) and return its result.
-
-        Example:
-            >>> # result = await stream.result()
-        """
-        task = self._start()
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if task.cancelled() and self._result is not None:
-                return self._result
-            raise
-
-    def cancel(self) -> None:
-        """Ask the run to stop; in-flight nodes are cancelled, ``done`` still arrives.
-
-        Example:
-            >>> # stream.cancel()
-        """
-        if self._task is None:
-            self._cancel_requested = True
-        elif not self._task.done():
-            self._task.cancel()
-
-    async def aclose(self) -> None:
-        """Cancel the run if it is still going and wait until it has stopped."""
-        task = self._task
-        if task is None:
-            self._finished = True
-            return
-        if not task.done():
-            task.cancel()
-        await asyncio.wait({task})
-        if not task.cancelled():
-            task.exception()
-        self._finished = True
-
-    async def __aenter__(self) -> CompatRunStream:
-        self._start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+    def _left_result(self) -> RunResult | None:
+        return self._result
