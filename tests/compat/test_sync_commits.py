@@ -46,20 +46,34 @@ def count_commits(saver: AsyncSqliteSaver) -> list[int]:
     return commits
 
 
+async def run_on_both(
+    savers: tuple[AsyncSqliteSaver, AsyncSqliteSaver],
+    monkeypatch: pytest.MonkeyPatch,
+    builder: Any,
+    payload: dict[str, Any],
+) -> tuple[list[Any], list[int]]:
+    """Run ``builder`` per-step durable on each saver, with the same checkpoint ids.
+
+    Returns each run's output and the commits each made.
+    """
+    outputs, counts = [], []
+    for saver in savers:
+        commits = count_commits(saver)
+        monkeypatch.setattr(_loop, "new_checkpoint_id", _counter())
+        graph = builder.compile(checkpointer=saver)
+        before = commits[0]
+        config = {"configurable": {"thread_id": "t"}}
+        outputs.append(await graph.ainvoke(payload, config, durability="sync"))
+        counts.append(commits[0] - before)
+    return outputs, counts
+
+
 async def test_a_loop_commits_once_per_step_and_stores_the_same_records(
     savers: tuple[AsyncSqliteSaver, AsyncSqliteSaver], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fused, single = savers
-    counts = []
-    for saver in savers:
-        commits = count_commits(saver)
-        monkeypatch.setattr(_loop, "new_checkpoint_id", _counter())
-        graph = loop_graph().compile(checkpointer=saver)
-        config = {"configurable": {"thread_id": "t"}}
-        before = commits[0]
-        out = await graph.ainvoke({"n": 0, "log": []}, config, durability="sync")
-        assert out["n"] == 12
-        counts.append(commits[0] - before)
+    outputs, counts = await run_on_both(savers, monkeypatch, loop_graph(), {"n": 0, "log": []})
+    assert [out["n"] for out in outputs] == [12, 12]
     assert await stored(fused) == await stored(single)
     # Both commit 13 checkpoints (the input's and one a step); the single path also
     # commits the writes of each step's only task alone: the input's __start__ and 12 steps.
@@ -86,17 +100,8 @@ async def test_in_a_parallel_step_only_the_last_tasks_writes_wait_for_the_checkp
     savers: tuple[AsyncSqliteSaver, AsyncSqliteSaver], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fused, single = savers
-    counts = []
-    for saver in savers:
-        commits = count_commits(saver)
-        monkeypatch.setattr(_loop, "new_checkpoint_id", _counter())
-        graph = fan_graph().compile(checkpointer=saver)
-        before = commits[0]
-        out = await graph.ainvoke(
-            {"log": []}, {"configurable": {"thread_id": "t"}}, durability="sync"
-        )
-        assert sorted(out["log"]) == ["a", "b", "c"]
-        counts.append(commits[0] - before)
+    outputs, counts = await run_on_both(savers, monkeypatch, fan_graph(), {"log": []})
+    assert [sorted(out["log"]) for out in outputs] == [["a", "b", "c"]] * 2
     assert await stored(fused) == await stored(single)
     fused_commits, single_commits = counts
     # The __start__ task's writes and those of whichever of a, b, c ends last ride with
