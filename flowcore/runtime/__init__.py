@@ -13,13 +13,18 @@ plans in :mod:`flowcore.scheduler`; the LangGraph planner of
   thread's lease for one run: taken before the thread is read, renewed while
   the run lives, released however it ends (:mod:`flowcore.runtime.leases`);
 * :class:`EventStream` — the events of one run as an async iterator, with
-  its result (native ``RunStream`` and compat ``CompatRunStream`` are it).
+  its result (native ``RunStream`` and compat ``CompatRunStream`` are it);
+* :func:`run_supersteps` and :func:`run_step` — the superstep loop itself
+  (next step, checkpoint, the step's tasks, their writes), over a
+  :class:`Superstep` that each planner's run supplies; :class:`StepWrites`
+  says which task's write may ride with the step's checkpoint.
 """
 
 from flowcore.runtime.calls import call_node
 from flowcore.runtime.leases import LeaseKeeper, hold_thread, new_holder_id, run_lease
 from flowcore.runtime.pool import TaskPool, run_batch
 from flowcore.runtime.retries import AttemptTimeout, RetryRule, attempt_with_retries
+from flowcore.runtime.steps import StepWrites, Superstep, run_step, run_supersteps
 from flowcore.runtime.stream import EventStream
 
 __all__ = [
@@ -27,6 +32,8 @@ __all__ = [
     "EventStream",
     "LeaseKeeper",
     "RetryRule",
+    "StepWrites",
+    "Superstep",
     "TaskPool",
     "attempt_with_retries",
     "call_node",
@@ -34,4 +41,6 @@ __all__ = [
     "new_holder_id",
     "run_batch",
     "run_lease",
+    "run_step",
+    "run_supersteps",
 ]
