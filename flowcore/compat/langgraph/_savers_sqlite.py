@@ -27,6 +27,7 @@ from flowcore.checkpoint import DEFAULT_LEASE_TTL, Serializer, SqliteCheckpointe
 from flowcore.checkpoint.lease import check_lease_ttl
 from flowcore.compat.langgraph._savers import CheckpointTuple
 from flowcore.compat.langgraph._savers_core import SaveBatch, SaverCore
+from flowcore.compat.langgraph._savers_encoding import reusing
 from flowcore.compat.langgraph._savers_shell import Listing, Operation, SaverShell
 from flowcore.errors import CheckpointError
 
@@ -162,7 +163,8 @@ class AsyncSqliteSaver(SaverShell):
             path = await self._path()
             store = await SqliteCheckpointer.open(
                 path,
-                serializer=self._serializer,
+                # Each message encoded once, though a write and checkpoints hold it.
+                serializer=reusing(self._serializer),
                 synchronous=self._synchronous,
                 lease_ttl=self._lease_ttl,
             )

@@ -1,0 +1,259 @@
+"""Encoding each chat message once, though a saver stores it twice or more.
+
+A message a node returns is stored in its task's pending write, again in
+the checkpoint's tail of the messages list, and again whenever that list is
+stored whole (see :mod:`~flowcore.compat.langgraph._savers_layout`).
+Flowcore's JSON serializer encodes a pydantic model through Python-level
+steps, so each of those copies cost as much as the rest of its record.
+:class:`ReusingSerializer` encodes a message once and splices those bytes
+into every record that holds it, byte for byte what the plain serializer
+writes there.
+
+Why reused bytes cannot be stale: they are keyed by what decides them, not
+by the object. The key is the message's class and the ``marshal`` bytes of
+its field and extra dicts, taken only when those hold nothing but exact
+builtin data (``str``, ``int``, ``float``, ``bool``, ``None``, ``bytes``,
+and dicts, lists and tuples of them), on which ``marshal`` tells apart
+every value the serializer writes differently (``1``, ``1.0`` and
+``True``; ``-0.0`` and ``0.0``; a list and a tuple). A message changed in
+place since it was encoded has another key, so it is encoded again. Only
+flowcore's own message classes are reused, whose pydantic dump is a
+function of those dicts (no custom serializers); anything else is encoded
+as usual.
+
+How bytes are spliced: each message under a record's ``"writes"`` is
+replaced by a placeholder string holding a random token, the record is
+encoded by the wrapped serializer, and each placeholder's JSON string is
+swapped for the message's bytes. The token is drawn per serializer and
+never stored; if the encoded record holds it anywhere else (a value that
+happens to contain it), the record is encoded plainly instead. A message
+is encoded as if it sat :data:`SPLICE_DEPTH` containers deep, and reused
+only that deep or shallower, so the serializer's nesting limit refuses
+exactly what it refused before.
+"""
+
+from __future__ import annotations
+
+import marshal
+import secrets
+from typing import Any
+
+from flowcore.checkpoint import JsonSerializer, Serializer
+from flowcore.compat.langgraph import _messages
+from flowcore.compat.langgraph._messages import BaseMessage
+
+__all__ = ["MAX_REUSED_BYTES", "SPLICE_DEPTH", "ReusingSerializer", "reusing"]
+
+SPLICE_DEPTH = 8
+"""How many containers deep a reused message may sit in a record.
+
+A pending write holds its messages 3 or 4 deep, a checkpoint record 6
+(in a whole list) or 7 (in a tail); deeper ones are encoded as usual.
+"""
+
+MAX_REUSED_BYTES = 8 * 1024 * 1024
+"""Bytes of encoded messages (and their keys) a serializer keeps for reuse.
+
+The oldest are dropped first; a message bigger than a sixteenth of this
+is never kept.
+"""
+
+# Flowcore's own message classes: plain pydantic models, dumped field by field.
+_REUSED: frozenset[type] = frozenset(
+    kind
+    for kind in vars(_messages).values()
+    if isinstance(kind, type)
+    and issubclass(kind, BaseMessage)
+    and not kind.__pydantic_decorators__.field_serializers
+    and not kind.__pydantic_decorators__.model_serializers
+    and not kind.__pydantic_decorators__.computed_fields
+)
+_EXACT = frozenset({str, int, float, bool, type(None), bytes})
+_WRITES = "writes"
+# Deeper field values are not worth the walk: no chat message nests so deep.
+_MAX_DEPTH = 32
+
+
+def reusing(serializer: Serializer | None) -> Serializer | None:
+    """``serializer`` wrapped in a :class:`ReusingSerializer` where that is exact, else itself.
+
+    Only flowcore's default JSON serializer without a redactor is wrapped
+    (``None`` stands for it): other serializers may encode a message
+    differently in different places.
+
+    Example:
+        >>> type(reusing(None)).__name__
+        'ReusingSerializer'
+    """
+    if serializer is None:
+        return ReusingSerializer(JsonSerializer())
+    if type(serializer) is JsonSerializer and serializer.redactor is None:
+        return ReusingSerializer(serializer)
+    return serializer
+
+
+class ReusingSerializer:
+    """A JSON serializer that encodes each chat message once and reuses its bytes.
+
+    What it writes is byte for byte what ``inner`` writes; see the module
+    docstring for why.
+
+    Args:
+        inner: Flowcore's JSON serializer, without a redactor.
+        max_bytes: Encoded bytes kept for reuse (see :data:`MAX_REUSED_BYTES`).
+
+    Example:
+        >>> from flowcore.compat.langgraph import AIMessage
+        >>> s = ReusingSerializer(JsonSerializer())
+        >>> row = {"writes": [{"value": [AIMessage("hi", id="1")]}]}
+        >>> s.dumps(row) == JsonSerializer().dumps(row)
+        True
+    """
+
+    __slots__ = ("_fragments", "_kept", "_max", "_quoted", "_token", "inner")
+
+    def __init__(self, inner: JsonSerializer, *, max_bytes: int = MAX_REUSED_BYTES) -> None:
+        self.inner = inner
+        self._max = max_bytes
+        # A private-use character first: no identifier or text in practice starts so.
+        self._token = f"\ue000fc-splice-{secrets.token_hex(16)}:"
+        self._quoted = b'"' + self._token.encode()
+        self._fragments: dict[tuple[type, bytes], bytes] = {}
+        self._kept = 0
+
+    def dumps(self, value: Any, *, path: str = "") -> bytes:
+        """Encode ``value`` as ``inner`` does, reusing the bytes of messages under ``"writes"``.
+
+        Example:
+            >>> ReusingSerializer(JsonSerializer()).dumps({"writes": []})
+            b'{"writes":[]}'
+        """
+        if type(value) is dict:
+            writes = value.get(_WRITES)
+            if type(writes) is list and writes:
+                fragments: list[bytes] = []
+                marked = self._marked(writes, 1, fragments)
+                if fragments:
+                    spliced = self._spliced({**value, _WRITES: marked}, path, fragments)
+                    if spliced is not None:
+                        return spliced
+        return self.inner.dumps(value, path=path)
+
+    def loads(self, data: bytes) -> Any:
+        """Decode what :meth:`dumps` wrote (as ``inner`` does).
+
+        Example:
+            >>> ReusingSerializer(JsonSerializer()).loads(b'[1]')
+            [1]
+        """
+        return self.inner.loads(data)
+
+    def forget(self) -> None:
+        """Drop every kept encoding (they stay correct; this only frees memory).
+
+        Example:
+            >>> ReusingSerializer(JsonSerializer()).forget()
+        """
+        self._fragments.clear()
+        self._kept = 0
+
+    # ------------------------------------------------------------------ placing messages
+
+    def _marked(self, node: Any, depth: int, fragments: list[bytes]) -> Any:
+        """``node`` (a list or dict ``depth`` deep) with reusable messages replaced by
+        placeholders, their bytes appended to ``fragments``; ``node`` itself if none."""
+        out: Any = None
+        items = enumerate(node) if type(node) is list else node.items()
+        child = depth + 1
+        for at, item in items:
+            kind = type(item)
+            if kind in _REUSED:
+                if child > SPLICE_DEPTH:
+                    continue
+                fragment = self._fragment(item)
+                if fragment is None:
+                    continue
+                new: Any = f"{self._token}{len(fragments)}"
+                fragments.append(fragment)
+            elif (kind is list or kind is dict) and child < SPLICE_DEPTH:
+                new = self._marked(item, child, fragments)
+                if new is item:
+                    continue
+            else:
+                continue
+            if out is None:
+                out = list(node) if type(node) is list else dict(node)
+            out[at] = new
+        return node if out is None else out
+
+    def _spliced(self, marked: Any, path: str, fragments: list[bytes]) -> bytes | None:
+        """``marked`` encoded with each placeholder swapped for its bytes; None if it cannot be."""
+        try:
+            encoded = self.inner.dumps(marked, path=path)
+        except Exception:
+            return None  # the plain encoding raises what it should, with its own path
+        pieces = encoded.split(self._quoted)
+        if len(pieces) != len(fragments) + 1:
+            return None  # the token also sits in some value: encode plainly
+        out = [pieces[0]]
+        for piece in pieces[1:]:
+            end = piece.find(b'"')
+            try:
+                out.append(fragments[int(piece[:end])])
+            except (ValueError, IndexError):  # not a placeholder after all
+                return None
+            out.append(piece[end + 1 :])
+        return b"".join(out)
+
+    # ------------------------------------------------------------------ encoding a message once
+
+    def _fragment(self, message: BaseMessage) -> bytes | None:
+        """The bytes ``inner`` writes for ``message``, reused when its content is known."""
+        fields = message.__dict__
+        extra = message.__pydantic_extra__
+        if not _exact(fields, 0) or (extra is not None and not _exact(extra, 0)):
+            return None
+        try:
+            key = (type(message), marshal.dumps((fields, extra), 2))
+        except ValueError:  # nested past marshal's own limit
+            return None
+        fragment = self._fragments.get(key)
+        if fragment is not None:
+            return fragment
+        nested: Any = message
+        for _ in range(SPLICE_DEPTH):
+            nested = [nested]
+        try:
+            encoded = self.inner.dumps(nested)
+        except Exception:
+            return None  # unstorable as it is: the plain encoding says why
+        fragment = encoded[SPLICE_DEPTH:-SPLICE_DEPTH]
+        size = len(fragment) + len(key[1])
+        if size <= self._max // 16:
+            self._fragments[key] = fragment
+            self._kept += size
+            while self._kept > self._max:
+                old_key, old = next(iter(self._fragments.items()))
+                del self._fragments[old_key]
+                self._kept -= len(old) + len(old_key[1])
+        return fragment
+
+
+def _exact(value: Any, depth: int) -> bool:
+    """True if ``value`` holds only exact builtin data, which ``marshal`` tells apart exactly.
+
+    Past :data:`_MAX_DEPTH` levels it says False: such a message is encoded as usual.
+    """
+    kind = type(value)
+    if kind is dict or kind is tuple or kind is list:
+        if depth >= _MAX_DEPTH:
+            return False
+        depth += 1
+        items = value.items() if kind is dict else enumerate(value)
+        for k, v in items:
+            if type(k) not in _EXACT:
+                return False
+            if type(v) not in _EXACT and not _exact(v, depth):
+                return False
+        return True
+    return kind in _EXACT
