@@ -47,8 +47,8 @@ __all__ = ["MAX_REUSED_BYTES", "SPLICE_DEPTH", "ReusingSerializer", "reusing"]
 SPLICE_DEPTH = 8
 """How many containers deep a reused message may sit in a record.
 
-A pending write holds its messages 3 or 4 deep, a checkpoint record 6
-(in a whole list) or 7 (in a tail); deeper ones are encoded as usual.
+A pending write holds its messages 3 or 4 deep, a checkpoint record 5 or
+6 (in a whole list) or 7 (in a tail).
 """
 
 MAX_REUSED_BYTES = 8 * 1024 * 1024
@@ -69,6 +69,7 @@ _REUSED: frozenset[type] = frozenset(
     and not kind.__pydantic_decorators__.computed_fields
 )
 _EXACT = frozenset({str, int, float, bool, type(None), bytes})
+_EMPTY = frozenset({dict, list, tuple})
 _WRITES = "writes"
 # Deeper field values are not worth the walk: no chat message nests so deep.
 _MAX_DEPTH = 32
@@ -110,7 +111,7 @@ class ReusingSerializer:
         True
     """
 
-    __slots__ = ("_fragments", "_kept", "_max", "_quoted", "_token", "inner")
+    __slots__ = ("_fragments", "_heads", "_kept", "_max", "_quoted", "_token", "inner")
 
     def __init__(self, inner: JsonSerializer, *, max_bytes: int = MAX_REUSED_BYTES) -> None:
         self.inner = inner
@@ -120,6 +121,8 @@ class ReusingSerializer:
         self._quoted = b'"' + self._token.encode()
         self._fragments: dict[tuple[type, bytes], bytes] = {}
         self._kept = 0
+        # Per message class: the bytes its encoding starts with (b"": encode it whole).
+        self._heads: dict[type, bytes] = {}
 
     def dumps(self, value: Any, *, path: str = "") -> bytes:
         """Encode ``value`` as ``inner`` does, reusing the bytes of messages under ``"writes"``.
@@ -132,7 +135,7 @@ class ReusingSerializer:
             writes = value.get(_WRITES)
             if type(writes) is list and writes:
                 fragments: list[bytes] = []
-                marked = self._marked(writes, 1, fragments)
+                marked = self._marked(writes, fragments)
                 if fragments:
                     spliced = self._spliced({**value, _WRITES: marked}, path, fragments)
                     if spliced is not None:
@@ -159,32 +162,84 @@ class ReusingSerializer:
 
     # ------------------------------------------------------------------ placing messages
 
-    def _marked(self, node: Any, depth: int, fragments: list[bytes]) -> Any:
-        """``node`` (a list or dict ``depth`` deep) with reusable messages replaced by
-        placeholders, their bytes appended to ``fragments``; ``node`` itself if none."""
-        out: Any = None
-        items = enumerate(node) if type(node) is list else node.items()
-        child = depth + 1
-        for at, item in items:
+    def _marked(self, writes: list[Any], fragments: list[bytes]) -> list[Any]:
+        """A record's ``writes`` with reusable messages replaced by placeholders, their
+        bytes appended to ``fragments``; ``writes`` itself if it holds none.
+
+        Only where savers put values: a pending write's entries (``{..., "value": v}``,
+        2 deep) and a checkpoint's groups of ``[name, {channel: v}]`` pairs (``v`` 5
+        deep), ``v`` being a message, a list of them, or a tail (``{"items": [...]}``).
+        A message anywhere else is encoded as usual.
+        """
+        out: list[Any] | None = None
+        for at, item in enumerate(writes):
             kind = type(item)
-            if kind in _REUSED:
-                if child > SPLICE_DEPTH:
-                    continue
-                fragment = self._fragment(item)
-                if fragment is None:
-                    continue
-                new: Any = f"{self._token}{len(fragments)}"
-                fragments.append(fragment)
-            elif (kind is list or kind is dict) and child < SPLICE_DEPTH:
-                new = self._marked(item, child, fragments)
-                if new is item:
-                    continue
-            else:
+            new: Any = item
+            if kind is dict:
+                value = item.get("value")
+                marked = self._value(value, 3, fragments)
+                if marked is not value:
+                    new = {**item, "value": marked}
+            elif kind is list:
+                new = self._group(item, fragments)
+            if new is not item:
+                if out is None:
+                    out = list(writes)
+                out[at] = new
+        return writes if out is None else out
+
+    def _group(self, group: list[Any], fragments: list[bytes]) -> list[Any]:
+        """A checkpoint's group of ``[name, {channel: value}]`` pairs, marked."""
+        out: list[Any] | None = None
+        for at, pair in enumerate(group):
+            if type(pair) is not list or len(pair) != 2 or type(pair[1]) is not dict:
                 continue
-            if out is None:
-                out = list(node) if type(node) is list else dict(node)
-            out[at] = new
-        return node if out is None else out
+            values: dict[str, Any] = pair[1]
+            marked: dict[str, Any] | None = None
+            for channel, value in values.items():
+                kind = type(value)
+                if kind is dict and type(value.get("items")) is list:  # a tail
+                    items = value["items"]
+                    new_items = self._value(items, 6, fragments)
+                    new: Any = value if new_items is items else {**value, "items": new_items}
+                elif kind is list or kind in _REUSED:
+                    new = self._value(value, 5, fragments)
+                else:
+                    continue
+                if new is not value:
+                    if marked is None:
+                        marked = dict(values)
+                    marked[channel] = new
+            if marked is not None:
+                if out is None:
+                    out = list(group)
+                out[at] = [pair[0], marked]
+        return group if out is None else out
+
+    def _value(self, value: Any, depth: int, fragments: list[bytes]) -> Any:
+        """``value`` (``depth`` deep) marked if it is a message or a list holding some."""
+        kind = type(value)
+        if kind in _REUSED:
+            return self._placeholder(value, fragments)
+        if kind is not list or depth >= SPLICE_DEPTH:
+            return value
+        out: list[Any] | None = None
+        for at, item in enumerate(value):
+            if type(item) in _REUSED:
+                new = self._placeholder(item, fragments)
+                if new is not item:
+                    if out is None:
+                        out = list(value)
+                    out[at] = new
+        return value if out is None else out
+
+    def _placeholder(self, message: BaseMessage, fragments: list[bytes]) -> Any:
+        """The placeholder standing for ``message``'s bytes (``message`` if it has none)."""
+        fragment = self._fragment(message)
+        if fragment is None:
+            return message
+        fragments.append(fragment)
+        return f"{self._token}{len(fragments) - 1}"
 
     def _spliced(self, marked: Any, path: str, fragments: list[bytes]) -> bytes | None:
         """``marked`` encoded with each placeholder swapped for its bytes; None if it cannot be."""
@@ -220,14 +275,10 @@ class ReusingSerializer:
         fragment = self._fragments.get(key)
         if fragment is not None:
             return fragment
-        nested: Any = message
-        for _ in range(SPLICE_DEPTH):
-            nested = [nested]
         try:
-            encoded = self.inner.dumps(nested)
+            fragment = self._encoded(message)
         except Exception:
             return None  # unstorable as it is: the plain encoding says why
-        fragment = encoded[SPLICE_DEPTH:-SPLICE_DEPTH]
         size = len(fragment) + len(key[1])
         if size <= self._max // 16:
             self._fragments[key] = fragment
@@ -237,6 +288,55 @@ class ReusingSerializer:
                 del self._fragments[old_key]
                 self._kept -= len(old) + len(old_key[1])
         return fragment
+
+    def _encoded(self, message: BaseMessage) -> bytes:
+        """``message`` as ``inner`` writes it :data:`SPLICE_DEPTH` containers deep.
+
+        The serializer writes a model as ``{"__fc__": "model", "cls": ..., "v": ...}``
+        around its pydantic dump, and reaches the dump through Python-level steps
+        that build an error path per field. Writing the head once per class and
+        the dump (plain data here) as the serializer writes plain data gives the
+        same bytes at a fraction of the cost; the first message of each class is
+        encoded both ways, and a class whose bytes differ is always encoded whole.
+        """
+        kind = type(message)
+        head = self._heads.get(kind)
+        if head is None:
+            head = self._heads[kind] = self._head(message)
+        if head:
+            return head + _nested_dumps(self.inner, message.model_dump(mode="python"), 1) + b"}"
+        return _nested_dumps(self.inner, message, 0)
+
+    def _head(self, message: BaseMessage) -> bytes:
+        """What every encoding of ``message``'s class starts with, or b"" if it is not so.
+
+        Checked on a copy of ``message`` (so the message itself is dumped once),
+        encoded both ways.
+        """
+        kind = type(message)
+        ref = self.inner.dumps(f"{kind.__module__}:{kind.__qualname__}")
+        head = b'{"__fc__":"model","cls":' + ref + b',"v":'
+        probe = message.model_copy(update={"id": "flowcore-encoding-probe"})
+        try:
+            whole = _nested_dumps(self.inner, probe, 0)
+            dump = probe.model_dump(mode="python")
+            composed = head + _nested_dumps(self.inner, dump, 1) + b"}"
+        except Exception:
+            return b""
+        return head if composed == whole else b""
+
+
+def _nested_dumps(serializer: Serializer, value: Any, deeper: int) -> bytes:
+    """``value`` as ``serializer`` writes it ``SPLICE_DEPTH + deeper`` containers deep.
+
+    The serializer's nesting limit counts from where a value sits, so it is
+    encoded that deep (inside lists, stripped again) to be refused exactly
+    where it would be refused in a record.
+    """
+    depth = SPLICE_DEPTH + deeper
+    for _ in range(depth):
+        value = [value]
+    return serializer.dumps(value)[depth:-depth]
 
 
 def _exact(value: Any, depth: int) -> bool:
@@ -253,7 +353,8 @@ def _exact(value: Any, depth: int) -> bool:
         for k, v in items:
             if type(k) not in _EXACT:
                 return False
-            if type(v) not in _EXACT and not _exact(v, depth):
+            # Empty containers (most of a message's fields) need no call.
+            if type(v) not in _EXACT and (v or type(v) not in _EMPTY) and not _exact(v, depth):
                 return False
         return True
     return kind in _EXACT
