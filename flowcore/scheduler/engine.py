@@ -30,7 +30,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from graphlib import TopologicalSorter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -59,7 +59,7 @@ from flowcore.events import (
     RunStartEvent,
     RunStatus,
 )
-from flowcore.graph.commands import Command, Send, split_task_key, task_key
+from flowcore.graph.commands import Command, Send
 from flowcore.graph.constants import END, START
 from flowcore.graph.spec import NodeSpec, RouterSpec
 from flowcore.interrupts import (
@@ -69,12 +69,17 @@ from flowcore.interrupts import (
     current_scope,
 )
 from flowcore.result import NodeRun, RunResult
-from flowcore.runtime import TaskPool, call_node, run_batch
+from flowcore.runtime import StepWrites, TaskPool, call_node
 from flowcore.scheduler.context import NodeContext
 from flowcore.scheduler.invoke import invoke_with_policy
 from flowcore.scheduler.options import DEFAULT_RECURSION_LIMIT, RunOptions
+from flowcore.scheduler.outcome import NO_ARG as _NO_ARG
+from flowcore.scheduler.outcome import Outcome as _Outcome
+from flowcore.scheduler.outcome import RunFailed as _RunFailed
+from flowcore.scheduler.outcome import RunPaused as _RunPaused
 from flowcore.scheduler.persistence import new_checkpoint_id
 from flowcore.scheduler.planner import PassState, decide, route_targets, write_levels
+from flowcore.scheduler.supersteps import SuperstepPass
 from flowcore.scheduler.thread_run import ThreadRun
 from flowcore.secrets import NO_REDACTION, Redactor, find_secrets, learn, scrub, scrub_error
 from flowcore.state.schema import replace_conflict
@@ -86,38 +91,6 @@ if TYPE_CHECKING:
 __all__ = ["RunEngine"]
 
 EmitFn = Callable[[Event], None]
-
-
-@dataclass(slots=True)
-class _Outcome:
-    node: str
-    level: int
-    started: float
-    duration: float = 0.0
-    attempts: int = 0
-    update: Mapping[str, Any] | None = None
-    routes: tuple[str, ...] = ()
-    error: BaseException | None = None
-    interrupt: Interrupt | None = None
-    resumes: tuple[Any, ...] = ()
-    key: str = ""
-    """The task's key: the node's name, or ``node#i`` for its i-th Send task."""
-    sends: tuple[Send, ...] = ()
-
-
-_NO_ARG: Any = object()
-"""A task's input when it is the node's own task: the state view, not a Send's arg."""
-
-Task = tuple[str, str, Any]
-"""One task of a superstep: (key, node, Send arg or _NO_ARG)."""
-
-
-class _RunFailed(Exception):
-    """Internal: stop the run; the errors are already recorded."""
-
-
-class _RunPaused(Exception):
-    """Internal: stop the run as ``interrupted``; it can be resumed."""
 
 
 class _FoldFailed(Exception):
@@ -165,9 +138,8 @@ class RunEngine:
         self._fail_fast = options.on_error == "fail_fast"
         # Per-step durability commits once per step: the last task of a clean
         # superstep leaves its write to the checkpoint that follows (which holds
-        # it in its write group) instead of committing it alone just before.
-        self._unfinished = 0  # tasks of the running superstep not yet finished
-        self._step_clean = True  # no task of it has failed or paused so far
+        # it in its write group) instead of committing it alone just before
+        # (flowcore.runtime.steps.StepWrites says which task that is).
         self._deferred: _Outcome | None = None
         self.values: dict[str, Any] = {}
         self.outputs: dict[str, Mapping[str, Any] | None] = {}
@@ -435,99 +407,7 @@ class RunEngine:
     async def _superstep_pass(
         self, plan: PassPlan, pass_index: int, restored: PassState | None = None
     ) -> list[str]:
-        ps = restored or PassState()
-        if restored is None:
-            self._pass_base = self.step
-            if self._carry is not None:
-                ps.sends, ps.send_roots = self._carry
-                self._carry = None
-        base = self._pass_base
-        sorter = plan.sorter()
-        index = self._topo.index
-        thread = self._thread
-        carried: list[str] = []
-        if restored is not None:
-            carried = self._replay_decided(sorter, ps)
-        while sorter.is_active():
-            batch: list[str] = []
-            send_only: set[str] = set()
-            pending = carried or list(sorter.get_ready())
-            carried = []
-            while pending:
-                skipped = []
-                for node in pending:
-                    reason = self._decide(node, plan, ps)
-                    if reason is None:
-                        batch.append(node)
-                    elif reason == "not_triggered" and node in ps.sends:
-                        batch.append(node)
-                        send_only.add(node)
-                    else:
-                        self._skip(node, reason, plan, ps, base, pass_index)
-                        skipped.append(node)
-                if not skipped:
-                    break
-                sorter.done(*skipped)
-                pending = list(sorter.get_ready())
-            if not batch:
-                continue
-            batch.sort(key=index.__getitem__)
-            level = self.step + 1
-            if thread is not None:
-                await self._checkpoint_before(batch, plan, ps, pass_index, base)
-            self._check_limit(level)
-            self.step = level
-            tasks = self._tasks(batch, send_only, ps) if ps.sends else None
-            if tasks is None:
-                outcomes = await self._run_batch(batch, level)
-            else:
-                outcomes = await self._run_tasks(tasks, level)
-            if thread is not None:
-                thread.pending.clear()
-                thread.answers.clear()
-            ps.writes.clear()
-            failed = False
-            paused = False
-            for out in outcomes:
-                if out.interrupt is not None:
-                    paused = True
-                    self.interrupts.append(out.interrupt)
-                    continue
-                if not self._absorb(out, pass_index, ps):
-                    failed = True
-            if failed and self._fail_fast:
-                raise _RunFailed
-            if paused:
-                # Completed siblings keep their saved writes; the step is applied
-                # when the interrupted nodes have answered.
-                raise _RunPaused
-            group = [(node, upd) for _, _, node, upd in ps.writes]
-            if group:
-                self.values = self._schema.apply(self.values, group)
-                if thread is not None:
-                    if tasks is not None:  # state and outputs are kept by node name
-                        group = [(split_task_key(key)[0], upd) for key, upd in group]
-                    thread.groups.append(group)
-            if tasks is not None:
-                for node in batch:
-                    ps.sends.pop(node, None)
-            if thread is not None and thread.interrupt_after.intersection(batch):
-                self._pause_next = "after"
-            sorter.done(*batch)
-        if ps.next_sends:
-            self._carry = (ps.next_sends, set(ps.next_sends) - ps.next_roots)
-            return self._ordered(ps.next_roots | set(ps.next_sends))
-        return self._ordered(ps.next_roots)
-
-    def _tasks(self, batch: list[str], send_only: set[str], ps: PassState) -> list[Task]:
-        """The tasks of a batch: each node's own (unless only Sends started it), then its Sends."""
-        tasks: list[Task] = []
-        for node in batch:
-            if node not in send_only:
-                tasks.append((node, node, _NO_ARG))
-            for i, arg in enumerate(ps.sends.get(node, ())):
-                tasks.append((task_key(node, i), node, arg))
-        return tasks
+        return await SuperstepPass(self, plan, pass_index, restored).run()
 
     def _replay_decided(self, sorter: TopologicalSorter[str], ps: PassState) -> list[str]:
         """Walk a fresh sorter past the nodes a restored pass already decided."""
@@ -653,67 +533,6 @@ class RunEngine:
             return
         await self._store_deferred()
         await thread.writer.close({"values": self.values, "outputs": dict(self.outputs)})
-
-    async def _run_batch(self, batch: Sequence[str], level: int) -> list[_Outcome]:
-        specs = self._specs
-        values = self.values
-        thread = self._thread
-        if thread is not None and thread.pending:
-            saved = [self._saved_outcome(n, level) for n in batch]
-            done = [o for o in saved if o is not None]
-            if done:
-                rest = [n for n in batch if n not in {o.node for o in done}]
-                ran = await self._run_batch(rest, level) if rest else []
-                by_node = {o.node: o for o in [*done, *ran]}
-                return [by_node[n] for n in batch if n in by_node]
-        self._begin_step(len(batch))
-        if len(batch) == 1:
-            return [await self._run_node_now(specs[batch[0]], values, level)]
-
-        async def one(name: str) -> _Outcome:
-            return await self._run_node_now(specs[name], values, level)
-
-        outcomes = await run_batch(
-            batch,
-            one,
-            limit=self._limit,
-            stops=(lambda out: out.error is not None) if self._fail_fast else None,
-        )
-        return [r for r in outcomes if r is not None]
-
-    async def _run_tasks(self, tasks: Sequence[Task], level: int) -> list[_Outcome]:
-        """Run a batch that has Send tasks; outcomes come back in task order."""
-        specs = self._specs
-        values = self.values
-        thread = self._thread
-        if thread is not None and thread.pending:
-            saved = [self._saved_outcome(node, level, key) for key, node, _ in tasks]
-            done = {o.key: o for o in saved if o is not None}
-            if done:
-                rest = [t for t in tasks if t[0] not in done]
-                ran = await self._run_tasks(rest, level) if rest else []
-                done.update((o.key, o) for o in ran)
-                return [done[key] for key, _, _ in tasks if key in done]
-
-        self._begin_step(len(tasks))
-
-        async def one(task: Task) -> _Outcome:
-            key, node, arg = task
-            return await self._run_node_now(specs[node], values, level, key, arg)
-
-        outcomes = await run_batch(
-            tasks,
-            one,
-            limit=self._limit,
-            stops=(lambda out: out.error is not None) if self._fail_fast else None,
-        )
-        return [r for r in outcomes if r is not None]
-
-    def _begin_step(self, tasks: int) -> None:
-        # A write left to the next checkpoint was stored by it before this step began.
-        assert self._deferred is None
-        self._unfinished = tasks
-        self._step_clean = True
 
     async def _store_deferred(self) -> None:
         """Store the write a checkpoint was to carry, when the run stops before that checkpoint."""
@@ -979,7 +798,10 @@ class RunEngine:
         level: int,
         key: str | None = None,
         arg: Any = _NO_ARG,
+        *,
+        writes: StepWrites | None = None,
     ) -> _Outcome:
+        """Run one task and save its write; ``writes`` is its superstep's (None in dataflow)."""
         name = spec.name
         emit = self._emit
         if emit is not None:
@@ -1039,7 +861,11 @@ class RunEngine:
                 out.routes = tuple(dict.fromkeys((*goto[0], *out.routes)))
                 out.sends = (*goto[1], *out.sends)
             if self._thread is not None:
-                if self._unfinished == 1 and self._step_clean and self._thread.syncs_each_step:
+                if (
+                    writes is not None
+                    and writes.rides_with_checkpoint()
+                    and self._thread.syncs_each_step
+                ):
                     self._deferred = out
                 else:
                     await self._persist_node(out)
@@ -1055,8 +881,6 @@ class RunEngine:
                     out.interrupt = None
                     out.error = exc
         except asyncio.CancelledError:
-            self._unfinished = max(0, self._unfinished - 1)
-            self._step_clean = False
             self._record_cancelled(out, time.perf_counter() - t_start)
             raise
         except (
@@ -1072,10 +896,6 @@ class RunEngine:
         except Exception as exc:
             # Anything else is still this node's failure, never the run loop's.
             out.error = NodeError(node=name, attempts=max(out.attempts, 1), cause=exc)
-        if self._unfinished:
-            self._unfinished -= 1
-            if out.error is not None or out.interrupt is not None:
-                self._step_clean = False
         out.duration = time.perf_counter() - t_start
         if out.error is not None and self._redactor is not None:
             out.error = scrub_error(out.error, self._redactor)

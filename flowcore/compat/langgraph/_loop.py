@@ -44,7 +44,8 @@ from flowcore.compat.langgraph._node import (
 from flowcore.compat.langgraph._savers_core import SaveBatch
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._types import START, Command, Interrupt
-from flowcore.runtime import call_node, run_batch, run_lease
+from flowcore.runtime import call_node, run_lease
+from flowcore.runtime.steps import StepWrites, run_supersteps
 
 if TYPE_CHECKING:
     from flowcore.compat.langgraph._events import EventProjector
@@ -287,10 +288,8 @@ class Run:
         # Under durability "async" saves are queued (see SaveBatch), opened at the first save.
         self.batch: SaveBatch | None = None
         self.batch_asked = False
-        # Per-step durability commits once per step: the last task of a clean
-        # superstep queues its writes and the checkpoint after it flushes both.
-        self.unfinished = 0  # tasks of the running superstep not yet finished
-        self.clean = True  # none of them failed or paused so far
+        # The first task of the running superstep to fail (in time): the error the run raises.
+        self.failure: BaseException | None = None
         # Who builds flowcore's events of this run (run_stream); None: nobody listens,
         # and no event is built.
         self.listener: EventProjector | None = None
@@ -674,14 +673,6 @@ class Run:
             for interrupt in (i for c, v in saved if c == INTERRUPT for i in _as_interrupts(v)):
                 if interrupt.id in self.resume_by_id:
                     task.resume.append(self.resume_by_id.pop(interrupt.id))
-        if self.interrupt_before and self._should_interrupt(self.interrupt_before):
-            self.status = "interrupt_before"
-            raise GraphInterrupt(())
-        if self.wants & _TASK_MODES:
-            self.emit("debug_tasks", (self.step, self.tasks))
-        for task in self.tasks:
-            if task.done:
-                self.emit_task_updates(task, task.writes)
         return True
 
     def _should_interrupt(self, names: Sequence[str]) -> bool:
@@ -691,53 +682,63 @@ class Run:
         )
         return changed and any(t.name in names for t in self.tasks if t.name != START)
 
-    async def run_tasks(self) -> None:
-        """Run the superstep's tasks concurrently; save each one's writes as it finishes."""
-        todo = [t for t in self.tasks if not t.done]
-        if not todo:
-            return
-        self.unfinished = len(todo)
-        self.clean = True
-        if len(todo) == 1:
-            task = todo[0]
-            await self._run_task(task)
-            self._finished(task)
-            if task.error is not None:
-                raise task.error
-            if task.interrupts:
-                self.interrupts.extend(task.interrupts)
-                raise GraphInterrupt(tuple(task.interrupts))
-            return
-        failure: list[BaseException] = []
+    # ------------------------------------------ the runtime's Superstep protocol
+    async def next_step(self) -> list[Task] | None:
+        """The tasks of the next superstep (restored ones marked done), or None: over."""
+        return self.tasks if await self.tick() else None
 
-        async def one(task: Task) -> Task:
-            await self._run_task(task)
-            self._finished(task)
-            return task
+    async def before_step(self, tasks: Sequence[Task]) -> None:
+        """Pause before the step if asked; stream its tasks and the restored ones' updates.
 
-        def stops(task: Task) -> bool:
-            # The first task to fail (in time) stops the others, as in LangGraph.
-            if task.error is None:
-                return False
-            if not failure:
-                failure.append(task.error)
-            return True
+        The checkpoint the step starts from was saved when the last step closed
+        (or by :meth:`first`).
+        """
+        self.failure = None
+        if self.interrupt_before and self._should_interrupt(self.interrupt_before):
+            self.status = "interrupt_before"
+            raise GraphInterrupt(())
+        if self.wants & _TASK_MODES:
+            self.emit("debug_tasks", (self.step, tasks))
+        for task in tasks:
+            if task.done:
+                self.emit_task_updates(task, task.writes)
 
-        await run_batch(todo, one, limit=self.max_concurrency or None, stops=stops)
-        if failure:
-            raise failure[0]
-        interrupted = [i for t in todo for i in t.interrupts]
+    def restored(self, task: Task) -> Task | None:
+        """A task whose writes an earlier attempt saved is not run again."""
+        return task if task.done else None
+
+    def stops(self, task: Task) -> bool:
+        """Any failure stops the step's other tasks; the first (in time) is the run's error."""
+        if task.error is None:
+            return False
+        if self.failure is None:
+            self.failure = task.error
+        return True
+
+    def clean(self, task: Task) -> bool:
+        """Whether a task ended neither failed nor paused."""
+        return task.error is None and not task.interrupts
+
+    async def after_step(self, tasks: Sequence[Task], results: Sequence[Task]) -> None:
+        """Raise the step's failure or pause; else apply its writes and save a checkpoint."""
+        failure = self.failure or next((t.error for t in results if t.error is not None), None)
+        if failure is not None:
+            raise failure
+        interrupted = [i for t in results for i in t.interrupts]
         if interrupted:
             self.interrupts.extend(interrupted)
             raise GraphInterrupt(tuple(interrupted))
+        self.apply_writes(self.tasks)
+        self.pending = []
+        self.emit_values()
+        await self._put_checkpoint("loop")
+        if self.interrupt_after and self._should_interrupt(self.interrupt_after):
+            self.status = "interrupt_after"
+            self.tasks = self.prepare(for_execution=False)
+            raise GraphInterrupt(())
 
-    def _finished(self, task: Task) -> None:
-        self.unfinished -= 1
-        if task.error is not None or task.interrupts:
-            self.clean = False
-
-    async def _run_task(self, task: Task) -> None:
-        """Run one task; its failure is left in ``task.error`` (run_batch stops the others)."""
+    async def run_task(self, task: Task, writes: StepWrites) -> Task:
+        """Run one task and save its writes; a failure is left in ``task.error``."""
         node = self.graph.nodes.get(task.name)
         listener = self.listener
         if listener is not None:
@@ -756,18 +757,18 @@ class Run:
             task.writes = await self._call_node(task, scope)
         except GraphInterrupt as exc:
             task.interrupts = exc.interrupts
-            writes: list[tuple[str, Any]] = [(INTERRUPT, list(exc.interrupts))]
+            asked: list[tuple[str, Any]] = [(INTERRUPT, list(exc.interrupts))]
             if scope.resume:
-                writes.append((RESUME, list(scope.resume)))
-            await self._put_writes(task, writes)
-            self.pending.extend((task.id, c, v) for c, v in writes)
+                asked.append((RESUME, list(scope.resume)))
+            await self._put_writes(task, asked)
+            self.pending.extend((task.id, c, v) for c, v in asked)
             self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
             values = self.graph.read_output(self.channels, self.output_keys)
             self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
             self._task_result(task, error=None)
             if listener is not None:
                 listener.task_result(task, self.step)
-            return
+            return task
         except ParentCommand as exc:
             if self.parent_scope is None:
                 task.error = InvalidUpdateError("There is no parent graph")
@@ -775,7 +776,7 @@ class Run:
                 task.error = exc
             if listener is not None:
                 listener.task_result(task, self.step)
-            return
+            return task
         except asyncio.CancelledError:
             task.error = task.error or asyncio.CancelledError()
             raise
@@ -786,7 +787,7 @@ class Run:
             self._task_result(task, error=repr(exc))
             if listener is not None:
                 listener.task_result(task, self.step)
-            return
+            return task
         finally:
             set_scope(None)
             del token
@@ -795,7 +796,7 @@ class Run:
         if scope.resume:
             stored = [*stored, (RESUME, list(scope.resume))]
         if self.saver is not None:
-            await self._put_writes(task, stored, last=self.unfinished == 1 and self.clean)
+            await self._put_writes(task, stored, last=writes.rides_with_checkpoint())
             task_id = task.id
             self.pending.extend([(task_id, c, v) for c, v in stored])
         elif not self.pending:
@@ -809,6 +810,7 @@ class Run:
                 self._task_result(task, error=None)
         if listener is not None:
             listener.task_result(task, self.step)
+        return task
 
     def _task_result(self, task: Task, *, error: str | None) -> None:
         if task.name == START or not self.wants & _TASK_MODES:
@@ -962,16 +964,7 @@ class Run:
             await self._close_batch()
             raise
         try:
-            while await self.tick():
-                await self.run_tasks()
-                self.apply_writes(self.tasks)
-                self.pending = []
-                self.emit_values()
-                await self._put_checkpoint("loop")
-                if self.interrupt_after and self._should_interrupt(self.interrupt_after):
-                    self.status = "interrupt_after"
-                    self.tasks = self.prepare(for_execution=False)
-                    raise GraphInterrupt(())
+            await run_supersteps(self, limit=self.max_concurrency or None)
         except GraphInterrupt:
             if self.status not in ("interrupt_before", "interrupt_after"):
                 self.status = "interrupted"

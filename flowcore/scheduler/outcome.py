@@ -1,0 +1,55 @@
+"""What one task of a native run is, and what running it gave.
+
+Shared by the engine (:mod:`flowcore.scheduler.engine`), its superstep pass
+(:mod:`flowcore.scheduler.supersteps`) and its dataflow pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from flowcore.graph.commands import Send
+from flowcore.interrupts import Interrupt
+
+__all__ = ["NO_ARG", "Outcome", "RunFailed", "RunPaused", "Task"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One task's run: its update, routes and Sends, or its error or pause.
+
+    Example:
+        >>> Outcome("a", 1, 0.0).attempts
+        0
+    """
+
+    node: str
+    level: int
+    started: float
+    duration: float = 0.0
+    attempts: int = 0
+    update: Mapping[str, Any] | None = None
+    routes: tuple[str, ...] = ()
+    error: BaseException | None = None
+    interrupt: Interrupt | None = None
+    resumes: tuple[Any, ...] = ()
+    key: str = ""
+    """The task's key: the node's name, or ``node#i`` for its i-th Send task."""
+    sends: tuple[Send, ...] = ()
+
+
+NO_ARG: Any = object()
+"""A task's input when it is the node's own task: the state view, not a Send's arg."""
+
+Task = tuple[str, str, Any]
+"""One task of a superstep: (key, node, Send arg or NO_ARG)."""
+
+
+class RunFailed(Exception):
+    """Internal: stop the run; the errors are already recorded."""
+
+
+class RunPaused(Exception):
+    """Internal: stop the run as ``interrupted``; it can be resumed."""
