@@ -283,10 +283,13 @@ class ReusingSerializer:
         if size <= self._max // 16:
             self._fragments[key] = fragment
             self._kept += size
-            while self._kept > self._max:
-                old_key, old = next(iter(self._fragments.items()))
-                del self._fragments[old_key]
-                self._kept -= len(old) + len(old_key[1])
+            try:
+                while self._kept > self._max:
+                    old_key, old = next(iter(self._fragments.items()))
+                    del self._fragments[old_key]
+                    self._kept -= len(old) + len(old_key[1])
+            except (RuntimeError, KeyError, StopIteration):
+                self.forget()  # another thread's store call evicted too (a migration)
         return fragment
 
     def _encoded(self, message: BaseMessage) -> bytes:

@@ -69,7 +69,8 @@ class AsyncSqliteSaver(SaverShell):
 
     Args:
         conn: The database file, ``":memory:"``, or a connection to the file.
-        serializer: How values become bytes; JSON with tagged types by default.
+        serializer: How values become bytes; JSON with tagged types by default,
+            which encodes each chat message once however many records hold it.
         synchronous: ``"NORMAL"`` (default) or ``"FULL"`` (survives power loss).
         lease_ttl: Seconds a thread's lease lasts without renewal (default
             30): how long a run whose process died keeps its thread.
