@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from flowcore.errors import FlowcoreError
+from flowcore.runtime.answers import UNANSWERED, Answers
 
 __all__ = ["Interrupt", "InterruptScope", "NodeInterrupted", "Resume", "interrupt"]
 
@@ -63,25 +64,50 @@ class NodeInterrupted(BaseException):
         self.resumes = resumes
 
 
-@dataclass(slots=True)
-class InterruptScope:
+class InterruptScope(Answers):
     """The resume values one execution of one node may consume, in order.
 
     ``task`` tells apart the tasks one node runs in one superstep (its
     ``Send`` tasks, e.g. ``"map#2"``); None for the node's own task, whose
-    interrupt ids stay what they were before Send existed.
+    interrupt ids stay what they were before Send existed. Which answer each
+    ``interrupt()`` call gets is the runtime's rule
+    (:class:`flowcore.runtime.answers.Answers`).
+
+    Example:
+        >>> scope = InterruptScope("approve", "ckpt-1", ("yes",))
+        >>> scope.ask()
+        (0, 'yes')
     """
 
-    node: str
-    key: str
-    resumes: tuple[Any, ...] = ()
-    used: int = field(default=0)
-    task: str | None = None
+    __slots__ = ("key", "node", "task")
 
-    def next_id(self) -> str:
-        """A stable id for this task's next interrupt in this superstep."""
+    def __init__(
+        self, node: str, key: str, resumes: tuple[Any, ...] = (), task: str | None = None
+    ) -> None:
+        super().__init__(resumes)
+        self.node = node
+        self.key = key
+        self.task = task
+
+    @property
+    def resumes(self) -> tuple[Any, ...]:
+        """The answers given to this task so far, in order."""
+        return tuple(self.given)
+
+    @property
+    def used(self) -> int:
+        """How many ``interrupt()`` calls this attempt has made (0 starts the node over)."""
+        return self.asked
+
+    @used.setter
+    def used(self, value: int) -> None:
+        self.asked = value
+
+    def next_id(self, index: int | None = None) -> str:
+        """A stable id for this task's ``index``-th interrupt (default: its next) in this step."""
         who = self.node if self.task is None else self.task
-        digest = hashlib.sha256(f"{self.key}|{who}|{self.used}".encode()).hexdigest()
+        at = self.asked if index is None else index
+        digest = hashlib.sha256(f"{self.key}|{who}|{at}".encode()).hexdigest()
         return digest[:16]
 
 
@@ -110,8 +136,7 @@ def interrupt(value: Any = None) -> Any:
             "interrupt() was called outside a running node; call it from a node's "
             "function while the graph runs"
         )
-    index = scope.used
-    if index < len(scope.resumes):
-        scope.used += 1
-        return scope.resumes[index]
-    raise NodeInterrupted(Interrupt(scope.next_id(), scope.node, value), scope.resumes)
+    index, answer = scope.ask()
+    if answer is not UNANSWERED:
+        return answer
+    raise NodeInterrupted(Interrupt(scope.next_id(index), scope.node, value), scope.resumes)

@@ -12,10 +12,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from flowcore.events import DoneEvent, Event
-from flowcore.result import RunResult
+
+if TYPE_CHECKING:
+    # Only named in annotations; importing it would load flowcore.interrupts,
+    # which itself needs the runtime (flowcore.runtime.answers).
+    from flowcore.result import RunResult
 
 __all__ = ["EventStream"]
 

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from flowcore.compat.langgraph._errors import GraphInterrupt
 from flowcore.compat.langgraph._types import Interrupt
+from flowcore.runtime.answers import UNANSWERED, Answers
 
 __all__ = ["TaskScope", "current_scope", "get_config", "get_stream_writer", "interrupt"]
 
@@ -25,17 +26,18 @@ class ScopeHost(Protocol):
         ...
 
 
-class TaskScope:
+class TaskScope(Answers):
     """The running task: its answers to earlier pauses and where custom chunks go.
 
     ``resume`` holds the answers given so far, in order; the n-th
     ``interrupt()`` call of the task returns the n-th answer. ``null_resume``
     is a run-level answer (``Command(resume=value)``) taken by the first call
-    that has no answer of its own. The task's id and config are only worked
-    out when something asks for them: most nodes never do.
+    that has no answer of its own (the runtime's rule:
+    :class:`flowcore.runtime.answers.Answers`). The task's id and config are
+    only worked out when something asks for them: most nodes never do.
     """
 
-    __slots__ = ("_config", "calls", "host", "new_answers", "null_resume", "resume", "step", "task")
+    __slots__ = ("_config", "host", "step", "task")
 
     def __init__(
         self,
@@ -45,14 +47,32 @@ class TaskScope:
         resume: list[Any],
         null_resume: list[Any],
     ) -> None:
+        super().__init__(resume, null_resume)
         self.host = host
         self.task = task
         self.step = step
-        self.resume = resume
-        self.null_resume = null_resume
-        self.calls = 0
-        self.new_answers: list[Any] = []
         self._config: dict[str, Any] | None = None
+
+    @property
+    def resume(self) -> list[Any]:
+        """The answers given to this task so far, in order (those it took included)."""
+        return self.given
+
+    @property
+    def null_resume(self) -> list[Any]:
+        """The run's answers not addressed to any pause, shared by its tasks."""
+        shared = self.unaddressed
+        assert shared is not None  # a task scope is always given its run's list
+        return shared
+
+    @property
+    def calls(self) -> int:
+        """How many ``interrupt()`` calls this attempt has made (0 starts the task over)."""
+        return self.asked
+
+    @calls.setter
+    def calls(self, value: int) -> None:
+        self.asked = value
 
     @property
     def task_id(self) -> str:
@@ -116,14 +136,8 @@ def interrupt(value: Any) -> Any:
         >>> #     return {"approved": answer == "yes"}
     """
     scope = current_scope()
-    index = scope.calls
-    scope.calls += 1
-    if index < len(scope.resume):
-        return scope.resume[index]
-    if scope.null_resume:
-        answer = scope.null_resume.pop(0)
-        scope.resume.append(answer)
-        scope.new_answers.append(answer)
+    index, answer = scope.ask()
+    if answer is not UNANSWERED:
         return answer
     raise GraphInterrupt((Interrupt(value, scope.interrupt_id(index)),))
 
