@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -69,8 +68,9 @@ from flowcore.interrupts import (
     current_scope,
 )
 from flowcore.result import NodeRun, RunResult
-from flowcore.runtime import StepWrites, TaskPool, call_node
+from flowcore.runtime import StepWrites, call_node
 from flowcore.scheduler.context import NodeContext
+from flowcore.scheduler.dataflow import DataflowPass
 from flowcore.scheduler.invoke import invoke_with_policy
 from flowcore.scheduler.options import DEFAULT_RECURSION_LIMIT, RunOptions
 from flowcore.scheduler.outcome import NO_ARG as _NO_ARG
@@ -78,11 +78,10 @@ from flowcore.scheduler.outcome import Outcome as _Outcome
 from flowcore.scheduler.outcome import RunFailed as _RunFailed
 from flowcore.scheduler.outcome import RunPaused as _RunPaused
 from flowcore.scheduler.persistence import new_checkpoint_id
-from flowcore.scheduler.planner import PassState, decide, route_targets, write_levels
+from flowcore.scheduler.planner import PassState, decide, route_targets
 from flowcore.scheduler.supersteps import SuperstepPass
 from flowcore.scheduler.thread_run import ThreadRun
 from flowcore.secrets import NO_REDACTION, Redactor, find_secrets, learn, scrub, scrub_error
-from flowcore.state.schema import replace_conflict
 
 if TYPE_CHECKING:
     from flowcore.graph.compiled import CompiledGraph
@@ -91,16 +90,6 @@ if TYPE_CHECKING:
 __all__ = ["RunEngine"]
 
 EmitFn = Callable[[Event], None]
-
-
-class _FoldFailed(Exception):
-    """Internal: the writes of ``level`` could not be folded into ``values``."""
-
-    def __init__(self, level: int, error: InvalidUpdateError, values: dict[str, Any]) -> None:
-        super().__init__(level)
-        self.level = level
-        self.error = error
-        self.values = values
 
 
 class RunEngine:
@@ -562,161 +551,36 @@ class RunEngine:
 
     # -------------------------------------------------------------- dataflow
     async def _dataflow_pass(self, plan: PassPlan, pass_index: int) -> list[str]:
-        """Start each node as soon as its own predecessors are done.
+        """One pass in dataflow mode, run by :class:`~flowcore.scheduler.dataflow.DataflowPass`.
 
-        To end in the state supersteps mode would reach, a failure that stops
-        the run at level L sets a *ceiling*: nodes at levels >= L are cancelled
-        or never started and their writes dropped, while nodes below L still
-        run to the end. Supersteps mode likewise commits every step before L
-        and none from L on.
+        The pass runs nodes through ``_run_node_now`` and records them through
+        ``_absorb`` and ``_skip``, as supersteps mode does; a failure that
+        stops the run leaves the writes below its level applied.
         """
-        ps = PassState()
-        base = self.step
-        start_values = self.values
-        index = self._topo.index
-        sorter = plan.sorter()
-        done_q: asyncio.Queue[_Outcome] = asyncio.Queue()
-        views: dict[str, Mapping[str, Any]] = {}
-        updates: dict[str, Mapping[str, Any] | None] = {}
-        running: dict[str, tuple[asyncio.Task[None], int]] = {}
-        replace_owner: dict[tuple[int, str], str] = {}
-        ceiling = math.inf
-
-        def stop_at(level: int, error: BaseException | None) -> None:
-            nonlocal ceiling
-            if error is not None and error not in self.errors:
-                self.errors.append(error)
-            if level >= ceiling:
-                return
-            ceiling = level
-            for name, (task, lvl) in list(running.items()):
-                # A task that already finished has its outcome queued: keep it.
-                if lvl >= level and task.cancel():
-                    del running[name]
-
-        async def one(spec: NodeSpec, view: Mapping[str, Any], level: int) -> None:
-            done_q.put_nowait(await self._run_node_now(spec, view, level))
-
-        async with TaskPool(self._limit) as pool:
-            pending = sorter.get_ready()
-            while True:
-                while pending:
-                    finished = []
-                    for node in sorted(pending, key=index.__getitem__):
-                        preds = plan.preds[node]
-                        level = 1 + max((ps.res[p] for p in preds), default=base)
-                        if level >= ceiling:
-                            continue  # abandoned: never started, never marked done
-                        reason = self._decide(node, plan, ps)
-                        if reason is not None:
-                            self._skip(node, reason, plan, ps, base, pass_index)
-                            finished.append(node)
-                            continue
-                        if level > self.limit:
-                            stop_at(level, self._recursion_error())
-                            continue
-                        try:
-                            view = self._dataflow_view(node, plan, ps, views, updates, start_values)
-                        except _FoldFailed as failed:
-                            # A reducer rejected an ancestor's write: as in
-                            # supersteps mode, that write's level is not applied.
-                            stop_at(failed.level, failed.error)
-                            continue
-                        views[node] = view
-                        self.step = max(self.step, level)
-                        task = pool.start(one(self._specs[node], view, level))
-                        running[node] = (task, level)
-                    if not finished:
-                        break
-                    sorter.done(*finished)
-                    pending = sorter.get_ready()
-                if not running:
-                    break
-                out = await done_q.get()
-                if running.pop(out.node, None) is None:
-                    continue  # cancelled by stop_at, but returned anyway
-                ok = self._absorb(out, pass_index, ps)
-                updates[out.node] = out.update
-                if not ok:
-                    if self._fail_fast:
-                        stop_at(out.level, None)
-                elif out.update and out.level < ceiling:
-                    conflict = self._replace_conflict(out, replace_owner)
-                    if conflict is not None:
-                        stop_at(out.level, conflict)
-                sorter.done(out.node)
-                pending = sorter.get_ready()
-        writes = ps.writes if ceiling == math.inf else [w for w in ps.writes if w[0] < ceiling]
-        try:
-            self.values = self._fold(start_values, writes)
-        except _FoldFailed as failed:
-            self.values = failed.values
-            stop_at(failed.level, failed.error)
-        if ceiling != math.inf:
-            self.step = min(self.step, int(ceiling))
+        end = await DataflowPass(
+            topology=self._topo,
+            schema=self._schema,
+            specs=self._specs,
+            pool_limit=self._limit,
+            recursion_limit=self.limit,
+            fail_fast=self._fail_fast,
+            errors=self.errors,
+            run_node=self._run_node_now,
+            absorb=self._absorb,
+            skip=self._skip,
+            recursion_error=self._recursion_error,
+            reach=self._reach_level,
+        ).run(plan, pass_index, self.values, self.step)
+        self.values = end.values
+        if end.stopped_at is not None:
+            self.step = min(self.step, end.stopped_at)
             raise _RunFailed
-        return self._ordered(ps.next_roots)
+        return self._ordered(end.next_roots)
 
-    def _replace_conflict(
-        self, out: _Outcome, owners: dict[tuple[int, str], str]
-    ) -> InvalidUpdateError | None:
-        """Find two writes to one replace-key at one level as soon as both exist."""
-        assert out.update is not None
-        schema = self._schema
-        for key in out.update:
-            if schema.reducer(key) is not None:
-                continue
-            first = owners.setdefault((out.level, key), out.node)
-            if first != out.node:
-                # Name them in declaration order, as supersteps mode does.
-                a, b = sorted((first, out.node), key=self._topo.index.__getitem__)
-                return replace_conflict(key, a, b)
-        return None
-
-    def _dataflow_view(
-        self,
-        node: str,
-        plan: PassPlan,
-        ps: PassState,
-        views: Mapping[str, Mapping[str, Any]],
-        updates: Mapping[str, Mapping[str, Any] | None],
-        start_values: Mapping[str, Any],
-    ) -> Mapping[str, Any]:
-        """The pass-start state plus the writes of ``node``'s executed ancestors."""
-        preds = plan.preds[node]
-        if not preds:
-            return start_values
-        if len(preds) == 1 and preds[0] in ps.executed:
-            # A chain link: the parent's view plus the parent's own write, which
-            # comes last in (level, declaration) order.
-            parent = preds[0]
-            upd = updates.get(parent)
-            if not upd:
-                return views[parent]
-            try:
-                return self._schema.apply(views[parent], [(parent, upd)])
-            except InvalidUpdateError as exc:
-                raise _FoldFailed(ps.res[parent], exc, dict(views[parent])) from exc
-        anc = plan.ancestors(node)
-        return self._fold(start_values, [w for w in ps.writes if w[2] in anc])
-
-    def _fold(
-        self,
-        values: Mapping[str, Any],
-        writes: Sequence[tuple[int, int, str, Mapping[str, Any]]],
-    ) -> dict[str, Any]:
-        """Apply writes level by level, each level in declaration order.
-
-        If a level cannot be applied, raise :class:`_FoldFailed` carrying the
-        state before that level.
-        """
-        out = dict(values)
-        for level, group in write_levels(writes):
-            try:
-                out = self._schema.apply(out, group)
-            except InvalidUpdateError as exc:
-                raise _FoldFailed(level, exc, out) from exc
-        return out
+    def _reach_level(self, level: int) -> None:
+        # A dataflow node is starting at ``level``: the run's superstep count is
+        # the deepest level started so far (interrupt ids are keyed by it).
+        self.step = max(self.step, level)
 
     # ------------------------------------------------------------- one node
     def _context(
