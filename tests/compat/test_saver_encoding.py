@@ -199,6 +199,19 @@ def test_kept_encodings_stay_within_their_byte_budget() -> None:
     assert not s._fragments
 
 
+def test_a_redactor_set_later_scrubs_messages_as_before() -> None:
+    inner = JsonSerializer()
+    s = ReusingSerializer(inner)
+    secret = "sk-test-0123456789abcdef"
+    row = rows(AIMessage(f"the key is {secret}", id="1"))[2]
+    assert secret.encode() in s.dumps(row)
+    redactor = SecretRedactor()
+    redactor.add(secret)
+    inner.redactor = redactor
+    assert s.dumps(row) == inner.dumps(row)
+    assert secret.encode() not in s.dumps(row)
+
+
 def test_only_the_plain_json_serializer_is_wrapped() -> None:
     assert isinstance(reusing(None), ReusingSerializer)
     assert isinstance(reusing(JsonSerializer()), ReusingSerializer)

@@ -131,7 +131,8 @@ class ReusingSerializer:
             >>> ReusingSerializer(JsonSerializer()).dumps({"writes": []})
             b'{"writes":[]}'
         """
-        if type(value) is dict:
+        # A redactor set on the serializer since must scrub messages too: no reuse then.
+        if type(value) is dict and self.inner.redactor is None:
             writes = value.get(_WRITES)
             if type(writes) is list and writes:
                 fragments: list[bytes] = []
