@@ -80,10 +80,9 @@ class Steps:
         )
 
     def fold(self, tasks: list[Task], extra: list[tuple[str, Any]] | None = None) -> None:
-        folded = fold_writes(
+        self.updated, self.changed, self.top = fold_writes(
             self.graph, self.channels, self.checkpoint, tasks, extra or [], self.live, self.top
         )
-        self.top, self.changed, self.updated = folded.top_version, folded.changed, folded.updated
         self.step += 1
 
     def give(self, value: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._errors import InvalidUpdateError
@@ -287,20 +287,15 @@ def plan_tasks(
     return tasks
 
 
-class Folded(NamedTuple):
-    """What :func:`fold_writes` did to the channels.
+Folded = tuple[set[str], set[str], Any]
+"""What :func:`fold_writes` did: ``(updated, changed, top_version)``.
 
-    Example:
-        >>> Folded(updated={"x"}, changed={"x", "branch:to:a"}, top_version=3).top_version
-        3
-    """
-
-    updated: set[str]
-    """Channels that changed and hold a value (what ``values`` streams look at)."""
-    changed: set[str]
-    """Channels whose version changed (the next :func:`plan_tasks` looks only at their nodes)."""
-    top_version: Any
-    """The newest channel version after the fold."""
+``updated``: the channels that changed and hold a value (what ``values``
+streams look at); ``changed``: the channels whose version changed (the next
+:func:`plan_tasks` looks only at their nodes); ``top_version``: the newest
+channel version after the fold. A plain tuple, not a NamedTuple: it is
+made once per superstep on the loop's hot path.
+"""
 
 
 def fold_writes(
@@ -326,7 +321,7 @@ def fold_writes(
 
     Example:
         >>> # fold_writes(graph, channels, checkpoint, tasks, (), live, 4)
-        >>> # -> Folded(updated={'x'}, changed={'x', 'branch:to:a'}, top_version=5)
+        >>> # -> ({'x'}, {'x', 'branch:to:a'}, 5): updated, changed, top version
     """
     ordered = list(tasks) if len(tasks) < 2 else sorted(tasks, key=_SORT_KEY)
     bump = bool(ordered)
@@ -390,7 +385,7 @@ def fold_writes(
                     changed.add(chan)
                     if channel.is_available():
                         updated.add(chan)
-    return Folded(updated, changed, nxt if changed else top_version)
+    return updated, changed, nxt if changed else top_version
 
 
 def should_interrupt(
