@@ -1,0 +1,1 @@
+"""Runs LangGraph's own test suite against flowcore.compat.langgraph; see README.md."""

@@ -1,0 +1,152 @@
+"""The reviewed table: which LangGraph module names resolve to what, in the flowcore run.
+
+Every module under ``langgraph`` falls in exactly one of three groups:
+
+* ``REDIRECTS``: a public LangGraph module that ``flowcore.compat.langgraph``
+  stands in for. The module the suite imports holds exactly the names listed
+  here, each taken from ``flowcore.compat.langgraph``'s public ``__all__``;
+  any other name is missing.
+* ``LIBRARY_PREFIXES``: modules of the checkpoint library (``langgraph-checkpoint``
+  and its Postgres/SQLite backends) that are not LangGraph's runtime and that
+  flowcore does not replace. They load for real; a saver or store built on them
+  is something flowcore must accept, as a user's would be.
+* ``langgraph`` and ``langgraph.checkpoint`` themselves: namespace packages
+  with no code, loaded for real so that the library modules under them import.
+* everything else (``langgraph.pregel``, ``langgraph.channels``, ``langgraph.func``,
+  ``langgraph._internal`` ...): missing. The real module never loads, so
+  LangGraph's runtime is never built in the flowcore run.
+
+Example:
+    >>> REDIRECTS["langgraph.graph"]
+    ('END', 'START', 'MessagesState', 'StateGraph', 'add_messages')
+    >>> kind_of("langgraph.checkpoint.serde.jsonplus"), kind_of("langgraph.pregel")
+    ('library', 'missing')
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = [
+    "LIBRARY_PREFIXES",
+    "REDIRECTS",
+    "RUNTIME_DIRS",
+    "Kind",
+    "is_internal",
+    "kind_of",
+    "packages",
+]
+
+Kind = Literal["redirect", "library", "missing", "package"]
+
+# LangGraph module -> the names of flowcore.compat.langgraph it offers there. Only names
+# the real module exports (its __all__, or what it defines when it has none) are listed:
+# a name LangGraph has there only by accident of its own imports is not part of its API.
+REDIRECTS: dict[str, tuple[str, ...]] = {
+    "langgraph.graph": ("END", "START", "MessagesState", "StateGraph", "add_messages"),
+    "langgraph.graph.state": ("CompiledStateGraph", "StateGraph"),
+    "langgraph.graph.message": ("REMOVE_ALL_MESSAGES", "MessagesState", "add_messages"),
+    "langgraph.types": (
+        "Command",
+        "Interrupt",
+        "PregelTask",
+        "RetryPolicy",
+        "Send",
+        "StateSnapshot",
+        "interrupt",
+    ),
+    "langgraph.constants": ("END", "START"),
+    "langgraph.errors": (
+        "EmptyInputError",
+        "GraphInterrupt",
+        "GraphRecursionError",
+        "InvalidUpdateError",
+    ),
+    "langgraph.config": ("get_config", "get_stream_writer"),
+    "langgraph.managed": ("IsLastStep", "RemainingSteps"),
+    "langgraph.managed.is_last_step": ("IsLastStep", "RemainingSteps"),
+    "langgraph.prebuilt": ("InjectedState", "ToolNode", "create_react_agent", "tools_condition"),
+    "langgraph.prebuilt.tool_node": ("InjectedState", "ToolNode", "tools_condition"),
+    "langgraph.prebuilt.chat_agent_executor": ("AgentState", "create_react_agent"),
+    "langgraph.checkpoint.memory": ("InMemorySaver", "MemorySaver"),
+    "langgraph.checkpoint.sqlite": ("SqliteSaver",),
+    "langgraph.checkpoint.sqlite.aio": ("AsyncSqliteSaver",),
+}
+
+# The checkpoint library, real in both runs: the saver interface and its data types
+# (langgraph.checkpoint.base), serializers, stores, caches, and the Postgres/Redis
+# backends that only the external-service fixtures use (skipped in both runs).
+LIBRARY_PREFIXES: tuple[str, ...] = (
+    "langgraph.checkpoint.base",
+    "langgraph.checkpoint.serde",
+    "langgraph.checkpoint.postgres",
+    "langgraph.store",
+    "langgraph.cache",
+)
+
+# Folders of the installed langgraph package that hold LangGraph's runtime (the
+# `langgraph` and `langgraph-prebuilt` distributions); a module loaded from one of
+# them in the flowcore run means the real runtime was built.
+RUNTIME_DIRS: tuple[str, ...] = (
+    "_internal",
+    "channels",
+    "func",
+    "graph",
+    "managed",
+    "pregel",
+    "prebuilt",
+    "stream",
+    "utils",
+    "callbacks.py",
+    "config.py",
+    "constants.py",
+    "errors.py",
+    "runtime.py",
+    "types.py",
+    "typing.py",
+    "version.py",
+    "warnings.py",
+)
+
+
+def packages() -> set[str]:
+    """The module names that must be packages so that the table's submodules import.
+
+    Example:
+        >>> "langgraph.checkpoint" in packages(), "langgraph.graph" in packages()
+        (True, True)
+    """
+    found = {"langgraph"}
+    for name in REDIRECTS:
+        parts = name.split(".")
+        found.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return found
+
+
+def kind_of(module: str) -> Kind:
+    """Which group of the table a ``langgraph`` module name falls in.
+
+    Example:
+        >>> kind_of("langgraph.types"), kind_of("langgraph.checkpoint"), kind_of("langgraph.func")
+        ('redirect', 'package', 'missing')
+    """
+    if module in REDIRECTS:
+        return "redirect"
+    if any(module == p or module.startswith(p + ".") for p in LIBRARY_PREFIXES):
+        return "library"
+    if module in packages():
+        return "package"
+    return "missing"
+
+
+def is_internal(dotted: str) -> bool:
+    """Whether a dotted module or ``module.name`` path names something private to LangGraph.
+
+    LangGraph marks its private modules and names with a leading underscore
+    (``langgraph._internal``, ``langgraph.pregel._loop``); a dunder is not one.
+
+    Example:
+        >>> is_internal("langgraph._internal._constants"), is_internal("langgraph.func.task")
+        (True, False)
+    """
+    return any(p.startswith("_") and not p.startswith("__") for p in dotted.split("."))
