@@ -1,11 +1,12 @@
 """Dataflow mode: one pass of the DAG, each node started as soon as its own predecessors are done.
 
 :class:`~flowcore.scheduler.engine.RunEngine` runs a ``mode="dataflow"``
-pass through :class:`DataflowPass` (supersteps mode stays in the engine). The
-pass gets what it needs explicitly: the graph's topology and state schema,
-its node specs, the limits, and callbacks into the run for what the run owns
-(running one node, recording a finished or skipped node, the errors list,
-the run's step counter). It starts no work of its own outside its
+pass through :class:`DataflowPass` (a ``mode="supersteps"`` pass through
+:class:`~flowcore.scheduler.supersteps.SuperstepPass`). The pass gets what it
+needs explicitly: the graph's topology and state schema, its node specs, the
+limits, and callbacks into the run for what the run owns (running one node,
+recording a finished or skipped node, the errors list, the run's step
+counter). It starts no work of its own outside its
 :class:`~flowcore.runtime.TaskPool` and saves nothing: dataflow mode runs
 without a thread.
 
