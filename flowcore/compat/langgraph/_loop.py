@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import operator
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,12 +32,22 @@ from flowcore.compat.langgraph._errors import (
     ParentCommand,
 )
 from flowcore.compat.langgraph._node import (
-    TASKS,
     call_with_config,
     control_writes,
     retry_call,
     target_writes,
     update_writes,
+)
+from flowcore.compat.langgraph._planner import (
+    ERROR,
+    INTERRUPT,
+    NO_WRITES,
+    RESUME,
+    Task,
+    _version_key,
+    fold_writes,
+    plan_tasks,
+    should_interrupt,
 )
 from flowcore.compat.langgraph._savers_core import SaveBatch
 from flowcore.compat.langgraph._savers_shell import SaverShell
@@ -51,20 +59,20 @@ if TYPE_CHECKING:
     from flowcore.compat.langgraph._events import EventProjector
     from flowcore.compat.langgraph._pregel import CompiledStateGraph
 
-__all__ = ["INTERRUPT", "RESUME", "Run", "Task", "empty_checkpoint", "new_checkpoint_id"]
+__all__ = [
+    "ERROR",
+    "INTERRUPT",
+    "NO_WRITES",
+    "RESUME",
+    "Run",
+    "Task",
+    "empty_checkpoint",
+    "new_checkpoint_id",
+]
 
-INTERRUPT = "__interrupt__"
-RESUME = "__resume__"
-ERROR = "__error__"
-NO_WRITES = "__no_writes__"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
-PULL = "__pregel_pull"
-PUSH = "__pregel_push"
-_SPECIAL = frozenset({INTERRUPT, RESUME, ERROR, NO_WRITES})
 _TASK_MODES = frozenset({"debug", "tasks"})
 _CHECKPOINT_MODES = frozenset({"debug", "checkpoints"})
-_NO_VERSIONS: Mapping[str, Any] = {}
-_SORT_KEY = operator.attrgetter("sort_key")
 
 Sink = Callable[[tuple[str, ...], str, Any], None]
 
@@ -95,132 +103,6 @@ def empty_checkpoint() -> dict[str, Any]:
         "versions_seen": {},
         "updated_channels": None,
     }
-
-
-def _task_id(checkpoint_id: str, ns: str, step: int, name: str, path: Sequence[Any]) -> str:
-    text = "|".join([checkpoint_id, ns, str(step), name, *map(str, path)])
-    d = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-    return f"{d[:8]}-{d[8:12]}-{d[12:16]}-{d[16:20]}-{d[20:]}"
-
-
-def _path_key(path: Sequence[Any]) -> str:
-    parts = [f"{p:010d}" if isinstance(p, int) else str(p) for p in path]
-    return "~" + ", ".join(parts)
-
-
-class _UnreadId:
-    """The id of a checkpoint that a run without a saver has not needed yet.
-
-    Such a run stores nothing, so only the ids of the tasks that run after a
-    checkpoint read its id; it is made when the first of them is read.
-    """
-
-    __slots__ = ("checkpoint", "run")
-
-    def __init__(self, run: Run, checkpoint: dict[str, Any]) -> None:
-        self.run = run
-        self.checkpoint = checkpoint
-
-    def get(self) -> str:
-        checkpoint_id: str | None = self.checkpoint["id"]
-        if checkpoint_id is None:
-            checkpoint_id = new_checkpoint_id(self.run.last_checkpoint_id)
-            self.checkpoint["id"] = self.run.last_checkpoint_id = checkpoint_id
-        return checkpoint_id
-
-
-class Task:
-    """One node execution in a superstep.
-
-    Its ``id`` is worked out from ``id_from`` (the checkpoint id, or where to get
-    it, the namespace and the step) the first time it is read.
-    """
-
-    __slots__ = (
-        "_id",
-        "_id_from",
-        "_sort_key",
-        "attempts",
-        "done",
-        "error",
-        "input",
-        "interrupts",
-        "name",
-        "path",
-        "resume",
-        "triggers",
-        "writes",
-    )
-
-    def __init__(
-        self,
-        id: str | None,
-        name: str,
-        path: tuple[Any, ...],
-        input: Any,
-        triggers: tuple[str, ...],
-        writes: list[tuple[str, Any]] | None = None,
-        *,
-        id_from: tuple[str | _UnreadId, str, int] | None = None,
-    ) -> None:
-        self._id = id
-        self._id_from = id_from
-        self.name = name
-        self.path = path
-        self.input = input
-        self.triggers = triggers
-        self.writes: list[tuple[str, Any]] = [] if writes is None else writes
-        self.interrupts: tuple[Interrupt, ...] = ()
-        self.error: BaseException | None = None
-        self.done = False
-        self.resume: list[Any] = []
-        self._sort_key: str | None = None
-        # Counted only where a retry policy may call the node more than once.
-        self.attempts = 1
-
-    @property
-    def id(self) -> str:
-        """The task's id: the same for the same checkpoint, namespace, step, node and path."""
-        task_id = self._id
-        if task_id is None:
-            assert self._id_from is not None
-            source, ns, step = self._id_from
-            checkpoint_id = source if isinstance(source, str) else source.get()
-            task_id = self._id = _task_id(checkpoint_id, ns, step, self.name, self.path)
-        return task_id
-
-    @property
-    def sort_key(self) -> str:
-        """Writes are applied in this order: pull tasks by name, then sends by index."""
-        key = self._sort_key
-        if key is None:
-            key = self._sort_key = _path_key(self.path)
-        return key
-
-    def __repr__(self) -> str:
-        return f"Task({self.name!r}, {self.path!r})"
-
-
-def _newer(version: Any, seen: Any) -> bool:
-    if version is None:
-        return False
-    if seen is None:
-        return True
-    try:
-        return bool(version > seen)
-    except TypeError:
-        return str(version) > str(seen)
-
-
-def _next_version(current: Any) -> Any:
-    if current is None:
-        return 1
-    if isinstance(current, int):
-        return current + 1
-    try:
-        return int(str(current).split(".")[0]) + 1
-    except ValueError:
-        return 1
 
 
 class Run:
@@ -522,126 +404,26 @@ class Run:
 
     # ----------------------------------------------------------------- tasks
     def prepare(self, *, for_execution: bool = True) -> list[Task]:
-        """The tasks of the next superstep."""
-        tasks: list[Task] = []
-        graph = self.graph
-        channels = self.channels
-        ckpt_id = self.checkpoint["id"]
-        id_from = (
-            _UnreadId(self, self.checkpoint) if ckpt_id is None else str(ckpt_id),
+        """The tasks of the next superstep (the planner's :func:`plan_tasks`)."""
+        return plan_tasks(
+            self.graph,
+            self.channels,
+            self.checkpoint,
+            self,
             self.ns,
             self.step,
+            self.stop,
+            self.changed,
+            for_execution,
         )
-        sends = channels[TASKS].get() if TASKS in channels else MISSING
-        if sends is not MISSING:
-            for index, send in enumerate(sends):
-                if send.node not in graph.nodes:
-                    raise InvalidUpdateError(f"Invalid node name {send.node} in Send")
-                tasks.append(
-                    Task(None, send.node, (PUSH, index), send.arg, (PUSH,), id_from=id_from)
-                )
-        versions = self.checkpoint["channel_versions"]
-        if self.changed is None:
-            candidates: Sequence[str] = graph.node_order
-        else:
-            # Only a node one of whose triggers changed can have become due.
-            candidates = graph.nodes_triggered_by(self.changed)
-        versions_seen = self.checkpoint["versions_seen"]
-        triggers = graph.triggers
-        steps = (self.step, self.stop)
-        # Tasks of one superstep read the same state: read it once per input schema.
-        reads: dict[int, Any] = {}
-        for name in candidates:
-            seen = versions_seen.get(name, _NO_VERSIONS)
-            for chan in triggers[name]:
-                if channels[chan].is_available() and _newer(versions.get(chan), seen.get(chan)):
-                    break
-            else:
-                continue
-            tasks.append(
-                Task(
-                    None,
-                    name,
-                    (PULL, name),
-                    graph.read_input(name, channels, steps, reads) if for_execution else None,
-                    tuple(triggers[name]),
-                    id_from=id_from,
-                )
-            )
-        return tasks
 
     def apply_writes(
         self, tasks: Sequence[Task], *, extra: Sequence[tuple[str, Any]] = ()
     ) -> set[str]:
         """Fold the writes of a superstep into the channels, in task-path order."""
-        ckpt = self.checkpoint
-        channels = self.channels
-        ordered = list(tasks) if len(tasks) < 2 else sorted(tasks, key=_SORT_KEY)
-        bump = bool(ordered)
-        versions = ckpt["channel_versions"]
-        versions_seen = ckpt["versions_seen"]
-        for task in ordered:
-            seen = versions_seen.setdefault(task.name, {})
-            for chan in task.triggers:
-                if chan in versions:
-                    seen[chan] = versions[chan]
-        top = self.top_version
-        nxt = top + 1 if type(top) is int else _next_version(top)
-        changed: set[str] = set()
-        consumed = (
-            ordered[0].triggers if len(ordered) == 1 else {c for t in ordered for c in t.triggers}
+        updated, self.changed, self.top_version = fold_writes(
+            self.graph, self.channels, self.checkpoint, tasks, extra, self.live, self.top_version
         )
-        for chan in consumed:
-            channel = channels.get(chan)
-            if channel is not None and channel.consume():
-                versions[chan] = nxt
-                changed.add(chan)
-        grouped: dict[str, list[Any]] = {}
-        for task in ordered:
-            for chan, value in task.writes:
-                if chan in _SPECIAL or chan not in channels:
-                    continue
-                found = grouped.get(chan)
-                if found is None:
-                    grouped[chan] = [value]
-                else:
-                    found.append(value)
-        for chan, value in extra:
-            if chan in channels:
-                grouped.setdefault(chan, []).append(value)
-        updated: set[str] = set()
-        ephemeral = self.graph.ephemeral_channels
-        for chan, values in grouped.items():
-            channel = self.channels[chan]
-            if channel.update(values):
-                versions[chan] = nxt
-                changed.add(chan)
-                if channel.is_available():
-                    updated.add(chan)
-                    if chan in ephemeral:
-                        self.live.add(chan)
-        if bump:
-            # One-step channels not written in this superstep are cleared.
-            for chan in self.live - updated:
-                channel = self.channels[chan]
-                if channel.update([]):
-                    versions[chan] = nxt
-                    changed.add(chan)
-                if channel.is_available():
-                    updated.add(chan)
-                else:
-                    self.live.discard(chan)
-            if not updated & self.graph.trigger_channels:
-                for chan in self.graph.finishable_channels:
-                    channel = self.channels[chan]
-                    if channel.finish():
-                        versions[chan] = nxt
-                        changed.add(chan)
-                        if channel.is_available():
-                            updated.add(chan)
-        if changed:
-            self.top_version = nxt
-        self.changed = changed
         self.updated = updated
         return updated
 
@@ -676,11 +458,7 @@ class Run:
         return True
 
     def _should_interrupt(self, names: Sequence[str]) -> bool:
-        seen = self.checkpoint["versions_seen"].get(INTERRUPT, {})
-        changed = any(
-            _newer(v, seen.get(c)) for c, v in self.checkpoint["channel_versions"].items()
-        )
-        return changed and any(t.name in names for t in self.tasks if t.name != START)
+        return should_interrupt(self.checkpoint, self.tasks, names)
 
     # ------------------------------------------ the runtime's Superstep protocol
     async def next_step(self) -> list[Task] | None:
@@ -1008,12 +786,6 @@ async def _stored_now(batch: SaveBatch) -> None:
 
 class _Multi(list[Any]):
     """Several writes of one task to one key (shown as a list in ``updates``)."""
-
-
-def _version_key(version: Any) -> Any:
-    if isinstance(version, int | float):
-        return (0, version, "")
-    return (1, 0, str(version))
 
 
 def _is_interrupt_id(key: Any) -> bool:
