@@ -68,7 +68,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.prebuilt": ("InjectedState", "ToolNode", "create_react_agent", "tools_condition"),
     "langgraph.prebuilt.tool_node": ("InjectedState", "ToolNode", "tools_condition"),
     "langgraph.prebuilt.chat_agent_executor": ("AgentState", "create_react_agent"),
-    "langgraph.checkpoint.memory": ("InMemorySaver", "MemorySaver"),
+    "langgraph.checkpoint.memory": ("InMemorySaver", "MemorySaver", "PersistentDict"),
     "langgraph.checkpoint.sqlite": ("SqliteSaver",),
     "langgraph.checkpoint.sqlite.aio": ("AsyncSqliteSaver",),
 }

@@ -25,6 +25,7 @@ from flowcore.compat.langgraph._messages import (
     messages_from_dict,
     messages_to_dict,
 )
+from flowcore.compat.langgraph._persistent_dict import PersistentDict
 from flowcore.compat.langgraph._prebuilt import (
     AgentState,
     ToolNode,
@@ -74,6 +75,7 @@ __all__ = [
     "IsLastStep",
     "MemorySaver",
     "MessagesState",
+    "PersistentDict",
     "PregelTask",
     "RemainingSteps",
     "RemoveMessage",

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
+from contextlib import AbstractContextManager, ExitStack
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from flowcore.checkpoint import DEFAULT_LEASE_TTL, Serializer
 from flowcore.compat.langgraph._savers import CheckpointTuple, RunnableConfig
-from flowcore.compat.langgraph._savers_memory_core import MemoryCore
+from flowcore.compat.langgraph._savers_memory_core import MemoryCore, SerdeCodec, TypedView
 from flowcore.compat.langgraph._savers_shell import (
     Listing,
     Operation,
     SaverShellWithSyncMaintenance,
 )
+from flowcore.errors import InvalidInputError
 
 __all__ = ["InMemorySaver", "MemorySaver"]
 
@@ -35,6 +45,21 @@ def _run_now(step: Coroutine[Any, Any, T] | Any) -> T:
     raise RuntimeError("InMemorySaver: the in-memory store unexpectedly waited for I/O")
 
 
+def _codec_for(serde: Any) -> Any:
+    """The core codec for a ``serde``: flowcore's own serializer back from its view."""
+    if isinstance(serde, TypedView):
+        return serde.serializer
+    if not (
+        callable(getattr(serde, "dumps_typed", None))
+        and callable(getattr(serde, "loads_typed", None))
+    ):
+        raise InvalidInputError(
+            f"serde must have dumps_typed and loads_typed (LangGraph's SerializerProtocol), "
+            f"got {type(serde).__name__}"
+        )
+    return SerdeCodec(serde)
+
+
 class InMemorySaver(SaverShellWithSyncMaintenance):
     """LangGraph's ``InMemorySaver``: threads kept in this process.
 
@@ -50,7 +75,23 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
     every method also has an ``a``-prefixed async twin, which does the same
     work without waiting (the store never waits for I/O).
 
+    It takes LangGraph's constructor too: ``serde`` is a LangGraph
+    serializer (``dumps_typed(obj) -> (type, data)``, ``loads_typed``) that
+    then stores every value instead (the :attr:`serde` attribute may also be
+    set before the saver is used); ``factory`` builds the mapping the
+    threads are kept in (e.g. ``partial(PersistentDict, filename=...)``,
+    which writes them to a file when the saver's context closes). ``stack``
+    is the saver's :class:`contextlib.ExitStack`: it holds the storage a
+    ``factory`` built, takes a subclass's own cleanups
+    (``self.stack.callback(...)``), and is closed when a ``with`` (or
+    ``async with``) block around the saver ends, as LangGraph's is.
+
     Args:
+        serde: A LangGraph serializer for the stored values (not with
+            ``serializer``).
+        factory: Called with no arguments, it returns the mutable mapping
+            the threads are stored in (default: a plain dict); a context
+            manager is entered on :attr:`stack`.
         serializer: How values become bytes; by default, exact copies of
             builtin-only values and JSON with tagged types for the rest.
         lease_ttl: Seconds a thread's lease lasts without renewal (default
@@ -70,14 +111,56 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
     """
 
     def __init__(
-        self, *, serializer: Serializer | None = None, lease_ttl: float = DEFAULT_LEASE_TTL
+        self,
+        *,
+        serde: Any = None,
+        factory: Callable[[], MutableMapping[str, Any]] | None = None,
+        serializer: Serializer | None = None,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
     ) -> None:
-        self._core = MemoryCore(serializer, lease_ttl=lease_ttl)
+        if serde is not None and serializer is not None:
+            raise InvalidInputError(
+                "InMemorySaver takes serde= (a LangGraph serializer) or serializer= "
+                "(a flowcore one), not both"
+            )
+        self.stack = ExitStack()
+        spaces = None
+        if factory is not None:
+            spaces = factory()
+            if isinstance(spaces, AbstractContextManager):
+                # Closed with the saver: a PersistentDict writes its file then.
+                self.stack.enter_context(spaces)
+        codec = _codec_for(serde) if serde is not None else serializer
+        self._core = MemoryCore(codec, lease_ttl=lease_ttl, spaces=spaces)
         self._lock = threading.Lock()
+
+    @property
+    def serde(self) -> Any:
+        """The LangGraph serializer the values go through (settable before the saver is used).
+
+        With flowcore's own serializer, a view of it with ``dumps_typed``
+        and ``loads_typed``. Setting it changes how later values are stored;
+        what was stored before is read with the new one too, so set it first.
+
+        Example:
+            >>> saver = InMemorySaver()
+            >>> saver.serde.loads_typed(saver.serde.dumps_typed({"x": (1, 2)}))
+            {'x': (1, 2)}
+        """
+        codec = self._core.codec
+        if isinstance(codec, SerdeCodec):
+            return codec.serde
+        return TypedView(codec)
+
+    @serde.setter
+    def serde(self, value: Any) -> None:
+        with self._lock:
+            self._core.codec = _codec_for(value)
 
     # ------------------------------------------------------------------ context managers
 
     def __enter__(self) -> Self:
+        self.stack.__enter__()
         return self
 
     def __exit__(
@@ -85,10 +168,11 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None:
-        return None
+    ) -> bool | None:
+        return self.stack.__exit__(exc_type, exc, tb)
 
     async def __aenter__(self) -> Self:
+        self.stack.__enter__()
         return self
 
     async def __aexit__(
@@ -96,8 +180,8 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None:
-        return None
+    ) -> bool | None:
+        return self.stack.__exit__(exc_type, exc, tb)
 
     # ------------------------------------------------------------------ the hot path
 

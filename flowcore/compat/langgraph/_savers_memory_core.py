@@ -21,20 +21,23 @@ Values are serialized before anything is stored (by default
 :class:`~flowcore.checkpoint.copying.CopyCodec`: exact copies of builtin-only
 values, flowcore's JSON for the rest), so a value SQLite would refuse is
 refused here with a :class:`~flowcore.errors.SerializationError` and
-nothing is saved. Every method finishes without waiting: the coroutines
-exist for :class:`~flowcore.compat.langgraph._savers_shell.SaverShell`,
-and the hot path (:meth:`MemoryCore.save`, :meth:`MemoryCore.save_writes`)
-is plain calls.
+nothing is saved. A LangGraph serde (``dumps_typed``/``loads_typed``) may
+stand in for the serializer (:class:`SerdeCodec`): each stored part is then
+the ``(type, data)`` pair it returns, kept as it returned it. The map of
+spaces may be any mutable mapping (``InMemorySaver(factory=...)``).
+Every method finishes without waiting: the coroutines exist for
+:class:`~flowcore.compat.langgraph._savers_shell.SaverShell`, and the hot path
+(:meth:`MemoryCore.save`, :meth:`MemoryCore.save_writes`) is plain calls.
 """
 
 from __future__ import annotations
 
 import builtins
 import heapq
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Iterator, Mapping, MutableMapping, Sequence
+from typing import Any, Protocol
 
-from flowcore.checkpoint import DEFAULT_LEASE_TTL, Serializer, ThreadLease
+from flowcore.checkpoint import DEFAULT_LEASE_TTL, ThreadLease
 from flowcore.checkpoint.copying import CopyCodec
 from flowcore.checkpoint.lease import LeaseTable
 from flowcore.compat.langgraph._savers import CheckpointTuple, RunnableConfig
@@ -62,12 +65,104 @@ from flowcore.errors import (
     CheckpointError,
     CheckpointNotFoundError,
     InvalidInputError,
+    SerializationError,
 )
 
-__all__ = ["MemoryCore"]
+__all__ = ["Codec", "MemoryCore", "SerdeCodec", "TypedView"]
 
 _PREFIX = "langgraph/"
 _MISSING: Any = object()
+
+
+class Codec(Protocol):
+    """How :class:`MemoryCore` stores values: a flowcore ``Serializer`` or a :class:`SerdeCodec`.
+
+    What :meth:`dumps` returns is kept as it is and handed back to :meth:`loads`;
+    it need not be bytes.
+    """
+
+    def dumps(self, value: Any, *, path: str = "") -> Any:
+        """Encode ``value``; ``path`` names it in error messages."""
+        ...
+
+    def loads(self, data: Any) -> Any:
+        """Decode what :meth:`dumps` produced."""
+        ...
+
+
+class SerdeCodec:
+    """A LangGraph serde (``dumps_typed``/``loads_typed``) as the core's codec.
+
+    A value the serde cannot encode raises
+    :class:`~flowcore.errors.SerializationError` (a ``TypeError``), as with
+    flowcore's serializers, and nothing is stored.
+
+    Example:
+        >>> class Pairs:
+        ...     def dumps_typed(self, obj): return ("repr", repr(obj).encode())
+        ...     def loads_typed(self, data): return eval(data[1])
+        >>> codec = SerdeCodec(Pairs())
+        >>> codec.dumps({"x": 1})
+        ('repr', b"{'x': 1}")
+        >>> codec.loads(codec.dumps({"x": 1}))
+        {'x': 1}
+    """
+
+    __slots__ = ("serde",)
+
+    def __init__(self, serde: Any) -> None:
+        self.serde = serde
+
+    def dumps(self, value: Any, *, path: str = "") -> Any:
+        """``serde.dumps_typed(value)``; its failure as a ``SerializationError`` naming ``path``."""
+        try:
+            return self.serde.dumps_typed(value)
+        except SerializationError:
+            raise
+        except Exception as exc:
+            where = f" ({path})" if path else ""
+            raise SerializationError(
+                f"the saver's serde {type(self.serde).__name__} cannot store this value{where}: "
+                f"{exc}",
+                path=path,
+            ) from exc
+
+    def loads(self, data: Any) -> Any:
+        """``serde.loads_typed(data)``."""
+        return self.serde.loads_typed(data)
+
+
+class TypedView:
+    """A flowcore ``Serializer`` seen through LangGraph's serde protocol (``saver.serde``).
+
+    ``dumps_typed`` gives ``("flowcore", bytes)``; ``loads_typed`` takes only that tag.
+
+    Example:
+        >>> from flowcore.checkpoint import JsonSerializer
+        >>> view = TypedView(JsonSerializer())
+        >>> view.loads_typed(view.dumps_typed({"pair": (1, 2)}))
+        {'pair': (1, 2)}
+    """
+
+    __slots__ = ("serializer",)
+
+    TAG = "flowcore"
+
+    def __init__(self, serializer: Codec) -> None:
+        self.serializer = serializer
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        """``(TAG, the serializer's bytes)``."""
+        return self.TAG, self.serializer.dumps(obj)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        """Decode a pair :meth:`dumps_typed` made."""
+        tag, blob = data
+        if tag != self.TAG:
+            raise SerializationError(
+                f"cannot read a value tagged {tag!r}: this serde reads only {self.TAG!r}"
+            )
+        return self.serializer.loads(blob)
 
 
 class _Saved:
@@ -76,7 +171,7 @@ class _Saved:
     __slots__ = ("blob_at", "data", "parent", "versions", "writes")
 
     def __init__(
-        self, data: bytes, parent: str | None, versions: dict[str, Any], blob_at: dict[str, str]
+        self, data: Any, parent: str | None, versions: dict[str, Any], blob_at: dict[str, str]
     ) -> None:
         # {"checkpoint": without values, "metadata", "channels": whole values, "tails"}
         self.data = data
@@ -84,7 +179,7 @@ class _Saved:
         self.versions = versions
         self.blob_at = blob_at
         # Per task id: its write entries ({"idx", "channel", "path", "value"}), serialized.
-        self.writes: dict[str, bytes] = {}
+        self.writes: dict[str, Any] = {}
 
 
 _Space = dict[str, _Saved]  # one (thread, namespace): checkpoint id -> saved, oldest first
@@ -104,10 +199,15 @@ class MemoryCore:
     """
 
     def __init__(
-        self, serializer: Serializer | None = None, *, lease_ttl: float = DEFAULT_LEASE_TTL
+        self,
+        serializer: Codec | None = None,
+        *,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        spaces: MutableMapping[str, _Space] | None = None,
     ) -> None:
-        self.codec: Serializer = CopyCodec() if serializer is None else serializer
-        self.spaces: dict[str, _Space] = {}
+        self.codec: Codec = CopyCodec() if serializer is None else serializer
+        # Any mutable mapping (a user's factory may build one that persists itself).
+        self.spaces: MutableMapping[str, _Space] = {} if spaces is None else spaces
         # What was stored of each list channel, per thread: lets a put store what a list
         # gained since its parent (see _savers_layout).
         self.shadows = ShadowCache()
@@ -175,7 +275,9 @@ class MemoryCore:
                 saved.writes = old.writes  # LangGraph overwrites the checkpoint, not its writes
         space[cid] = saved
         self.shadows.remember(key, shadows)
-        return _config(thread_id, ns, cid)
+        # The thread id as given (LangGraph's saver does not make a UUID or an int a string):
+        # a caller that keys its own records by it finds them again under the returned config.
+        return _config(conf["thread_id"], ns, cid)
 
     def save_writes(
         self,
@@ -236,10 +338,11 @@ class MemoryCore:
         space = self.spaces.get(key)
         if not space:
             return None
-        cid = next(reversed(space)) if wanted is None else str(wanted)
-        if cid not in space:
-            return None
-        return self._tuple(key, cid, {}, given=config if wanted else None)
+        if wanted is not None:
+            return self._tuple(key, str(wanted), {}, given=config) if str(wanted) in space else None
+        cid = next(reversed(space))
+        # The thread id as given, as in what put returned.
+        return self._tuple(key, cid, {}, given=_config(conf["thread_id"], _split_key(key)[1], cid))
 
     async def list(
         self,
