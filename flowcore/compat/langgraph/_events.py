@@ -29,11 +29,16 @@ version, the superstep and a timestamp:
 A subgraph runs as one task of its parent: its own nodes emit nothing here.
 Compat nodes stream no text, so there are no ``text_delta`` events.
 
-:class:`EventProjector` builds the events of one run; the run loop calls it
-(``Run.listener``) when a task starts, when it ends however it ends, when
-a node writes to the stream writer, and when a checkpoint is made. A run
-without a listener (every ``invoke`` / ``stream``) skips those calls and
-builds no event object.
+These events are one projection of the run's one event stream (see
+:mod:`~flowcore.compat.langgraph._records`): the run hands every record to
+its sink, and :class:`EventProjector` is a sink that turns the records it
+reads (``EventProjector.KINDS``: a task starting, a task ending however it
+ended, a stream-writer chunk, a checkpoint made) into these events.
+LangGraph's stream modes (``astream``) are another projection of the same
+records, and both can read one run at once. A run builds only the records
+some consumer wants: a run nobody streams these events of (every ``invoke``,
+every ``astream`` without ``custom``, ``tasks``, ``checkpoints`` or
+``debug``) builds none of those records and no event object.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph._errors import GraphInterrupt
+from flowcore.compat.langgraph._records import CheckpointMade, CustomChunk, TaskEnd, TaskStart
 from flowcore.compat.langgraph._types import Command
 from flowcore.events import (
     CheckpointEvent,
@@ -127,14 +133,21 @@ def _tokens(usage: Mapping[str, Any], key: str) -> int:
 class EventProjector:
     """Builds the flowcore events and the :class:`RunResult` of one compat run.
 
-    ``emit`` receives every event (scrubbed by ``redactor`` first, when one is
-    given). The run loop calls :meth:`task_start`, :meth:`task_result` and
-    :meth:`custom` as things happen (``Run.listener``); the driver calls
-    :meth:`run_start` before the run and :meth:`finish` after it.
+    It is a sink of the run's records: :meth:`record` reads the kinds in
+    :attr:`KINDS` of the top run (a subgraph's records, whose namespace is
+    not empty, are its parent task's business) and ignores the rest. ``emit``
+    receives every event (scrubbed by ``redactor`` first, when one is given).
+    The driver calls :meth:`run_start` before the run and :meth:`finish`
+    after it.
 
     Example:
         >>> # projector = EventProjector(graph, "run-1", queue.put_nowait, None)
+        >>> # run = graph._run(run_input, config, projector.record, ...)
+        >>> # run.wants = set(EventProjector.KINDS)
     """
+
+    #: The record kinds this projection reads.
+    KINDS: frozenset[str] = frozenset({"task_start", "task_end", "custom", "checkpoint"})
 
     def __init__(
         self,
@@ -180,35 +193,38 @@ class EventProjector:
         shown = dict(run_input) if isinstance(run_input, Mapping) else {}
         self.emit(RunStartEvent(**self.base(0), input=shown))
 
-    def custom(self, node: str, data: Any, step: int) -> None:
-        """Node ``node`` wrote ``data`` to the stream writer."""
-        self.emit(CustomEvent(**self.base(step), node=node, name="custom", data=data))
+    def record(self, ns: tuple[str, ...], kind: str, payload: Any) -> None:
+        """Read one record of the run's stream (the run's sink)."""
+        if ns:
+            return
+        if kind == "task_start":
+            self._task_start(payload)
+        elif kind == "task_end":
+            self._task_end(payload)
+        elif kind == "custom":
+            self._custom(payload)
+        elif kind == "checkpoint":
+            self._checkpoint(payload)
 
-    def checkpoint(
-        self,
-        thread_id: str,
-        checkpoint_id: str,
-        parent_id: str | None,
-        step: int,
-        upcoming: Sequence[str],
-    ) -> None:
-        """The run made checkpoint ``checkpoint_id`` of ``thread_id`` (the loop calls this).
+    def _custom(self, chunk: CustomChunk) -> None:
+        self.emit(
+            CustomEvent(**self.base(chunk.step), node=chunk.node, name="custom", data=chunk.data)
+        )
 
-        ``upcoming`` names the tasks the checkpoint says run next.
-        """
+    def _checkpoint(self, made: CheckpointMade) -> None:
         self.emit(
             CheckpointEvent(
-                **self.base(step),
-                thread_id=thread_id,
-                checkpoint_id=checkpoint_id,
-                parent_id=parent_id,
-                step=step,
-                next=tuple(upcoming),
+                **self.base(made.step),
+                thread_id=made.thread_id,
+                checkpoint_id=made.checkpoint_id,
+                parent_id=made.parent_id,
+                step=made.step,
+                next=tuple(t.name for t in made.upcoming),
             )
         )
 
-    def task_start(self, task: Task, step: int) -> None:
-        """Task ``task`` of superstep ``step`` starts running (the loop calls this)."""
+    def _task_start(self, start: TaskStart) -> None:
+        task, step = start.task, start.step
         if task.name == START:
             return
         self.step = step
@@ -216,14 +232,17 @@ class EventProjector:
         self.open[task.id] = (task, step, now, now - self.t0)
         self.emit(NodeStartEvent(**self.base(step), node=task.name))
 
-    def task_result(self, task: Task, step: int) -> None:
-        """Task ``task`` finished: it returned, failed or paused (the loop calls this)."""
-        entry = self.open.pop(task.id, None) if task.name != START else None
+    def _task_end(self, end: TaskEnd) -> None:
+        entry = self.open.pop(end.task.id, None) if end.task.name != START else None
         if entry is None:
             return
         task, _, began, started_at = entry
+        step = end.step
         duration = time.perf_counter() - began
         name = task.name
+        if end.outcome == "cancelled":
+            self._stopped(task, step, started_at, duration)
+            return
         if task.interrupts:
             for pause in task.interrupts:
                 self.interrupts.append(Interrupt(pause.id, name, pause.value))
@@ -285,19 +304,22 @@ class EventProjector:
             )
         )
 
+    def _stopped(self, task: Task, step: int, started_at: float, duration: float) -> None:
+        """A task stopped from outside: failed if it has an error of its own, else cancelled."""
+        error = task.error
+        if error is not None and not isinstance(error, asyncio.CancelledError):
+            self._failed(task, step, error, started_at, duration)
+            return
+        self.node_runs.append(
+            NodeRun(task.name, 1, step, "cancelled", None, started_at, duration, 0)
+        )
+        self.emit(NodeCancelledEvent(**self.base(step), node=task.name, duration=duration))
+
     def _close_open(self) -> None:
-        """Close every task still open: failed if it has an error of its own, else cancelled."""
+        """Close every task still open (one stopped where no record says how it ended)."""
         now = time.perf_counter()
         for task, step, began, started_at in list(self.open.values()):
-            duration = now - began
-            error = task.error
-            if error is not None and not isinstance(error, asyncio.CancelledError):
-                self._failed(task, step, error, started_at, duration)
-                continue
-            self.node_runs.append(
-                NodeRun(task.name, 1, step, "cancelled", None, started_at, duration, 0)
-            )
-            self.emit(NodeCancelledEvent(**self.base(step), node=task.name, duration=duration))
+            self._stopped(task, step, started_at, now - began)
         self.open.clear()
 
     def finish(
@@ -340,10 +362,6 @@ class EventProjector:
             DoneEvent(**self.base(step), status=status, state=result.state, errors=result.errors)
         )
         return result
-
-
-def _no_chunks(ns: tuple[str, ...], mode: str, chunk: Any) -> None:
-    """The chunk sink of a run streamed as flowcore events: its events come from the listener."""
 
 
 class CompatRunStream(EventStream):
@@ -391,14 +409,13 @@ class CompatRunStream(EventStream):
             run = self._graph._run(
                 as_compat_input(self._input),
                 self._config,
-                _no_chunks,
+                projector.record,
                 durability=self._run_options.get("durability"),
                 interrupt_before=self._run_options.get("interrupt_before"),
                 interrupt_after=self._run_options.get("interrupt_after"),
             )
-            run.listener = projector
-            # No LangGraph stream mode is read: the loop builds no chunk for one.
-            run.wants = set()
+            # No LangGraph stream mode is read: the run builds only this projection's records.
+            run.wants = set(EventProjector.KINDS)
             await run.execute()
         except GraphInterrupt:
             return self._end("interrupted", run, ())

@@ -49,6 +49,14 @@ from flowcore.compat.langgraph._planner import (
     plan_tasks,
     should_interrupt,
 )
+from flowcore.compat.langgraph._records import (
+    KINDS,
+    CheckpointMade,
+    CustomChunk,
+    Outcome,
+    TaskEnd,
+    TaskStart,
+)
 from flowcore.compat.langgraph._savers_core import SaveBatch
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._types import START, Command, Interrupt
@@ -56,7 +64,6 @@ from flowcore.runtime import call_node, run_lease
 from flowcore.runtime.steps import StepWrites, run_supersteps
 
 if TYPE_CHECKING:
-    from flowcore.compat.langgraph._events import EventProjector
     from flowcore.compat.langgraph._pregel import CompiledStateGraph
 
 __all__ = [
@@ -71,8 +78,6 @@ __all__ = [
 ]
 
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
-_TASK_MODES = frozenset({"debug", "tasks"})
-_CHECKPOINT_MODES = frozenset({"debug", "checkpoints"})
 
 Sink = Callable[[tuple[str, ...], str, Any], None]
 
@@ -158,8 +163,10 @@ class Run:
         self.last_values: Any = MISSING
         self.dirty = False
         self.updated: set[str] = set()
-        # Every mode by default, so a run started outside astream()/ainvoke() hides nothing.
-        self.wants: set[str] = {"values", "updates", "custom", "messages", "debug", "tasks"}
+        # The record kinds (see _records) some consumer of the sink reads: a kind not
+        # in it is never built. Every kind by default, so a run started outside
+        # astream()/ainvoke()/run_stream() hides nothing.
+        self.wants: set[str] = set(KINDS)
         # Channels whose version changed in the last apply (None: look at every node).
         self.changed: set[str] | None = None
         # One-step trigger channels holding a value: the only ones a new superstep clears.
@@ -172,19 +179,18 @@ class Run:
         self.batch_asked = False
         # The first task of the running superstep to fail (in time): the error the run raises.
         self.failure: BaseException | None = None
-        # Who builds flowcore's events of this run (run_stream); None: nobody listens,
-        # and no event is built.
-        self.listener: EventProjector | None = None
 
-    def emit(self, mode: str, chunk: Any) -> None:
-        """Hand one stream chunk (or internal event) to whoever runs this graph."""
-        self.sink(self.ns_path, mode, chunk)
+    def emit(self, kind: str, payload: Any) -> None:
+        """Hand one record of this run's event stream to its sink (see ``_records``).
+
+        Callers build a record only if ``kind in self.wants``.
+        """
+        self.sink(self.ns_path, kind, payload)
 
     def write_custom(self, node: str, chunk: Any) -> None:
         """Send a custom stream chunk written by node ``node``."""
-        if self.listener is not None:
-            self.listener.custom(node, chunk, self.step)
-        self.emit("custom", (node, chunk))
+        if "custom" in self.wants:
+            self.emit("custom", CustomChunk(node, chunk, self.step))
 
     def scope_config(self, task: Task, step: int) -> dict[str, Any]:
         """The config task ``task`` of superstep ``step`` receives, when it asks for it."""
@@ -237,36 +243,28 @@ class Run:
         else:
             # Values are read when (and if) the checkpoint is saved.
             self.dirty = True
-        if self.saver is not None and self.wants & _CHECKPOINT_MODES:
+        if self.saver is not None and "checkpoint" in self.wants:
             self._checkpoint_event()
-        if self.listener is not None and self.saver is not None:
-            # Under "exit" nothing is stored until the run ends, and then with the
-            # run's first parent: that is the parent the event names.
-            stored_as = self.saved_config if self.durability == "exit" else self.parent_config
-            parent = ((stored_as or {}).get("configurable") or {}).get("checkpoint_id")
-            self.listener.checkpoint(
-                str(self.thread_id),
-                str(self.checkpoint["id"]),
-                parent,
-                self.step,
-                [t.name for t in self.prepare(for_execution=False)],
-            )
         self.step += 1
 
     def _checkpoint_event(self) -> None:
-        upcoming = self.prepare(for_execution=False)
-        payload = {
-            "config": self.saved_config
+        """Record the checkpoint just made (runs on a thread only)."""
+        # Under "exit" nothing is stored until the run ends, and then with the
+        # run's first parent: that is the parent the record names.
+        stored_as = self.saved_config if self.durability == "exit" else self.parent_config
+        made = CheckpointMade(
+            step=self.step,
+            thread_id=str(self.thread_id),
+            checkpoint_id=str(self.checkpoint["id"]),
+            parent_id=((stored_as or {}).get("configurable") or {}).get("checkpoint_id"),
+            config=self.saved_config
             or {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}},
-            "parent_config": self.parent_config,
-            "values": self.graph.read_output(self.channels, self.graph.stream_keys),
-            "metadata": dict(self.metadata),
-            "next": [t.name for t in upcoming],
-            "tasks": [
-                {"id": t.id, "name": t.name, "interrupts": (), "state": None} for t in upcoming
-            ],
-        }
-        self.emit("debug_checkpoint", (self.step, payload))
+            parent_config=self.parent_config,
+            metadata=dict(self.metadata),
+            values=self.graph.read_output(self.channels, self.graph.stream_keys),
+            upcoming=self.prepare(for_execution=False),
+        )
+        self.emit("checkpoint", made)
 
     async def _save(self) -> None:
         assert self.saver is not None
@@ -475,8 +473,8 @@ class Run:
         if self.interrupt_before and self._should_interrupt(self.interrupt_before):
             self.status = "interrupt_before"
             raise GraphInterrupt(())
-        if self.wants & _TASK_MODES:
-            self.emit("debug_tasks", (self.step, tasks))
+        if "step_tasks" in self.wants:
+            self.emit("step_tasks", (self.step, tasks))
         for task in tasks:
             if task.done:
                 self.emit_task_updates(task, task.writes)
@@ -518,9 +516,8 @@ class Run:
     async def run_task(self, task: Task, writes: StepWrites) -> Task:
         """Run one task and save its writes; a failure is left in ``task.error``."""
         node = self.graph.nodes.get(task.name)
-        listener = self.listener
-        if listener is not None:
-            listener.task_start(task, self.step)
+        if "task_start" in self.wants and task.name != START:
+            self.emit("task_start", TaskStart(self.step, task))
         scope = TaskScope(
             self,
             task,
@@ -543,28 +540,24 @@ class Run:
             self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
             values = self.graph.read_output(self.channels, self.output_keys)
             self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
-            self._task_result(task, error=None)
-            if listener is not None:
-                listener.task_result(task, self.step)
+            self._task_result(task, "interrupt")
             return task
         except ParentCommand as exc:
             if self.parent_scope is None:
                 task.error = InvalidUpdateError("There is no parent graph")
             else:
                 task.error = exc
-            if listener is not None:
-                listener.task_result(task, self.step)
+            self._task_result(task, "parent_command")
             return task
         except asyncio.CancelledError:
             task.error = task.error or asyncio.CancelledError()
+            self._task_result(task, "cancelled")
             raise
         except Exception as exc:
             task.error = exc
             await self._put_writes(task, [(ERROR, repr(exc))])
             self.pending.append((task.id, ERROR, repr(exc)))
-            self._task_result(task, error=repr(exc))
-            if listener is not None:
-                listener.task_result(task, self.step)
+            self._task_result(task, "error")
             return task
         finally:
             set_scope(None)
@@ -584,25 +577,14 @@ class Run:
         if task.name != START:
             if "updates" in self.wants:
                 self.emit_task_updates(task, task.writes)
-            if self.wants & _TASK_MODES:
-                self._task_result(task, error=None)
-        if listener is not None:
-            listener.task_result(task, self.step)
+            if "task_end" in self.wants:
+                self.emit("task_end", TaskEnd(self.step, task, "done", self.output_keys))
         return task
 
-    def _task_result(self, task: Task, *, error: str | None) -> None:
-        if task.name == START or not self.wants & _TASK_MODES:
-            return
-        keys = set(self.output_keys)
-        result = {c: v for c, v in task.writes if c in keys}
-        payload = {
-            "id": task.id,
-            "name": task.name,
-            "error": error,
-            "result": result,
-            "interrupts": [{"value": i.value, "id": i.id} for i in task.interrupts],
-        }
-        self.emit("debug_task_result", (self.step, payload))
+    def _task_result(self, task: Task, outcome: Outcome) -> None:
+        """Record how a task that did not return ended (its error, pause or stop is in it)."""
+        if task.name != START and "task_end" in self.wants:
+            self.emit("task_end", TaskEnd(self.step, task, outcome, self.output_keys))
 
     async def _call_node(self, task: Task, scope: TaskScope) -> list[tuple[str, Any]]:
         graph = self.graph
@@ -613,7 +595,7 @@ class Run:
             spec = graph.nodes[task.name]
             action = spec.action
 
-            if "messages" in self.wants:
+            if "messages_seen" in self.wants:
                 self.emit("messages_seen", task.input)
 
             direct = graph.direct_call(task.name)
@@ -678,14 +660,14 @@ class Run:
                 inline=True,
             )
             writes.extend(target_writes(graph.branch_targets(branch, picked)))
-        if task.name != START and "messages" in self.wants:
+        if task.name != START and "messages_from" in self.wants:
             self.emit("messages_from", (task, result))
         return writes
 
     # --------------------------------------------------------------- outputs
     def emit_values(self, *, force: bool = False) -> None:
         """Stream the output keys' values after a superstep that changed them."""
-        if not force and not (self.updated & set(self.output_keys)):
+        if "values" not in self.wants or not (force or self.updated & set(self.output_keys)):
             return
         values = self.graph.read_output(self.channels, self.output_keys)
         self.last_values = values

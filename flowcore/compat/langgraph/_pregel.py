@@ -44,6 +44,12 @@ from flowcore.compat.langgraph._node import (
     target_writes,
     update_writes,
 )
+from flowcore.compat.langgraph._records import (
+    CheckpointMade,
+    Sink,
+    TaskEnd,
+    kinds_for_modes,
+)
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import (
     END,
@@ -444,7 +450,7 @@ class CompiledStateGraph:
         self,
         run_input: Any,
         config: Mapping[str, Any] | None,
-        sink: Callable[[tuple[str, ...], str, Any], None],
+        sink: Sink,
         *,
         durability: str | None,
         interrupt_before: Sequence[str] | str | None,
@@ -494,10 +500,10 @@ class CompiledStateGraph:
         single = isinstance(stream_mode, str) or stream_mode is None
         out: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
-        formatter = _ChunkFormatter(self, modes, single=single, subgraphs=subgraphs)
+        formatter = _ChunkFormatter(modes, single=single, subgraphs=subgraphs)
 
-        def sink(ns: tuple[str, ...], mode: str, chunk: Any) -> None:
-            for item in formatter.format(ns, mode, chunk):
+        def sink(ns: tuple[str, ...], kind: str, payload: Any) -> None:
+            for item in formatter.format(ns, kind, payload):
                 out.put_nowait(item)
 
         run = self._run(
@@ -508,8 +514,7 @@ class CompiledStateGraph:
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
         )
-        formatter.run = run
-        run.wants = set(modes)
+        run.wants = formatter.kinds()
         if output_keys is not None:
             run.output_keys = list(output_keys)
 
@@ -628,14 +633,14 @@ class CompiledStateGraph:
         interrupts: list[Interrupt] = []
 
         # No queue and no chunk formatting: invoke only needs the last values and the pauses.
-        def sink(ns: tuple[str, ...], mode: str, chunk: Any) -> None:
+        def sink(ns: tuple[str, ...], kind: str, payload: Any) -> None:
             nonlocal latest
             if ns:
                 return
-            if mode == "values":
-                latest = chunk
-            elif mode == "updates" and isinstance(chunk, dict) and chunk.get(INTERRUPT):
-                interrupts.extend(chunk[INTERRUPT])
+            if kind == "values":
+                latest = payload
+            elif kind == "updates" and isinstance(payload, dict) and payload.get(INTERRUPT):
+                interrupts.extend(payload[INTERRUPT])
 
         run = self._run(
             input,
@@ -646,7 +651,7 @@ class CompiledStateGraph:
             interrupt_after=kwargs.get("interrupt_after"),
         )
         run.output_keys = list(kwargs.get("output_keys") or self.output_keys)
-        # Pauses are always reported; node updates are not needed here.
+        # Pauses are always reported (as "updates" records); node updates are not needed here.
         run.wants = {"values"}
         with contextlib.suppress(GraphInterrupt):
             await run.execute()
@@ -746,11 +751,12 @@ class CompiledStateGraph:
             self,
             None,
             {**dict(config), "configurable": dict(saved.config["configurable"])},
-            sink=lambda *a: None,
+            sink=_nobody,
             durability="sync",
             interrupt_before=(),
             interrupt_after=(),
         )
+        run.wants = set()
         run.channels = self.new_channels()
         run.checkpoint = dict(saved.checkpoint)
         run.checkpoint = {
@@ -865,11 +871,12 @@ class CompiledStateGraph:
             self,
             None,
             {**dict(config), "configurable": conf},
-            sink=lambda *a: None,
+            sink=_nobody,
             durability="sync",
             interrupt_before=(),
             interrupt_after=(),
         )
+        run.wants = set()
         run.channels = self.new_channels()
         if saved is not None:
             run.checkpoint = {
@@ -992,22 +999,26 @@ class _Configured:
         return self.graph.astream(input, self._merge(config), **kw)
 
 
+def _nobody(ns: tuple[str, ...], kind: str, payload: Any) -> None:
+    """The sink of a run made to read or edit a thread: nobody reads its records."""
+
+
 def _sortable(version: Any) -> tuple[int, Any]:
     return (0, version) if isinstance(version, int | float) else (1, str(version))
 
 
 class _ChunkFormatter:
-    """Turns the run's internal events into the chunks of the requested stream modes."""
+    """LangGraph's stream modes as a projection of a run's records (see ``_records``)."""
 
-    def __init__(
-        self, graph: CompiledStateGraph, modes: list[str], *, single: bool, subgraphs: bool
-    ) -> None:
-        self.graph = graph
+    def __init__(self, modes: list[str], *, single: bool, subgraphs: bool) -> None:
         self.modes = modes
         self.single = single
         self.subgraphs = subgraphs
-        self.run: Run | None = None
         self.seen_messages: set[str] = set()
+
+    def kinds(self) -> set[str]:
+        """The record kinds the requested modes are made of (what the run must build)."""
+        return kinds_for_modes(self.modes)
 
     def _wrap(self, ns: tuple[str, ...], mode: str, chunk: Any) -> Any:
         if self.single:
@@ -1025,17 +1036,18 @@ class _ChunkFormatter:
             out.append(self._wrap(ns, plain_mode, payload))
         return out
 
-    def format(self, ns: tuple[str, ...], mode: str, chunk: Any) -> list[Any]:
+    def format(self, ns: tuple[str, ...], kind: str, payload: Any) -> list[Any]:
+        """The chunks one record of the run gives (none for most)."""
         if ns and not self.subgraphs:
             return []
-        if mode in ("values", "updates") and mode in self.modes:
-            return [self._wrap(ns, mode, chunk)]
-        if mode == "custom" and "custom" in self.modes:
-            return [self._wrap(ns, "custom", chunk[1])]
-        if mode in ("messages_seen", "messages_from"):
-            return self._messages(ns, mode, chunk)
-        if mode == "debug_tasks":
-            step, tasks = chunk
+        if kind in ("values", "updates") and kind in self.modes:
+            return [self._wrap(ns, kind, payload)]
+        if kind == "custom" and "custom" in self.modes:
+            return [self._wrap(ns, "custom", payload.data)]
+        if kind in ("messages_seen", "messages_from"):
+            return self._messages(ns, kind, payload)
+        if kind == "step_tasks":
+            step, tasks = payload
             out: list[Any] = []
             for task in tasks:
                 if task.name == START:
@@ -1048,19 +1060,46 @@ class _ChunkFormatter:
                 }
                 out.extend(self._debug(ns, "task", step, payload, "tasks"))
             return out
-        if mode == "debug_task_result":
-            step, payload = chunk
-            return self._debug(ns, "task_result", step, payload, "tasks")
-        if mode == "debug_checkpoint":
-            step, payload = chunk
-            return self._debug(ns, "checkpoint", step, payload, "checkpoints")
+        if kind == "task_end":
+            return self._task_result(ns, payload)
+        if kind == "checkpoint":
+            return self._checkpoint(ns, payload)
         return []
 
-    def _messages(self, ns: tuple[str, ...], mode: str, chunk: Any) -> list[Any]:
-        if mode == "messages_seen":
-            self.seen_messages.update(m.id for m in _messages_in(chunk) if m.id)
+    def _task_result(self, ns: tuple[str, ...], end: TaskEnd) -> list[Any]:
+        # LangGraph reports no result for a task stopped from outside, nor for one
+        # that handed a Command to its parent graph.
+        if end.outcome in ("cancelled", "parent_command"):
             return []
-        task, result = chunk
+        task = end.task
+        keys = set(end.output_keys)
+        payload = {
+            "id": task.id,
+            "name": task.name,
+            "error": repr(task.error) if end.outcome == "error" else None,
+            "result": {c: v for c, v in task.writes if c in keys},
+            "interrupts": [{"value": i.value, "id": i.id} for i in task.interrupts],
+        }
+        return self._debug(ns, "task_result", end.step, payload, "tasks")
+
+    def _checkpoint(self, ns: tuple[str, ...], made: CheckpointMade) -> list[Any]:
+        payload = {
+            "config": made.config,
+            "parent_config": made.parent_config,
+            "values": made.values,
+            "metadata": made.metadata,
+            "next": [t.name for t in made.upcoming],
+            "tasks": [
+                {"id": t.id, "name": t.name, "interrupts": (), "state": None} for t in made.upcoming
+            ],
+        }
+        return self._debug(ns, "checkpoint", made.step, payload, "checkpoints")
+
+    def _messages(self, ns: tuple[str, ...], kind: str, payload: Any) -> list[Any]:
+        if kind == "messages_seen":
+            self.seen_messages.update(m.id for m in _messages_in(payload) if m.id)
+            return []
+        task, result = payload
         meta = {"langgraph_node": task.name, "langgraph_triggers": task.triggers}
         fresh = []
         # Like LangGraph, a message is streamed once, where it first shows.
