@@ -207,8 +207,12 @@ def run_pytest(
         "--continue-on-collection-errors",
         "--timeout",
         str(timeout),
+        # Under xdist a hung test's worker is ended and replaced (the test counts as
+        # failed): a signal can be swallowed, and a test that loops on invoke() until
+        # it sees no interrupt (test_interrupt_state.py, the exit-durability hang of
+        # issue 18) then never ends. Without xdist that would end the whole run.
         "--timeout-method",
-        "signal",
+        "thread" if jobs > 0 else "signal",
         # Long tracebacks of ~2,000 failures cost the flowcore run three quarters of its
         # time; the records keep each failure's first error line either way.
         f"--tb={tb}",
