@@ -84,7 +84,10 @@ class InterruptScope(Answers):
     def __init__(
         self, node: str, key: str, resumes: tuple[Any, ...] = (), task: str | None = None
     ) -> None:
-        super().__init__(resumes)
+        # Answers' fields set here, not through super().__init__: this runs once per node run.
+        self.given = resumes
+        self.unaddressed = None
+        self.asked = 0
         self.node = node
         self.key = key
         self.task = task

@@ -16,7 +16,7 @@ its id scheme) stays with the graph kind.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any, Final
 
 __all__ = ["UNANSWERED", "Answers"]
@@ -51,8 +51,9 @@ class Answers:
 
     __slots__ = ("asked", "given", "unaddressed")
 
-    def __init__(self, given: Iterable[Any] = (), unaddressed: list[Any] | None = None) -> None:
-        self.given = list(given)
+    def __init__(self, given: Sequence[Any] = (), unaddressed: list[Any] | None = None) -> None:
+        # Kept as given (not copied): most tasks never ask, so their answers are never read.
+        self.given: Sequence[Any] = given
         self.unaddressed = unaddressed
         self.asked = 0
 
@@ -64,7 +65,7 @@ class Answers:
             return index, self.given[index]
         if self.unaddressed:
             answer = self.unaddressed.pop(0)
-            self.given.append(answer)
+            self.given = [*self.given, answer]
             return index, answer
         return index, UNANSWERED
 

@@ -27,7 +27,7 @@ whose write can ride with the checkpoint that closes the step. Each step's
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Protocol, TypeVar
 
 from flowcore.runtime.pool import run_batch
@@ -84,8 +84,8 @@ class Superstep(Protocol[T, R]):
     ``T`` is the planner's task, ``R`` the result of running one.
     """
 
-    async def next_step(self) -> Sequence[T] | None:
-        """The tasks of the next step, or None when the run is over."""
+    def next_step(self) -> Sequence[T] | None:
+        """The tasks of the next step, or None when the run is over (a pure decision)."""
         ...
 
     async def before_step(self, tasks: Sequence[T]) -> None:
@@ -96,7 +96,7 @@ class Superstep(Protocol[T, R]):
         """The result an earlier attempt of this run saved for ``task``, or None."""
         ...
 
-    async def run_task(self, task: T, writes: StepWrites) -> R:
+    def run_task(self, task: T, writes: StepWrites) -> Awaitable[R]:
         """Run one task and save its write; report a failure in the result, do not raise it."""
         ...
 
@@ -136,8 +136,15 @@ async def run_step(steps: Superstep[T, R], tasks: Sequence[T], *, limit: int | N
     if not todo:
         ran = []
     elif len(todo) == 1:
-        # The common case of a loop: no task group needed for one task.
-        only: R = await _run_one(steps, todo[0], writes)
+        # The common case of a loop: one task, run inline (no task group, no wrapper).
+        try:
+            only: R = await steps.run_task(todo[0], writes)
+        except asyncio.CancelledError:
+            writes.cancelled()
+            raise
+        writes.finished(clean=steps.clean(only))
+        if not saved:
+            return [only]
         ran = [only]
     else:
 
@@ -168,7 +175,7 @@ async def run_supersteps(steps: Superstep[T, R], *, limit: int | None = None) ->
     Example:
         >>> await run_supersteps(my_run, limit=8)  # doctest: +SKIP
     """
-    while (tasks := await steps.next_step()) is not None:
+    while (tasks := steps.next_step()) is not None:
         await steps.before_step(tasks)
         results = await run_step(steps, tasks, limit=limit)
         await steps.after_step(tasks, results)

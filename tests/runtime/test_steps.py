@@ -41,7 +41,7 @@ class ToyRun:
     applied: list[list[str]] = field(default_factory=list)
     release: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def next_step(self) -> Sequence[str] | None:
+    def next_step(self) -> Sequence[str] | None:
         if not self.plan:
             self.log.append("over")
             return None

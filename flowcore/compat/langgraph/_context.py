@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from flowcore.compat.langgraph._errors import GraphInterrupt
@@ -54,7 +54,7 @@ class TaskScope(Answers):
         self._config: dict[str, Any] | None = None
 
     @property
-    def resume(self) -> list[Any]:
+    def resume(self) -> Sequence[Any]:
         """The answers given to this task so far, in order (those it took included)."""
         return self.given
 

@@ -426,7 +426,7 @@ class Run:
         return updated
 
     # ------------------------------------------------------------------- tick
-    async def tick(self) -> bool:
+    def tick(self) -> bool:
         """Prepare the next superstep; False when the run is over."""
         if self.step > self.stop:
             self.status = "out_of_steps"
@@ -459,9 +459,9 @@ class Run:
         return should_interrupt(self.checkpoint, self.tasks, names)
 
     # ------------------------------------------ the runtime's Superstep protocol
-    async def next_step(self) -> list[Task] | None:
+    def next_step(self) -> list[Task] | None:
         """The tasks of the next superstep (restored ones marked done), or None: over."""
-        return self.tasks if await self.tick() else None
+        return self.tasks if self.tick() else None
 
     async def before_step(self, tasks: Sequence[Task]) -> None:
         """Pause before the step if asked; stream its tasks and the restored ones' updates.
