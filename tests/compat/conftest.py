@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flowcore.compat.langgraph import AsyncSqliteSaver, InMemorySaver, SqliteSaver
+from flowcore.compat.langgraph import (
+    START,
+    AsyncSqliteSaver,
+    InMemorySaver,
+    SqliteSaver,
+    StateGraph,
+)
 from flowcore.compat.langgraph._savers_core import _thread_key
 from flowcore.compat.langgraph._savers_layout import full_values, holders, tails
 
@@ -71,3 +78,33 @@ async def stored(saver: Saver, thread: str = "t", ns: str = "") -> list[Stored]:
     return [
         Stored(r.checkpoint_id, full_values(r), tails(r), holders(r)) for r in reversed(history)
     ]
+
+
+@pytest.fixture
+def failing_beside_a_slow_sibling() -> Callable[[type[Any]], StateGraph]:
+    """A graph (on the given state schema) whose node ``broken`` fails while ``slow`` waits.
+
+    ``broken`` raises ``ValueError("broken on purpose")`` only once ``slow`` has
+    started, so the failure always finds its sibling running.
+    """
+
+    def build(schema: type[Any]) -> StateGraph:
+        sibling_started = asyncio.Event()
+
+        async def slow(state: Any) -> dict[str, Any]:
+            sibling_started.set()
+            await asyncio.Event().wait()
+            return {}
+
+        async def broken(state: Any) -> dict[str, Any]:
+            await sibling_started.wait()
+            raise ValueError("broken on purpose")
+
+        graph = StateGraph(schema)
+        graph.add_node("slow", slow)
+        graph.add_node("broken", broken)
+        graph.add_edge(START, "slow")
+        graph.add_edge(START, "broken")
+        return graph
+
+    return build

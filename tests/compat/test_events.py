@@ -153,23 +153,10 @@ async def test_each_send_task_is_a_node_of_its_own() -> None:
     assert result.state["log"] == ["did a", "did b", "did c"]
 
 
-async def test_a_failing_node_fails_the_run_and_its_running_sibling_is_cancelled() -> None:
-    sibling_started = asyncio.Event()
-
-    async def slow(state: S) -> dict[str, Any]:
-        sibling_started.set()
-        await asyncio.Event().wait()
-        return {}
-
-    async def broken(state: S) -> dict[str, Any]:
-        await sibling_started.wait()
-        raise ValueError("broken on purpose")
-
-    graph = StateGraph(S)
-    graph.add_node("slow", slow)
-    graph.add_node("broken", broken)
-    graph.add_edge(START, "slow")
-    graph.add_edge(START, "broken")
+async def test_a_failing_node_fails_the_run_and_its_running_sibling_is_cancelled(
+    failing_beside_a_slow_sibling: Callable[[type[Any]], StateGraph],
+) -> None:
+    graph = failing_beside_a_slow_sibling(S)
 
     events, result = await collect(graph.compile().run_stream({"items": []}))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -188,23 +189,10 @@ async def test_a_subgraphs_records_reach_the_parents_sink_under_its_namespace() 
     ]
 
 
-async def test_a_task_stopped_by_a_failing_sibling_ends_cancelled_in_the_stream() -> None:
-    sibling_started = asyncio.Event()
-
-    async def slow(state: S) -> dict[str, Any]:
-        sibling_started.set()
-        await asyncio.Event().wait()
-        return {}
-
-    async def broken(state: S) -> dict[str, Any]:
-        await sibling_started.wait()
-        raise ValueError("broken on purpose")
-
-    graph = StateGraph(S)
-    graph.add_node("slow", slow)
-    graph.add_node("broken", broken)
-    graph.add_edge(START, "slow")
-    graph.add_edge(START, "broken")
+async def test_a_task_stopped_by_a_failing_sibling_ends_cancelled_in_the_stream(
+    failing_beside_a_slow_sibling: Callable[[type[Any]], StateGraph],
+) -> None:
+    graph = failing_beside_a_slow_sibling(S)
     recorder = Recorder()
 
     with pytest.raises(ValueError, match="broken on purpose"):
