@@ -3,6 +3,7 @@
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
 from flowcore.compat.langgraph._errors import (
     EmptyInputError,
+    GraphDrained,
     GraphInterrupt,
     GraphRecursionError,
     InvalidUpdateError,
@@ -33,6 +34,14 @@ from flowcore.compat.langgraph._prebuilt import (
     tools_condition,
 )
 from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph
+from flowcore.compat.langgraph._runtime import (
+    DEFAULT_RUNTIME,
+    ExecutionInfo,
+    RunControl,
+    Runtime,
+    ServerInfo,
+    get_runtime,
+)
 from flowcore.compat.langgraph._savers import BaseCheckpointSaver, CheckpointTuple
 from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
 from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
@@ -52,6 +61,7 @@ from flowcore.compat.langgraph._types import (
 
 __all__ = [
     "DEFAULT_RECURSION_LIMIT",
+    "DEFAULT_RUNTIME",
     "END",
     "REMOVE_ALL_MESSAGES",
     "START",
@@ -65,6 +75,8 @@ __all__ = [
     "Command",
     "CompiledStateGraph",
     "EmptyInputError",
+    "ExecutionInfo",
+    "GraphDrained",
     "GraphInterrupt",
     "GraphRecursionError",
     "HumanMessage",
@@ -80,7 +92,10 @@ __all__ = [
     "RemainingSteps",
     "RemoveMessage",
     "RetryPolicy",
+    "RunControl",
+    "Runtime",
     "Send",
+    "ServerInfo",
     "SqliteSaver",
     "StateGraph",
     "StateSnapshot",
@@ -92,6 +107,7 @@ __all__ = [
     "convert_to_messages",
     "create_react_agent",
     "get_config",
+    "get_runtime",
     "get_stream_writer",
     "interrupt",
     "message_to_dict",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -25,6 +26,10 @@ class ScopeHost(Protocol):
         """Send a custom stream chunk written by ``node``."""
         ...
 
+    def task_runtime(self, scope: TaskScope) -> Any:
+        """The ``Runtime`` the task of ``scope`` sees (see ``_runtime``)."""
+        ...
+
 
 class TaskScope(Answers):
     """The running task: its answers to earlier pauses and where custom chunks go.
@@ -37,7 +42,7 @@ class TaskScope(Answers):
     only worked out when something asks for them: most nodes never do.
     """
 
-    __slots__ = ("_config", "host", "step", "task")
+    __slots__ = ("_config", "host", "started_at", "step", "task")
 
     def __init__(
         self,
@@ -52,6 +57,8 @@ class TaskScope(Answers):
         self.task = task
         self.step = step
         self._config: dict[str, Any] | None = None
+        # When the task's first attempt started (a Runtime's execution info reports it).
+        self.started_at = time.time()
 
     @property
     def resume(self) -> Sequence[Any]:
@@ -100,6 +107,10 @@ class TaskScope(Answers):
     def writer(self, chunk: Any) -> None:
         """Send ``chunk`` to ``stream_mode="custom"`` consumers."""
         self.host.write_custom(self.task.name, chunk)
+
+    def runtime(self) -> Any:
+        """The LangGraph ``Runtime`` of this task, built when a node asks for it."""
+        return self.host.task_runtime(self)
 
     def interrupt_id(self, index: int) -> str:
         """A stable id for the ``index``-th pause of this task."""

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EmptyInputError",
     "GraphBubbleUp",
+    "GraphDrained",
     "GraphInterrupt",
     "GraphRecursionError",
     "InvalidUpdateError",
@@ -73,6 +74,21 @@ class GraphInterrupt(GraphBubbleUp):
         """The pauses this interrupt carries."""
         found: tuple[Interrupt, ...] = self.args[0]
         return found
+
+
+class GraphDrained(GraphBubbleUp):
+    """The run stopped at a step boundary because its ``RunControl`` asked it to drain.
+
+    Its last checkpoint is saved: invoking the thread again with ``None`` goes on.
+
+    Example:
+        >>> GraphDrained("sigterm").reason
+        'sigterm'
+    """
+
+    def __init__(self, reason: str = "shutdown") -> None:
+        self.reason = reason
+        super().__init__(f"Graph drained: {reason}")
 
 
 class ParentCommand(GraphBubbleUp):

@@ -6,7 +6,9 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_hints, is_typeddict
+
+from typing_extensions import TypeVar
 
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import END, START, RetryPolicy
@@ -86,7 +88,13 @@ def _first_param_schema(action: Any, default: Any) -> Any:
     return default
 
 
-class StateGraph:
+StateT = TypeVar("StateT", default=Any)
+ContextT = TypeVar("ContextT", default=None)
+InputT = TypeVar("InputT", default=StateT)
+OutputT = TypeVar("OutputT", default=StateT)
+
+
+class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     """A graph whose nodes read and update one shared state; mirrors LangGraph's ``StateGraph``.
 
     Example:
@@ -150,7 +158,7 @@ class StateGraph:
         cache_policy: Any = None,
         destinations: dict[str, str] | tuple[str, ...] | None = None,
         **legacy: Any,
-    ) -> StateGraph:
+    ) -> Self:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
 
         Example:
@@ -193,7 +201,7 @@ class StateGraph:
         self.nodes[node] = NodeSpec(node, action, schema, defer, retry_policy, metadata, dests)
         return self
 
-    def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
+    def add_edge(self, start_key: str | Sequence[str], end_key: str) -> Self:
         """``start -> end``; a list of starts is a join that waits for all of them.
 
         Example:
@@ -230,7 +238,7 @@ class StateGraph:
         source: str,
         path: Callable[..., Any],
         path_map: dict[Hashable, str] | list[str] | None = None,
-    ) -> StateGraph:
+    ) -> Self:
         """After ``source`` runs, ``path(state)`` picks the next node(s) (names, Sends or END).
 
         Example:
@@ -255,7 +263,7 @@ class StateGraph:
         branches[name] = BranchSpec(source, path, mapping, name, ends)
         return self
 
-    def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
+    def add_sequence(self, nodes: Sequence[Any]) -> Self:
         """Add nodes and chain them with edges, in order.
 
         Example:
@@ -276,17 +284,17 @@ class StateGraph:
             previous = name
         return self
 
-    def set_entry_point(self, key: str) -> StateGraph:
+    def set_entry_point(self, key: str) -> Self:
         """Same as ``add_edge(START, key)``."""
         return self.add_edge(START, key)
 
     def set_conditional_entry_point(
         self, path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None = None
-    ) -> StateGraph:
+    ) -> Self:
         """Same as ``add_conditional_edges(START, path, path_map)``."""
         return self.add_conditional_edges(START, path, path_map)
 
-    def set_finish_point(self, key: str) -> StateGraph:
+    def set_finish_point(self, key: str) -> Self:
         """Same as ``add_edge(key, END)``."""
         return self.add_edge(key, END)
 

@@ -26,6 +26,7 @@ from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, set_scope
 from flowcore.compat.langgraph._errors import (
     EmptyInputError,
+    GraphDrained,
     GraphInterrupt,
     GraphRecursionError,
     InvalidUpdateError,
@@ -57,6 +58,7 @@ from flowcore.compat.langgraph._records import (
     TaskEnd,
     TaskStart,
 )
+from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
 from flowcore.compat.langgraph._savers_core import SaveBatch
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._types import START, Command, Interrupt
@@ -179,6 +181,9 @@ class Run:
         self.batch_asked = False
         # The first task of the running superstep to fail (in time): the error the run raises.
         self.failure: BaseException | None = None
+        # What a node's Runtime carries (see _runtime): set by the graph for each run.
+        self.context: Any = None
+        self.control: RunControl | None = None
 
     def emit(self, kind: str, payload: Any) -> None:
         """Hand one record of this run's event stream to its sink (see ``_records``).
@@ -191,6 +196,35 @@ class Run:
         """Send a custom stream chunk written by node ``node``."""
         if "custom" in self.wants:
             self.emit("custom", CustomChunk(node, chunk, self.step))
+
+    def task_runtime(self, scope: TaskScope) -> Runtime[Any]:
+        """The ``Runtime`` a node of this run sees (built only when one asks)."""
+        configurable = self.configurable
+        checkpoint_id = self.checkpoint.get("id") or self.last_checkpoint_id or ""
+        info = ExecutionInfo(
+            checkpoint_id=str(checkpoint_id),
+            checkpoint_ns=f"{self.ns}|{scope.node}:{scope.task_id}".lstrip("|"),
+            task_id=scope.task_id,
+            thread_id=None if self.thread_id is None else str(self.thread_id),
+            run_id=None if self.config.get("run_id") is None else str(self.config["run_id"]),
+            node_attempt=max(int(getattr(scope.task, "attempts", 1) or 1), 1),
+            node_first_attempt_time=scope.started_at,
+        )
+        server: ServerInfo | None = None
+        if "assistant_id" in configurable and "graph_id" in configurable:
+            server = ServerInfo(
+                str(configurable["assistant_id"]),
+                str(configurable["graph_id"]),
+                configurable.get("langgraph_auth_user"),
+            )
+        return Runtime(
+            context=self.context,
+            store=self.graph.store,
+            stream_writer=scope.writer,
+            execution_info=info,
+            server_info=server,
+            control=self.control,
+        )
 
     def scope_config(self, task: Task, step: int) -> dict[str, Any]:
         """The config task ``task`` of superstep ``step`` receives, when it asks for it."""
@@ -473,6 +507,11 @@ class Run:
         if self.interrupt_before and self._should_interrupt(self.interrupt_before):
             self.status = "interrupt_before"
             raise GraphInterrupt(())
+        control = self.control
+        if control is not None and control.drain_requested:
+            # Stop at the step boundary (after a breakpoint there, which a resume would
+            # pass): the checkpoint the step starts from is saved.
+            raise GraphDrained(control.drain_reason or "shutdown")
         if "step_tasks" in self.wants:
             self.emit("step_tasks", (self.step, tasks))
         for task in tasks:
@@ -609,7 +648,7 @@ class Run:
                     action,
                     task.input,
                     scope.get_config,
-                    {"writer": scope.writer},
+                    {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
                     graph.call_shape(action),
                 )
             else:
@@ -629,7 +668,7 @@ class Run:
                         action,
                         task.input,
                         scope.get_config,
-                        {"writer": scope.writer},
+                        {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
                         graph.call_shape(action),
                     )
 

@@ -99,6 +99,10 @@ def target_writes(targets: Sequence[Any]) -> list[tuple[str, Any]]:
     return writes
 
 
+_BUILT_ON_ASK = frozenset({"runtime"})
+"""Extras given to :func:`call_with_config` as zero-argument builders."""
+
+
 def describe_callable(func: Callable[..., Any]) -> tuple[frozenset[str], bool]:
     """The parameter names of ``func`` and whether calling it gives a coroutine."""
     try:
@@ -136,7 +140,8 @@ async def call_with_config(
             kwargs["config"] = config() if callable(config) else config
         for key, value in extras.items():
             if key in names:
-                kwargs[key] = value
+                # A runtime is handed over as its builder: most nodes never ask for one.
+                kwargs[key] = value() if key in _BUILT_ON_ASK else value
     return await call_node(func, is_async, (arg,), kwargs, inline=inline)
 
 

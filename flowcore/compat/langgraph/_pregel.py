@@ -50,6 +50,7 @@ from flowcore.compat.langgraph._records import (
     TaskEnd,
     kinds_for_modes,
 )
+from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import (
     END,
@@ -91,7 +92,7 @@ class _Topic(Channel):
 
 
 _UNKNOWN: Any = object()
-_INJECTED = frozenset({"config", "writer"})
+_INJECTED = frozenset({"config", "writer", "runtime", "store"})
 """The keyword arguments a node may ask for (see call_with_config)."""
 
 _ONE_STEP = (True, False)
@@ -119,7 +120,7 @@ class CompiledStateGraph:
 
     def __init__(
         self,
-        builder: StateGraph,
+        builder: StateGraph[Any, Any, Any, Any],
         *,
         checkpointer: Any,
         store: Any,
@@ -455,6 +456,8 @@ class CompiledStateGraph:
         durability: str | None,
         interrupt_before: Sequence[str] | str | None,
         interrupt_after: Sequence[str] | str | None,
+        context: Any = None,
+        control: RunControl | None = None,
     ) -> Run:
         config = dict(config or {})
         before = self.interrupt_before_nodes if interrupt_before is None else interrupt_before
@@ -463,7 +466,7 @@ class CompiledStateGraph:
             before = list(self.nodes)
         if after == "*":
             after = list(self.nodes)
-        return Run(
+        run = Run(
             self,
             run_input,
             config,
@@ -472,6 +475,9 @@ class CompiledStateGraph:
             interrupt_before=list(before),
             interrupt_after=list(after),
         )
+        run.context = coerce_context(self.builder.context_schema, context)
+        run.control = control
+        return run
 
     async def astream(
         self,
@@ -485,6 +491,8 @@ class CompiledStateGraph:
         durability: str | None = None,
         debug: bool | None = None,
         output_keys: Sequence[str] | None = None,
+        context: Any = None,
+        control: RunControl | None = None,
         **_: Any,
     ) -> AsyncIterator[Any]:
         """Run and yield stream chunks as they happen (``stream_mode`` as in LangGraph).
@@ -513,6 +521,8 @@ class CompiledStateGraph:
             durability=durability,
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
+            context=context,
+            control=control,
         )
         run.wants = formatter.kinds()
         if output_keys is not None:
@@ -649,6 +659,8 @@ class CompiledStateGraph:
             durability=kwargs.get("durability"),
             interrupt_before=kwargs.get("interrupt_before"),
             interrupt_after=kwargs.get("interrupt_after"),
+            context=kwargs.get("context"),
+            control=kwargs.get("control"),
         )
         run.output_keys = list(kwargs.get("output_keys") or self.output_keys)
         # Pauses are always reported (as "updates" records); node updates are not needed here.
@@ -694,6 +706,7 @@ class CompiledStateGraph:
             run.thread_id = parent.thread_id
         run.force_resume = parent.resuming or bool(scope.resume)
         run.resume_by_id = parent.resume_by_id
+        run.context, run.control = parent.context, parent.control
         run.wants = parent.wants
         await run.execute()
         return run.graph.read_output(run.channels)
