@@ -136,3 +136,57 @@ def test_values_stream_shows_no_empty_pause_and_updates_mark_saved_tasks_cached(
     resumed = list(app.stream(None, config, stream_mode="updates"))
     assert resumed[0] == {"side": {"my_key": "s"}, "__metadata__": {"cached": True}}
     assert resumed[1:] == [{"inner": {"my_key": "ab"}}, {"last": {"my_key": "z"}}]
+
+
+class Kept(TypedDict, total=False):
+    seen: Annotated[list[str], operator.add]
+    counter: int
+
+
+def _graph_with_a_stateful_subgraph(calls: list[str]) -> Any:
+    def remember(state: Kept) -> Kept:
+        calls.append(f"child saw {len(state.get('seen', []))}")
+        return {"seen": ["x"]}
+
+    child: StateGraph[Kept] = StateGraph(Kept)
+    child.add_node("remember", remember)
+    child.add_edge(START, "remember")
+    stateful = child.compile(checkpointer=True)
+
+    def call_child(state: Kept) -> Kept:
+        stateful.invoke({"seen": []})
+        return {"counter": state.get("counter", 0) + 1}
+
+    def again(state: Kept) -> Command[Any]:
+        return Command(goto="call_child" if state["counter"] < 2 else "__end__")
+
+    parent: StateGraph[Kept] = StateGraph(Kept)
+    parent.add_node("call_child", call_child)
+    parent.add_node("again", again)
+    parent.add_edge(START, "call_child")
+    parent.add_edge("call_child", "again")
+    return parent.compile(checkpointer=InMemorySaver())
+
+
+def test_a_checkpointer_true_subgraph_goes_on_from_its_last_entry() -> None:
+    calls: list[str] = []
+    app = _graph_with_a_stateful_subgraph(calls)
+    app.invoke({"counter": 0}, {"configurable": {"thread_id": "kept"}})
+    # One history per thread: the second entry sees what the first one wrote.
+    assert calls == ["child saw 0", "child saw 1"]
+
+
+def test_replaying_the_parent_loads_the_stateful_subgraph_as_it_was_then() -> None:
+    calls: list[str] = []
+    app = _graph_with_a_stateful_subgraph(calls)
+    config = {"configurable": {"thread_id": "kept-replay"}}
+    app.invoke({"counter": 0}, config)
+    first_entry = next(
+        s
+        for s in app.get_state_history(config)
+        if s.next == ("call_child",) and s.values.get("counter", 0) == 0
+    )
+    calls.clear()
+    app.invoke(None, first_entry.config)
+    # Before the first entry the subgraph had no state: the replay starts it afresh.
+    assert calls == ["child saw 0", "child saw 1"]

@@ -189,6 +189,14 @@ class Run:
         # that invokes another graph runs that child run here (see CompiledStateGraph.invoke).
         self.loop: asyncio.AbstractEventLoop | None = None
         self.loop_thread: int | None = None
+        # Replaying from a past checkpoint: its id (children of the run inherit it). A
+        # subgraph with a history of its own loads its state as of that checkpoint.
+        self.replay_of: str | None = None
+        # Load the newest checkpoint made before this id instead of the newest of all.
+        self.as_of: str | None = None
+        # Namespaces of subgraphs with a history of their own entered by this replay
+        # (shared with its child runs): only a first entry goes back in time.
+        self.entered: set[str] = set()
 
     def emit(self, kind: str, payload: Any) -> None:
         """Hand one record of this run's event stream to its sink (see ``_records``).
@@ -246,7 +254,11 @@ class Run:
         """Load the thread's checkpoint (or the one ``checkpoint_id`` names)."""
         self.channels = self.graph.new_channels()
         saved = None
-        if self.saver is not None:
+        if self.saver is not None and self.as_of is not None:
+            before = {"configurable": {"checkpoint_id": self.as_of}}
+            async for item in self.saver.alist(self._ckpt_config(), before=before, limit=1):
+                saved = item
+        elif self.saver is not None:
             saved = await self.saver.aget_tuple(self._ckpt_config())
         if saved is not None:
             self.checkpoint = _copy_checkpoint(saved.checkpoint)
@@ -371,6 +383,8 @@ class Run:
         resuming = has_state and (self.input is None or command is not None or self.force_resume)
         addressed = "checkpoint_id" in self.configurable and self.parent_scope is None
         time_travel = addressed and not (command is not None and command.resume is not None)
+        if time_travel:
+            self.replay_of = str(self.configurable["checkpoint_id"])
         if time_travel:
             # Replaying from a past checkpoint re-runs its tasks and re-asks its questions.
             self.pending = [w for w in self.pending if w[0] == NULL_TASK_ID]
@@ -541,6 +555,9 @@ class Run:
 
     async def after_step(self, tasks: Sequence[Task], results: Sequence[Task]) -> None:
         """Raise the step's failure or pause; else apply its writes and save a checkpoint."""
+        # Only the first step after a resume goes on where subgraphs stopped; a later
+        # entry of a subgraph with a history of its own is a new input to it.
+        self.resuming = False
         failure = self.failure or next((t.error for t in results if t.error is not None), None)
         if failure is not None:
             raise failure

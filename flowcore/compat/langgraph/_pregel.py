@@ -132,6 +132,8 @@ class CompiledStateGraph:
     ) -> None:
         self.builder = builder
         self.checkpointer = checkpointer if checkpointer not in (False, True) else None
+        # checkpointer=True: as a subgraph, one history per parent thread (see _history_ns).
+        self.own_history = checkpointer is True
         self.store = store
         self.interrupt_before_nodes = interrupt_before
         self.interrupt_after_nodes = interrupt_after
@@ -719,8 +721,19 @@ class CompiledStateGraph:
             return None
         return scope, host
 
+    def _history_ns(self, ns: str) -> str:
+        """Where this graph keeps its checkpoints when it runs under namespace ``ns``.
+
+        A ``checkpointer=True`` subgraph keeps one history per thread, so each entry
+        of its node goes on from where the last one left it: its namespace drops the
+        task ids. Any other subgraph's history is that one task's.
+        """
+        if not self.own_history:
+            return ns
+        return "|".join(part.split(":")[0] for part in ns.split("|"))
+
     async def _arun_subgraph(self, value: Any, scope: TaskScope, parent: Run) -> Any:
-        ns = f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|")
+        ns = self._history_ns(f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|"))
         config = {
             **parent.config,
             "configurable": {**parent.configurable, "checkpoint_ns": ns},
@@ -743,6 +756,12 @@ class CompiledStateGraph:
         run.force_resume = parent.resuming or bool(scope.resume)
         run.resume_by_id = parent.resume_by_id
         run.context, run.control = parent.context, parent.control
+        run.replay_of, run.entered = parent.replay_of, parent.entered
+        if self.own_history and parent.replay_of is not None and ns not in parent.entered:
+            # Its one history runs on past the replayed checkpoint: the replay's first
+            # entry goes on from where it stood then (or from nothing, if it had not run).
+            parent.entered.add(ns)
+            run.as_of = parent.replay_of
         run.wants = parent.wants
         await run.execute()
         return run.graph.read_output(run.channels)
@@ -767,7 +786,7 @@ class CompiledStateGraph:
         self, saver: Any, config: Mapping[str, Any], *, subgraphs: bool
     ) -> StateSnapshot:
         conf = dict(config.get("configurable") or {})
-        conf.setdefault("checkpoint_ns", "")
+        conf["checkpoint_ns"] = self._history_ns(conf.get("checkpoint_ns") or "")
         saved = await saver.aget_tuple({"configurable": conf})
         snapshot = self._snapshot(config, saved, live="checkpoint_id" not in conf)
         if saved is None:
