@@ -20,11 +20,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from flowcore.checkpoint import ThreadLease
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, set_scope
+from flowcore.compat.langgraph._durable import CheckpointCall, RunSaves, copy_checkpoint
 from flowcore.compat.langgraph._errors import (
     EmptyInputError,
     GraphDrained,
@@ -60,10 +61,10 @@ from flowcore.compat.langgraph._records import (
     TaskStart,
 )
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
-from flowcore.compat.langgraph._savers_core import SaveBatch
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._types import START, Command, Interrupt
 from flowcore.runtime import call_node, run_lease
+from flowcore.runtime.durability import Durability
 from flowcore.runtime.steps import StepWrites, run_supersteps
 
 if TYPE_CHECKING:
@@ -177,9 +178,8 @@ class Run:
         self.top_version: Any = None
         self.output_keys: list[str] = list(graph.stream_keys)
         self.saved_versions: dict[str, Any] = {}
-        # Under durability "async" saves are queued (see SaveBatch), opened at the first save.
-        self.batch: SaveBatch | None = None
-        self.batch_asked = False
+        # How saves reach the saver under the run's durability (see _durable).
+        self.saves: RunSaves | None = None
         # The first task of the running superstep to fail (in time): the error the run raises.
         self.failure: BaseException | None = None
         # What a node's Runtime carries (see _runtime): set by the graph for each run.
@@ -261,7 +261,7 @@ class Run:
         elif self.saver is not None:
             saved = await self.saver.aget_tuple(self._ckpt_config())
         if saved is not None:
-            self.checkpoint = _copy_checkpoint(saved.checkpoint)
+            self.checkpoint = copy_checkpoint(saved.checkpoint)
             self.metadata = dict(saved.metadata or {})
             self.saved_config = saved.config
             self.parent_config = saved.parent_config
@@ -294,6 +294,8 @@ class Run:
         else:
             # Values are read when (and if) the checkpoint is saved.
             self.dirty = True
+            if self.saver is not None:
+                await self._saves().hold()
         if self.saver is not None and "checkpoint" in self.wants:
             self._checkpoint_event()
         self.step += 1
@@ -317,8 +319,8 @@ class Run:
         )
         self.emit("checkpoint", made)
 
-    async def _save(self) -> None:
-        assert self.saver is not None
+    def _checkpoint_call(self) -> CheckpointCall:
+        """The saver call that stores the run's checkpoint as it stands now."""
         base = self.saved_config or {
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
@@ -327,53 +329,59 @@ class Run:
         self.checkpoint["ts"] = datetime.now(UTC).isoformat()
         self.checkpoint["updated_channels"] = sorted(self.updated)
         changed = {k: v for k, v in versions.items() if self.saved_versions.get(k) != v}
-        batch = self._batch()
-        if batch is not None and self.durability == "sync":
-            # Stored before the run goes on, so no private copy is kept.
-            new_config = await batch.put(base, self.checkpoint, self.metadata, changed)
-            await _stored_now(batch)
-        elif batch is None and isinstance(self.saver, SaverShell):
-            # flowcore's savers serialize what they are given before put returns
-            # and keep no reference to it: no private copy needed.
-            new_config = await self.saver.aput(base, self.checkpoint, self.metadata, changed)
-        else:
-            put = self.saver.aput if batch is None else batch.put
-            new_config = await put(
-                base, _copy_checkpoint(self.checkpoint), dict(self.metadata), changed
-            )
+        return CheckpointCall(base, self.checkpoint, self.metadata, changed)
+
+    def _saved(self, new_config: dict[str, Any]) -> None:
         self.parent_config = self.saved_config
         self.saved_config = new_config
-        self.saved_versions = dict(versions)
+        self.saved_versions = dict(self.checkpoint["channel_versions"])
         self.dirty = False
+
+    async def _save(self) -> None:
+        call = self._checkpoint_call()
+        self._saved(
+            await self._saves().checkpoint(
+                call.config, call.checkpoint, call.metadata, call.versions
+            )
+        )
 
     async def _put_writes(
         self, task: Task, writes: Sequence[tuple[str, Any]], *, last: bool = False
     ) -> None:
-        """Save a task's writes; in sync mode at once, unless ``last`` of a clean step."""
+        """Save a task's writes; ``last``: they may ride with the step's checkpoint."""
         if self.saver is None or self.saved_config is None or self.durability == "exit":
             return
         encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
-        batch = self._batch()
-        put_writes = self.saver.aput_writes if batch is None else batch.put_writes
         # The task path as savers store it is the task's sort key (computed once per task).
-        await put_writes(self.saved_config, encoded, task.id, task.sort_key)
-        if batch is not None and self.durability == "sync" and not last:
-            await _stored_now(batch)
+        await self._saves().writes(self.saved_config, encoded, task.id, task.sort_key, rides=last)
 
-    def _batch(self) -> SaveBatch | None:
-        if not self.batch_asked:
-            self.batch_asked = True
-            # flowcore's own savers: async mode queues every save; sync mode flushes each
-            # one at once but lets a step's last task's writes share its checkpoint's commit.
-            if self.durability in ("async", "sync") and isinstance(self.saver, SaverShell):
-                self.batch = self.saver._open_batch()
-        return self.batch
+    def _saves(self) -> RunSaves:
+        # Opened at the first save: an open batch makes the saver settle it before each
+        # operation, which a run that saves nothing should not cost.
+        if self.saves is None:
+            self.saves = RunSaves(self.saver, _durability(self.durability))
+        return self.saves
 
-    async def _close_batch(self) -> None:
-        """Wait for the queued saves: a run returns, pauses or fails only once they are stored."""
-        if self.batch is not None:
-            batch, self.batch = self.batch, None
-            await batch.close()
+    async def _close_saves(self) -> None:
+        """Wait for the queued saves: a run returns, pauses or fails only once they are stored.
+
+        Under ``exit``, store the run's checkpoint now, then the writes of the
+        tasks that finished since (in task order).
+        """
+        saves, self.saves = self.saves, None
+        if saves is None:
+            return
+        if saves.holds_checkpoint and self.pending:
+            by_task: dict[str, list[tuple[str, Any]]] = {}
+            for task_id, chan, value in self.pending:
+                by_task.setdefault(task_id, []).append((chan, value))
+            for task in self.tasks:
+                if task.id in by_task:
+                    encoded = [(c, self.graph.encode_write(c, v)) for c, v in by_task[task.id]]
+                    await saves.hold_writes(encoded, task.id, task.sort_key)
+        stored = await saves.close(self._checkpoint_call)
+        if stored is not None:
+            self._saved(stored)
 
     # ------------------------------------------------------------------ input
     async def first(self) -> None:
@@ -795,7 +803,10 @@ class Run:
         try:
             await self.first()
         except BaseException:
-            await self._close_batch()
+            if self.durability == "exit":
+                self.saves = None  # the input was never applied: nothing held is stored
+            else:
+                await self._close_saves()
             raise
         try:
             await run_supersteps(self, limit=self.max_concurrency or None)
@@ -819,25 +830,7 @@ class Run:
             )
 
     async def _exit(self) -> None:
-        await self._close_batch()
-        if self.saver is not None and self.durability == "exit" and self.dirty:
-            await self._save()
-            if self.pending:
-                by_task: dict[str, list[tuple[str, Any]]] = {}
-                for task_id, chan, value in self.pending:
-                    by_task.setdefault(task_id, []).append((chan, value))
-                for task in self.tasks:
-                    if task.id in by_task:
-                        encoded = [(c, self.graph.encode_write(c, v)) for c, v in by_task[task.id]]
-                        await self.saver.aput_writes(
-                            self.saved_config, encoded, task.id, task.sort_key
-                        )
-
-
-async def _stored_now(batch: SaveBatch) -> None:
-    """Wait until what ``batch`` queued is stored; raise a store failure here (sync mode)."""
-    await batch.flush()
-    batch._raise_failure()
+        await self._close_saves()
 
 
 class _Multi(list[Any]):
@@ -853,10 +846,7 @@ def _as_interrupts(value: Any) -> list[Interrupt]:
     return [i for i in items if isinstance(i, Interrupt)]
 
 
-def _copy_checkpoint(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        **checkpoint,
-        "channel_values": dict(checkpoint.get("channel_values") or {}),
-        "channel_versions": dict(checkpoint.get("channel_versions") or {}),
-        "versions_seen": {k: dict(v) for k, v in (checkpoint.get("versions_seen") or {}).items()},
-    }
+def _durability(mode: str) -> Durability:
+    if mode not in ("sync", "async", "exit"):
+        raise ValueError(f"durability must be 'sync', 'async' or 'exit', not {mode!r}")
+    return cast(Durability, mode)
