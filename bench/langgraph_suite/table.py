@@ -45,6 +45,8 @@ Kind = Literal["redirect", "library", "missing", "package"]
 REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.graph": ("END", "START", "MessagesState", "StateGraph", "add_messages"),
     "langgraph.graph.state": ("CompiledStateGraph", "StateGraph"),
+    "langgraph.channels": ("DeltaChannel",),
+    "langgraph.channels.delta": ("DeltaChannel",),
     "langgraph.graph.message": ("REMOVE_ALL_MESSAGES", "MessagesState", "add_messages"),
     "langgraph.types": (
         "Command",

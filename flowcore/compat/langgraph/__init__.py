@@ -1,6 +1,7 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
+from flowcore.compat.langgraph._delta import DeltaChannel
 from flowcore.compat.langgraph._errors import (
     EmptyInputError,
     GraphDrained,
@@ -74,6 +75,7 @@ __all__ = [
     "CheckpointTuple",
     "Command",
     "CompiledStateGraph",
+    "DeltaChannel",
     "EmptyInputError",
     "ExecutionInfo",
     "GraphDrained",

@@ -22,6 +22,7 @@ from flowcore.compat.langgraph._channels import (
     NamedBarrierValue,
 )
 from flowcore.compat.langgraph._context import TaskScope
+from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
@@ -248,7 +249,7 @@ class CompiledStateGraph:
             self.state_keys.append(key)
             self._channel_makers[key] = functools.partial(info.channel, key)
             self._roles[key] = _role(made)
-        elif isinstance(made, BinaryOperatorAggregate):
+        elif isinstance(made, BinaryOperatorAggregate | DeltaValue):
             existing = self._channel_makers[key]()
             if isinstance(existing, LastValue):
                 self._channel_makers[key] = functools.partial(info.channel, key)
