@@ -47,7 +47,14 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.graph.state": ("CompiledStateGraph", "StateGraph"),
     "langgraph.channels": ("DeltaChannel",),
     "langgraph.channels.delta": ("DeltaChannel",),
-    "langgraph.graph.message": ("REMOVE_ALL_MESSAGES", "MessagesState", "add_messages"),
+    # _messages_delta_reducer is re-exported as `X as X` and is how DeltaChannel's own
+    # docstring tells users to merge messages, so it is part of the API despite the underscore.
+    "langgraph.graph.message": (
+        "REMOVE_ALL_MESSAGES",
+        "MessagesState",
+        "_messages_delta_reducer",
+        "add_messages",
+    ),
     "langgraph.types": (
         "Command",
         "Interrupt",

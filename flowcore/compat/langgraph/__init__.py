@@ -2,6 +2,7 @@
 
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
 from flowcore.compat.langgraph._delta import DeltaChannel
+from flowcore.compat.langgraph._delta import messages_delta_reducer as _messages_delta_reducer
 from flowcore.compat.langgraph._errors import (
     EmptyInputError,
     GraphDrained,
@@ -105,6 +106,7 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolNode",
+    "_messages_delta_reducer",
     "add_messages",
     "convert_to_messages",
     "create_react_agent",

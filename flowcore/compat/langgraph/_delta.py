@@ -19,14 +19,15 @@ whole. A snapshot blob LangGraph wrote for the key (``_DeltaSnapshot``, from
 from __future__ import annotations
 
 import collections.abc
-import copy
 import inspect
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowcore.compat.langgraph._channels import MISSING, Channel
+from flowcore.compat.langgraph._messages import BaseMessage, RemoveMessage, convert_to_messages
 
-__all__ = ["DeltaChannel", "DeltaValue", "snapshot_value"]
+__all__ = ["DeltaChannel", "DeltaValue", "messages_delta_reducer", "snapshot_value"]
 
 _ABSTRACT: dict[Any, type] = {
     collections.abc.Sequence: list,
@@ -128,24 +129,63 @@ def snapshot_value(stored: Any) -> Any:
 class DeltaValue(Channel):
     """The run's channel for a :class:`DeltaChannel` key: one reducer call per superstep."""
 
-    __slots__ = ("empty", "reducer")
+    __slots__ = ("reducer",)
 
     def __init__(self, key: str, reducer: Callable[[Any, Sequence[Any]], Any], empty: Any) -> None:
         super().__init__(key)
         self.reducer = reducer
-        self.empty = empty
-
-    def _base(self) -> Any:
-        if self.value is not MISSING:
-            return self.value
-        # Each run gets its own empty value: a reducer may extend it in place.
-        return copy.copy(self.empty) if self.empty is not MISSING else None
+        # Like LangGraph, the key reads as its empty value before anything is written.
+        self.value = empty
 
     def update(self, values: Sequence[Any]) -> bool:
         if not values:
             return False
-        self.value = self.reducer(self._base(), list(values))
+        base = None if self.value is MISSING else self.value
+        self.value = self.reducer(base, list(values))
         return True
 
     def restore(self, stored: Any) -> None:
         self.value = snapshot_value(stored)
+
+
+def messages_delta_reducer(state: Any, writes: Sequence[Any]) -> list[Any]:
+    """A :class:`DeltaChannel` reducer for chat messages, merged by id in one pass.
+
+    Each write is a message-like value or a list of them (coerced like
+    ``add_messages`` does). A message whose id is already held replaces it in
+    place, ``RemoveMessage(id=...)`` drops the held message (an unknown id is
+    ignored, so batching never matters), and a message without an id is given
+    a fresh one and appended. ``REMOVE_ALL_MESSAGES`` is not understood here:
+    use ``Overwrite`` or ``add_messages`` for that. LangGraph names it
+    ``_messages_delta_reducer``.
+
+    Example:
+        >>> from flowcore.compat.langgraph import AIMessage, HumanMessage
+        >>> out = messages_delta_reducer([HumanMessage("hi", id="1")], [[AIMessage("yo", id="2")]])
+        >>> [m.id for m in out]
+        ['1', '2']
+    """
+    flat: list[Any] = []
+    for write in writes:
+        if isinstance(write, list):
+            flat.extend(write)
+        else:
+            flat.append(write)
+    held = list(state) if state else []
+    if held and not all(isinstance(m, BaseMessage) for m in held):
+        held = convert_to_messages(held)
+    result: list[Any] = list(held)
+    index = {m.id: i for i, m in enumerate(held) if m.id is not None}
+    for message in convert_to_messages(flat):
+        if message.id is None:
+            message.id = str(uuid.uuid4())
+        if isinstance(message, RemoveMessage):
+            at = index.pop(message.id, None)
+            if at is not None:
+                result[at] = None
+        elif message.id in index:
+            result[index[message.id]] = message
+        else:
+            index[message.id] = len(result)
+            result.append(message)
+    return [m for m in result if m is not None]

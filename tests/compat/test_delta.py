@@ -1,0 +1,127 @@
+"""Spec: a ``DeltaChannel`` key folds each superstep's writes with one reducer call.
+
+The value is checkpointed like any reducer key, so forks, time travel and
+``update_state`` read back exactly the value the branch built.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from flowcore.compat.langgraph import (
+    START,
+    AIMessage,
+    DeltaChannel,
+    HumanMessage,
+    InMemorySaver,
+    RemoveMessage,
+    StateGraph,
+    _messages_delta_reducer,
+)
+
+calls: list[list[Any]] = []
+
+
+def append(current: list[Any] | None, writes: Sequence[Any]) -> list[Any]:
+    calls.append(list(writes))
+    out = list(current or [])
+    for write in writes:
+        out.extend(write if isinstance(write, list) else [write])
+    return out
+
+
+class State(TypedDict):
+    log: Annotated[list[Any], DeltaChannel(append, snapshot_frequency=3)]
+    plain: Annotated[list[Any], operator.add]
+
+
+def fan_out() -> Any:
+    graph = StateGraph(State)
+    graph.add_node("a", lambda s: {"log": ["a"], "plain": ["a"]})
+    graph.add_node("b", lambda s: {"log": ["b"], "plain": ["b"]})
+    graph.add_edge(START, "a").add_edge(START, "b")
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+def test_a_superstep_s_writes_reach_the_reducer_as_one_list_in_node_order() -> None:
+    calls.clear()
+    out = fan_out().invoke({"log": ["in"], "plain": ["in"]}, {"configurable": {"thread_id": "t"}})
+    assert out == {"log": ["in", "a", "b"], "plain": ["in", "a", "b"]}
+    assert calls == [[["in"]], [["a"], ["b"]]]
+
+
+def test_the_key_reads_empty_before_any_write() -> None:
+    graph = fan_out()
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"plain": ["in"]}, config)
+    root = list(graph.get_state_history(config))[-1]
+    assert root.values["log"] == []
+    assert graph.get_state(config).values["log"] == ["a", "b"]
+
+
+def test_a_fork_from_an_earlier_checkpoint_does_not_see_the_abandoned_branch() -> None:
+    graph = fan_out()
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"log": ["one"], "plain": ["one"]}, config)
+    graph.invoke({"log": ["two"], "plain": ["two"]}, config)
+    base = next(s for s in graph.get_state_history(config) if "two" not in s.values["log"])
+    graph.invoke({"log": ["three"], "plain": ["three"]}, base.config)
+    values = graph.get_state(config).values
+    assert values["log"] == values["plain"] == ["one", "a", "b", "three", "a", "b"]
+
+
+def test_update_state_goes_through_the_reducer() -> None:
+    graph = fan_out()
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"log": ["in"], "plain": ["in"]}, config)
+    graph.update_state(config, {"log": ["edit"]}, as_node="a")
+    assert graph.get_state(config).values["log"] == ["in", "a", "b", "edit"]
+
+
+def test_a_snapshot_blob_restores_as_the_value_it_wraps() -> None:
+    class _DeltaSnapshot:  # the shape langgraph-checkpoint stores
+        def __init__(self, value: Any) -> None:
+            self.value = value
+
+    graph = fan_out()
+    channel = graph.new_channels()["log"]
+    channel.restore(_DeltaSnapshot(["x"]))
+    assert channel.get() == ["x"]
+    channel.restore(["plain"])
+    assert channel.get() == ["plain"]
+
+
+@pytest.mark.parametrize("frequency", [0, -1, 1.5, True])
+def test_a_snapshot_frequency_that_is_not_a_positive_int_is_refused(frequency: Any) -> None:
+    with pytest.raises(ValueError, match="snapshot_frequency must be a positive int"):
+        DeltaChannel(append, snapshot_frequency=frequency)
+
+
+def test_a_reducer_that_is_not_callable_is_refused() -> None:
+    with pytest.raises(TypeError, match="callable reducer"):
+        DeltaChannel("append")  # type: ignore[arg-type]
+
+
+def test_specs_with_the_same_reducer_and_frequency_are_equal() -> None:
+    assert DeltaChannel(append) == DeltaChannel(append)
+    assert DeltaChannel(append) != DeltaChannel(append, snapshot_frequency=5)
+
+
+def test_the_messages_reducer_merges_by_id_whatever_the_batching() -> None:
+    hi = HumanMessage("hi", id="1")
+    first = [AIMessage("draft", id="2")]
+    second = [AIMessage("final", id="2"), RemoveMessage(id="1"), RemoveMessage(id="404")]
+    once = _messages_delta_reducer([hi], [first, second])
+    twice = _messages_delta_reducer(_messages_delta_reducer([hi], [first]), [second])
+    assert [(m.id, m.content) for m in once] == [("2", "final")]
+    assert [(m.id, m.content) for m in twice] == [("2", "final")]
+
+
+def test_the_messages_reducer_coerces_message_likes_and_gives_them_ids() -> None:
+    out = _messages_delta_reducer([], ["hello", [("ai", "hey")]])
+    assert [m.type for m in out] == ["human", "ai"]
+    assert all(m.id for m in out)
