@@ -125,3 +125,15 @@ def test_the_messages_reducer_coerces_message_likes_and_gives_them_ids() -> None
     out = _messages_delta_reducer([], ["hello", [("ai", "hey")]])
     assert [m.type for m in out] == ["human", "ai"]
     assert all(m.id for m in out)
+
+
+def test_an_update_as_input_leaves_start_pending_like_an_invoke_would() -> None:
+    graph = fan_out()
+    config = {"configurable": {"thread_id": "t"}}
+    graph.update_state(config, {"log": ["in"], "plain": ["in"]}, as_node="__input__")
+    state = graph.get_state(config)
+    assert state.next == ("__start__",)
+    assert state.metadata["source"] == "input"
+    assert state.metadata["step"] == -1
+    out = graph.invoke(None, config)
+    assert out["log"] == out["plain"] == ["in", "a", "b"]

@@ -126,6 +126,49 @@ def snapshot_value(stored: Any) -> Any:
     return stored
 
 
+def _is_message(item: Any) -> bool:
+    """A message object, flowcore's or another library's (told by its fields)."""
+    if isinstance(item, BaseMessage):
+        return True
+    return not isinstance(item, str | dict | list | tuple) and all(
+        hasattr(item, field) for field in ("id", "type", "content")
+    )
+
+
+_ROLES = frozenset({"user", "human", "assistant", "ai", "tool", "system", "function", "remove"})
+
+
+def _is_message_dict(item: Any) -> bool:
+    return isinstance(item, dict) and (item.get("role") in _ROLES or item.get("type") in _ROLES)
+
+
+def _stamped(item: Any, *, in_list: bool) -> Any:
+    """``item`` with a message id when it is a message without one."""
+    if _is_message(item):
+        if not item.id:
+            item.id = str(uuid.uuid4())
+        return item
+    if _is_message_dict(item) and not item.get("id"):
+        if in_list:
+            return _stamped(convert_to_messages([item])[0], in_list=False)
+        return {**item, "id": str(uuid.uuid4())}
+    return item
+
+
+def _with_ids(values: Sequence[Any]) -> list[Any]:
+    """The writes with every message given an id, so a message can be targeted later
+    (by ``RemoveMessage`` or a replacement) whatever reducer the key has."""
+    out: list[Any] = []
+    for value in values:
+        if isinstance(value, list):
+            stamped = [_stamped(item, in_list=True) for item in value]
+            changed = any(new is not old for new, old in zip(stamped, value, strict=True))
+            out.append(stamped if changed else value)
+        else:
+            out.append(_stamped(value, in_list=False))
+    return out
+
+
 class DeltaValue(Channel):
     """The run's channel for a :class:`DeltaChannel` key: one reducer call per superstep."""
 
@@ -141,7 +184,8 @@ class DeltaValue(Channel):
         if not values:
             return False
         base = None if self.value is MISSING else self.value
-        self.value = self.reducer(base, list(values))
+        writes = list(values) if self.reducer is messages_delta_reducer else _with_ids(values)
+        self.value = self.reducer(base, writes)
         return True
 
     def restore(self, stored: Any) -> None:
@@ -171,15 +215,12 @@ def messages_delta_reducer(state: Any, writes: Sequence[Any]) -> list[Any]:
             flat.extend(write)
         else:
             flat.append(write)
-    held = list(state) if state else []
-    if held and not all(isinstance(m, BaseMessage) for m in held):
-        held = convert_to_messages(held)
-    result: list[Any] = list(held)
-    index = {m.id: i for i, m in enumerate(held) if m.id is not None}
-    for message in convert_to_messages(flat):
+    result: list[Any] = [_as_message(m) for m in state or ()]
+    index = {m.id: i for i, m in enumerate(result) if m.id is not None}
+    for message in map(_as_message, flat):
         if message.id is None:
             message.id = str(uuid.uuid4())
-        if isinstance(message, RemoveMessage):
+        if isinstance(message, RemoveMessage) or getattr(message, "type", None) == "remove":
             at = index.pop(message.id, None)
             if at is not None:
                 result[at] = None
@@ -189,3 +230,14 @@ def messages_delta_reducer(state: Any, writes: Sequence[Any]) -> list[Any]:
             index[message.id] = len(result)
             result.append(message)
     return [m for m in result if m is not None]
+
+
+def _as_message(item: Any) -> Any:
+    """A message object for ``item``; another library's message (LangChain's) is kept as is."""
+    if isinstance(item, BaseMessage):
+        return item
+    if not isinstance(item, str | dict | list | tuple) and all(
+        hasattr(item, field) for field in ("id", "type", "content")
+    ):
+        return item
+    return convert_to_messages([item])[0]

@@ -101,6 +101,10 @@ _FINISHABLE = (False, True)
 _PLAIN = (False, False)
 
 
+_INPUT = "__input__"
+"""The ``as_node`` of an update that stands for a run's input."""
+
+
 def _role(channel: Channel) -> tuple[bool, bool]:
     """Whether a channel is cleared when a superstep leaves it unwritten, and whether it opens
     when the run would otherwise end."""
@@ -907,6 +911,17 @@ class CompiledStateGraph:
         else:
             run.checkpoint = empty_checkpoint()
             step = -1
+        run.thread_id = conf.get("thread_id")
+        run.saver = saver
+        run.ns = conf.get("checkpoint_ns", "")
+        if as_node == _INPUT:
+            # As if the thread had been invoked with ``values``: START holds them, and the
+            # nodes after START are next (LangGraph's ``as_node="__input__"``).
+            run.apply_writes([], extra=[(START, values)])
+            run.step = step + 1 if saved is not None else -1
+            await run._put_checkpoint("input")
+            assert run.saved_config is not None
+            return run.saved_config
         if as_node is None:
             as_node = self._guess_writer(run.checkpoint)
         if as_node not in self.nodes and as_node not in (START, END):
@@ -932,9 +947,6 @@ class CompiledStateGraph:
         )
         run.apply_writes([task])
         run.step = step + 1
-        run.thread_id = conf.get("thread_id")
-        run.saver = saver
-        run.ns = conf.get("checkpoint_ns", "")
         await run._put_checkpoint("update")
         assert run.saved_config is not None
         return run.saved_config
