@@ -137,3 +137,29 @@ def test_an_update_as_input_leaves_start_pending_like_an_invoke_would() -> None:
     assert state.metadata["step"] == -1
     out = graph.invoke(None, config)
     assert out["log"] == out["plain"] == ["in", "a", "b"]
+
+
+def test_a_saver_reports_a_channel_s_writes_since_its_nearest_stored_value() -> None:
+    saver = InMemorySaver()
+    graph = StateGraph(State)
+    graph.add_node("a", lambda s: {"plain": ["a"]})
+    graph.add_node("b", lambda s: {"plain": ["b"]})
+    graph.add_edge(START, "a").add_edge("a", "b")
+    app = graph.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}}
+    app.invoke({"plain": ["in"]}, config)
+    history = saver.get_delta_channel_history(config=config, channels=["plain", "log"])
+    assert history["plain"]["seed"] == ["in", "a"]
+    assert [value for _, _, value in history["plain"]["writes"]] == [["b"]]
+    assert history["log"] == {"writes": [], "seed": []}
+    assert saver.get_delta_channel_history(config=config, channels=[]) == {}
+
+
+async def test_the_async_history_walk_matches_the_sync_one() -> None:
+    saver = InMemorySaver()
+    app = StateGraph(State).add_node("a", lambda s: {"log": ["a"]}).add_edge(START, "a")
+    compiled = app.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}}
+    await compiled.ainvoke({"log": ["in"]}, config)
+    sync = saver.get_delta_channel_history(config=config, channels=["log"])
+    assert await saver.aget_delta_channel_history(config=config, channels=["log"]) == sync
