@@ -163,3 +163,25 @@ async def test_the_async_history_walk_matches_the_sync_one() -> None:
     await compiled.ainvoke({"log": ["in"]}, config)
     sync = saver.get_delta_channel_history(config=config, channels=["log"])
     assert await saver.aget_delta_channel_history(config=config, channels=["log"]) == sync
+
+
+def test_an_exit_run_on_a_new_thread_stores_the_empty_root_it_can_be_forked_from() -> None:
+    graph = fan_out()
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"log": ["one"], "plain": ["one"]}, config, durability="exit")
+    graph.invoke({"log": ["two"], "plain": ["two"]}, config, durability="exit")
+    history = list(graph.get_state_history(config))
+    roots = [s for s in history if s.metadata.get("step") == -2]
+    assert len(roots) == 1
+    assert history[-1] is roots[0]
+    assert roots[0].values == {"log": [], "plain": []}
+    out = graph.invoke({"log": ["new"], "plain": ["new"]}, roots[0].config, durability="exit")
+    assert out["log"] == out["plain"] == ["new", "a", "b"]
+
+
+def test_an_exit_run_without_delta_keys_stores_only_its_last_checkpoint() -> None:
+    plain_only = StateGraph(dict).add_node("a", lambda s: {"x": 1}).add_edge(START, "a")
+    app = plain_only.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    app.invoke({"x": 0}, config, durability="exit")
+    assert [s.metadata["step"] for s in app.get_state_history(config)] == [1]
