@@ -18,6 +18,7 @@ from flowcore.compat.langgraph import (
     DeltaChannel,
     HumanMessage,
     InMemorySaver,
+    InvalidUpdateError,
     RemoveMessage,
     StateGraph,
     _messages_delta_reducer,
@@ -185,3 +186,30 @@ def test_an_exit_run_without_delta_keys_stores_only_its_last_checkpoint() -> Non
     config = {"configurable": {"thread_id": "t"}}
     app.invoke({"x": 0}, config, durability="exit")
     assert [s.metadata["step"] for s in app.get_state_history(config)] == [1]
+
+
+def test_an_overwrite_replaces_the_value_and_wins_over_the_step_s_other_writes() -> None:
+    channel = fan_out().new_channels()["log"]
+    channel.update([["x"], ["y"]])
+    assert channel.update([["ignored"], {"__overwrite__": ["fresh"]}])
+    assert channel.get() == ["fresh"]
+    channel.update([{"__overwrite__": None}])
+    assert channel.get() == []
+
+
+def test_two_overwrites_in_one_superstep_are_refused() -> None:
+    channel = fan_out().new_channels()["log"]
+    with pytest.raises(InvalidUpdateError, match="only one Overwrite"):
+        channel.update([{"__overwrite__": [1]}, {"__overwrite__": [2]}])
+
+
+def test_an_overwrite_of_a_messages_key_gives_its_messages_ids() -> None:
+    class Chat(TypedDict):
+        messages: Annotated[list[Any], DeltaChannel(_messages_delta_reducer)]
+
+    channel = StateGraph(Chat).add_node("a", lambda s: {}).add_edge(START, "a")
+    messages = channel.compile().new_channels()["messages"]
+    messages.update([{"__overwrite__": [("user", "hello")]}])
+    (only,) = messages.get()
+    assert only.type == "human"
+    assert only.id

@@ -19,15 +19,19 @@ whole. A snapshot blob LangGraph wrote for the key (``_DeltaSnapshot``, from
 from __future__ import annotations
 
 import collections.abc
+import copy
 import inspect
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowcore.compat.langgraph._channels import MISSING, Channel
+from flowcore.compat.langgraph._errors import InvalidUpdateError
 from flowcore.compat.langgraph._messages import BaseMessage, RemoveMessage, convert_to_messages
 
-__all__ = ["DeltaChannel", "DeltaValue", "messages_delta_reducer", "snapshot_value"]
+__all__ = ["DeltaChannel", "DeltaValue", "messages_delta_reducer", "overwrite_of", "snapshot_value"]
+
+_OVERWRITE = "__overwrite__"
 
 _ABSTRACT: dict[Any, type] = {
     collections.abc.Sequence: list,
@@ -111,6 +115,23 @@ class DeltaChannel:
             return MISSING
 
 
+def overwrite_of(write: Any) -> tuple[Any] | None:
+    """``(value,)`` when ``write`` replaces the key's value outright, else None.
+
+    An ``Overwrite(value)`` object (told by its class name and ``value`` field,
+    so LangGraph's own works too) or its wire form ``{"__overwrite__": value}``.
+
+    Example:
+        >>> overwrite_of({"__overwrite__": [1]}), overwrite_of([1])
+        (([1],), None)
+    """
+    if isinstance(write, dict):
+        return (write[_OVERWRITE],) if len(write) == 1 and _OVERWRITE in write else None
+    if type(write).__name__ == "Overwrite" and hasattr(write, "value"):
+        return (write.value,)
+    return None
+
+
 def snapshot_value(stored: Any) -> Any:
     """The value a stored blob holds: a LangGraph snapshot blob is unwrapped.
 
@@ -172,17 +193,37 @@ def _with_ids(values: Sequence[Any]) -> list[Any]:
 class DeltaValue(Channel):
     """The run's channel for a :class:`DeltaChannel` key: one reducer call per superstep."""
 
-    __slots__ = ("reducer",)
+    __slots__ = ("empty", "reducer")
 
     def __init__(self, key: str, reducer: Callable[[Any, Sequence[Any]], Any], empty: Any) -> None:
         super().__init__(key)
         self.reducer = reducer
+        self.empty = empty
         # Like LangGraph, the key reads as its empty value before anything is written.
-        self.value = empty
+        self.value = copy.copy(empty)
 
     def update(self, values: Sequence[Any]) -> bool:
         if not values:
             return False
+        replaced = [found for found in map(overwrite_of, values) if found is not None]
+        if len(replaced) > 1:
+            raise InvalidUpdateError(
+                f"At key '{self.key}': Can receive only one Overwrite value per super-step."
+            )
+        if replaced:
+            # The Overwrite wins over the superstep's other writes.
+            new = replaced[0][0]
+            if new is None:
+                self.value = copy.copy(self.empty)
+            elif self.reducer is messages_delta_reducer and isinstance(new, list | tuple):
+                self.value = messages_delta_reducer([], [list(new)])
+            else:
+                if isinstance(new, list | tuple):
+                    for item in new:
+                        if _is_message(item):
+                            _stamped(item, in_list=False)
+                self.value = copy.copy(new)
+            return True
         base = None if self.value is MISSING else self.value
         writes = list(values) if self.reducer is messages_delta_reducer else _with_ids(values)
         self.value = self.reducer(base, writes)
