@@ -200,7 +200,11 @@ class DeltaValue(Channel):
         self.reducer = reducer
         self.empty = empty
         # Like LangGraph, the key reads as its empty value before anything is written.
-        self.value = copy.copy(empty)
+        self.value = self._fresh()
+
+    def _fresh(self) -> Any:
+        # A copy per use: a reducer may change the value it is given in place.
+        return MISSING if self.empty is MISSING else copy.copy(self.empty)
 
     def update(self, values: Sequence[Any]) -> bool:
         if not values:
@@ -214,7 +218,7 @@ class DeltaValue(Channel):
             # The Overwrite wins over the superstep's other writes.
             new = replaced[0][0]
             if new is None:
-                self.value = copy.copy(self.empty)
+                self.value = self._fresh()
             elif self.reducer is messages_delta_reducer and isinstance(new, list | tuple):
                 self.value = messages_delta_reducer([], [list(new)])
             else:
@@ -275,10 +279,4 @@ def messages_delta_reducer(state: Any, writes: Sequence[Any]) -> list[Any]:
 
 def _as_message(item: Any) -> Any:
     """A message object for ``item``; another library's message (LangChain's) is kept as is."""
-    if isinstance(item, BaseMessage):
-        return item
-    if not isinstance(item, str | dict | list | tuple) and all(
-        hasattr(item, field) for field in ("id", "type", "content")
-    ):
-        return item
-    return convert_to_messages([item])[0]
+    return item if _is_message(item) else convert_to_messages([item])[0]
