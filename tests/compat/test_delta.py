@@ -215,19 +215,23 @@ def test_an_overwrite_of_a_messages_key_gives_its_messages_ids() -> None:
     assert only.id
 
 
+seen_bases: list[Any] = []
+
+
+def total(current: int | None, writes: Sequence[int]) -> int:
+    seen_bases.append(current)
+    return (current or 0) + sum(writes)
+
+
+class Counter(TypedDict, total=False):
+    n: Annotated[int | None, DeltaChannel(total)]
+
+
 def test_a_key_whose_type_has_no_empty_value_starts_unset_and_the_reducer_gets_none() -> None:
-    seen: list[Any] = []
-
-    def total(current: int | None, writes: Sequence[int]) -> int:
-        seen.append(current)
-        return (current or 0) + sum(writes)
-
-    class Counter(TypedDict, total=False):
-        n: Annotated[int | None, DeltaChannel(total)]
-
+    seen_bases.clear()
     channel = StateGraph(Counter).add_node("a", lambda s: {}).add_edge(START, "a")
     n = channel.compile().new_channels()["n"]
     assert not n.is_available()
     n.update([2, 3])
     assert n.get() == 5
-    assert seen == [None]
+    assert seen_bases == [None]
