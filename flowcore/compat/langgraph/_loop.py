@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -187,6 +188,10 @@ class Run:
         # What a node's Runtime carries (see _runtime): set by the graph for each run.
         self.context: Any = None
         self.control: RunControl | None = None
+        # The loop the run executes on and its thread: a sync node (in a worker thread)
+        # that invokes another graph runs that child run here (see CompiledStateGraph.invoke).
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop_thread: int | None = None
 
     def emit(self, kind: str, payload: Any) -> None:
         """Hand one record of this run's event stream to its sink (see ``_records``).
@@ -519,7 +524,7 @@ class Run:
             self.emit("step_tasks", (self.step, tasks))
         for task in tasks:
             if task.done:
-                self.emit_task_updates(task, task.writes)
+                self.emit_task_updates(task, task.writes, cached=True)
 
     def restored(self, task: Task) -> Task | None:
         """A task whose writes an earlier attempt saved is not run again."""
@@ -535,7 +540,7 @@ class Run:
 
     def clean(self, task: Task) -> bool:
         """Whether a task ended neither failed nor paused."""
-        return task.error is None and not task.interrupts
+        return task.error is None and not task.paused
 
     async def after_step(self, tasks: Sequence[Task], results: Sequence[Task]) -> None:
         """Raise the step's failure or pause; else apply its writes and save a checkpoint."""
@@ -543,7 +548,7 @@ class Run:
         if failure is not None:
             raise failure
         interrupted = [i for t in results for i in t.interrupts]
-        if interrupted:
+        if interrupted or any(t.paused for t in results):
             self.interrupts.extend(interrupted)
             raise GraphInterrupt(tuple(interrupted))
         self.apply_writes(self.tasks)
@@ -574,14 +579,17 @@ class Run:
             task.writes = await self._call_node(task, scope)
         except GraphInterrupt as exc:
             task.interrupts = exc.interrupts
+            task.paused = True
             asked: list[tuple[str, Any]] = [(INTERRUPT, list(exc.interrupts))]
             if scope.resume:
                 asked.append((RESUME, list(scope.resume)))
             await self._put_writes(task, asked)
             self.pending.extend((task.id, c, v) for c, v in asked)
             self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
-            values = self.graph.read_output(self.channels, self.output_keys)
-            self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
+            if exc.interrupts:
+                # A subgraph's breakpoint asks no question: nothing to show in values.
+                values = self.graph.read_output(self.channels, self.output_keys)
+                self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
             self._task_result(task, "interrupt")
             return task
         except ParentCommand as exc:
@@ -715,8 +723,14 @@ class Run:
         self.last_values = values
         self.emit("values", values)
 
-    def emit_task_updates(self, task: Task, writes: Sequence[tuple[str, Any]]) -> None:
-        """Stream one task's state update as ``{node: update}``."""
+    def emit_task_updates(
+        self, task: Task, writes: Sequence[tuple[str, Any]], *, cached: bool = False
+    ) -> None:
+        """Stream one task's state update as ``{node: update}``.
+
+        ``cached``: the writes were saved by an earlier run and the task is not run
+        again; LangGraph marks such an update with ``__metadata__``.
+        """
         if task.name == START or "updates" not in self.wants:
             return
         keys = set(self.output_keys)
@@ -737,7 +751,10 @@ class Run:
                 else:
                     update[chan] = value
             update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
-        self.emit("updates", {task.name: update})
+        if cached:
+            self.emit("updates", {task.name: update, "__metadata__": {"cached": True}})
+        else:
+            self.emit("updates", {task.name: update})
 
     # ------------------------------------------------------------------- loop
     async def execute(self) -> None:
@@ -748,6 +765,7 @@ class Run:
         last write, so two runs of one thread never overlap (LangGraph itself
         does not lease); a run that finds it held raises ``ThreadBusyError``.
         """
+        self.loop, self.loop_thread = asyncio.get_running_loop(), threading.get_ident()
         async with self._lease():
             await self._execute()
 

@@ -21,7 +21,7 @@ from flowcore.compat.langgraph._channels import (
     LastValueAfterFinish,
     NamedBarrierValue,
 )
-from flowcore.compat.langgraph._context import TaskScope
+from flowcore.compat.langgraph._context import TaskScope, running_scope
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
@@ -93,6 +93,7 @@ class _Topic(Channel):
 
 
 _UNKNOWN: Any = object()
+_OWN_RUN_OPTIONS = ("interrupt_before", "interrupt_after", "output_keys", "checkpoint_during")
 _INJECTED = frozenset({"config", "writer", "runtime", "store"})
 """The keyword arguments a node may ask for (see call_with_config)."""
 
@@ -639,9 +640,16 @@ class CompiledStateGraph:
 
         A paused run's output carries ``__interrupt__``: the pending questions.
 
+        Called inside a running node of another graph (on that graph's thread),
+        the run is a child of that node, as a subgraph node's is: it saves under
+        the node's namespace and a pause in it pauses the node.
+
         Example:
             >>> # result = await app.ainvoke({"messages": [("user", "hi")]})
         """
+        calling = self._calling_task(config, stream_mode, kwargs)
+        if calling is not None:
+            return await self._arun_subgraph(input, *calling)
         if stream_mode != "values":
             return [c async for c in self.astream(input, config, stream_mode=stream_mode, **kwargs)]
         latest: Any = None
@@ -686,7 +694,35 @@ class CompiledStateGraph:
         Example:
             >>> # result = app.invoke({"n": 1}, {"recursion_limit": 50})
         """
+        calling = self._calling_task(config, kwargs.get("stream_mode", "values"), kwargs)
+        if calling is not None:
+            scope, parent = calling
+            if parent.loop is not None and threading.get_ident() != parent.loop_thread:
+                # A sync node runs in a worker thread while its run's loop waits for it:
+                # the child run goes on that loop, beside its parent's saver and batches.
+                child = self._arun_subgraph(input, scope, parent)
+                return asyncio.run_coroutine_threadsafe(child, parent.loop).result()
         return _sync_call(lambda: self.ainvoke(input, config, **kwargs))
+
+    def _calling_task(
+        self, config: Mapping[str, Any] | None, stream_mode: Any, kwargs: Mapping[str, Any]
+    ) -> tuple[TaskScope, Run] | None:
+        """The running node (and its run) this call is made from, when it is a child run of it.
+
+        A call with its own thread, its own stream mode or run options is a run of
+        its own, as is any call made outside a node.
+        """
+        scope = running_scope()
+        host = None if scope is None else scope.host
+        if scope is None or stream_mode != "values" or not isinstance(host, Run):
+            return None
+        if any(kwargs.get(k) is not None for k in _OWN_RUN_OPTIONS):
+            return None
+        given = (config or {}).get("configurable") or {}
+        thread = given.get("thread_id")
+        if thread is not None and thread != host.thread_id:
+            return None
+        return scope, host
 
     async def _arun_subgraph(self, value: Any, scope: TaskScope, parent: Run) -> Any:
         ns = f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|")
