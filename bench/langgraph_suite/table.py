@@ -45,7 +45,16 @@ Kind = Literal["redirect", "library", "missing", "package"]
 REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.graph": ("END", "START", "MessagesState", "StateGraph", "add_messages"),
     "langgraph.graph.state": ("CompiledStateGraph", "StateGraph"),
-    "langgraph.graph.message": ("REMOVE_ALL_MESSAGES", "MessagesState", "add_messages"),
+    "langgraph.channels": ("DeltaChannel",),
+    "langgraph.channels.delta": ("DeltaChannel",),
+    # _messages_delta_reducer is re-exported as `X as X` and is how DeltaChannel's own
+    # docstring tells users to merge messages, so it is part of the API despite the underscore.
+    "langgraph.graph.message": (
+        "REMOVE_ALL_MESSAGES",
+        "MessagesState",
+        "_messages_delta_reducer",
+        "add_messages",
+    ),
     "langgraph.types": (
         "Command",
         "Interrupt",

@@ -1,6 +1,8 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
+from flowcore.compat.langgraph._delta import DeltaChannel
+from flowcore.compat.langgraph._delta import messages_delta_reducer as _messages_delta_reducer
 from flowcore.compat.langgraph._errors import (
     EmptyInputError,
     GraphDrained,
@@ -74,6 +76,7 @@ __all__ = [
     "CheckpointTuple",
     "Command",
     "CompiledStateGraph",
+    "DeltaChannel",
     "EmptyInputError",
     "ExecutionInfo",
     "GraphDrained",
@@ -103,6 +106,7 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolNode",
+    "_messages_delta_reducer",
     "add_messages",
     "convert_to_messages",
     "create_react_agent",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from flowcore.checkpoint import ThreadLease
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, set_scope
+from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._durable import CheckpointCall, RunSaves, copy_checkpoint
 from flowcore.compat.langgraph._errors import (
     EmptyInputError,
@@ -153,6 +154,8 @@ class Run:
         self.checkpoint: dict[str, Any] = empty_checkpoint()
         # The newest checkpoint id this run made, so that ids made later sort after it.
         self.last_checkpoint_id: str | None = self.checkpoint["id"]
+        # Sorts before every checkpoint this run makes: the id of a new thread's root.
+        self.root_id: str = self.checkpoint["id"]
         self.metadata: dict[str, Any] = {"step": -2}
         self.saved_config: dict[str, Any] | None = None
         self.parent_config: dict[str, Any] | None = None
@@ -371,6 +374,13 @@ class Run:
         saves, self.saves = self.saves, None
         if saves is None:
             return
+        if (
+            saves.holds_checkpoint
+            and self.saved_config is None
+            and not self.ns
+            and self._has_delta_keys()
+        ):
+            await self._save_root()
         if saves.holds_checkpoint and self.pending:
             by_task: dict[str, list[tuple[str, Any]]] = {}
             for task_id, chan, value in self.pending:
@@ -828,6 +838,21 @@ class Run:
                 f"Recursion limit of {self.limit} reached without hitting a stop condition. "
                 "You can increase the limit by setting the `recursion_limit` config key."
             )
+
+    def _has_delta_keys(self) -> bool:
+        return any(isinstance(channel, DeltaValue) for channel in self.channels.values())
+
+    async def _save_root(self) -> None:
+        """Store the empty checkpoint a new thread starts from, as the run's first parent.
+
+        Under "exit" a run on a new thread stores only its last checkpoint; with a
+        ``DeltaChannel`` key LangGraph also stores the empty one before it (step -2),
+        so the thread can be forked from before its first input.
+        """
+        assert self.saver is not None
+        root = {**empty_checkpoint(), "id": self.root_id}
+        base = {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}}
+        self.saved_config = await self.saver.aput(base, root, {"step": -2}, {})
 
     async def _exit(self) -> None:
         await self._close_saves()

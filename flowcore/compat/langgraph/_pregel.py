@@ -22,6 +22,7 @@ from flowcore.compat.langgraph._channels import (
     NamedBarrierValue,
 )
 from flowcore.compat.langgraph._context import TaskScope, running_scope
+from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
@@ -99,6 +100,10 @@ _INJECTED = frozenset({"config", "writer", "runtime", "store"})
 _ONE_STEP = (True, False)
 _FINISHABLE = (False, True)
 _PLAIN = (False, False)
+
+
+_INPUT = "__input__"
+"""The ``as_node`` of an update that stands for a run's input."""
 
 
 def _role(channel: Channel) -> tuple[bool, bool]:
@@ -251,7 +256,7 @@ class CompiledStateGraph:
             self.state_keys.append(key)
             self._channel_makers[key] = functools.partial(info.channel, key)
             self._roles[key] = _role(made)
-        elif isinstance(made, BinaryOperatorAggregate):
+        elif isinstance(made, BinaryOperatorAggregate | DeltaValue):
             existing = self._channel_makers[key]()
             if isinstance(existing, LastValue):
                 self._channel_makers[key] = functools.partial(info.channel, key)
@@ -961,6 +966,17 @@ class CompiledStateGraph:
         else:
             run.checkpoint = empty_checkpoint()
             step = -1
+        run.thread_id = conf.get("thread_id")
+        run.saver = saver
+        run.ns = conf.get("checkpoint_ns", "")
+        if as_node == _INPUT:
+            # As if the thread had been invoked with ``values``: START holds them, and the
+            # nodes after START are next (LangGraph's ``as_node="__input__"``).
+            run.apply_writes([], extra=[(START, values)])
+            run.step = step + 1 if saved is not None else -1
+            await run._put_checkpoint("input")
+            assert run.saved_config is not None
+            return run.saved_config
         if as_node is None:
             as_node = self._guess_writer(run.checkpoint)
         if as_node not in self.nodes and as_node not in (START, END):
@@ -986,9 +1002,6 @@ class CompiledStateGraph:
         )
         run.apply_writes([task])
         run.step = step + 1
-        run.thread_id = conf.get("thread_id")
-        run.saver = saver
-        run.ns = conf.get("checkpoint_ns", "")
         await run._put_checkpoint("update")
         assert run.saved_config is not None
         return run.saved_config

@@ -16,6 +16,7 @@ from flowcore.compat.langgraph._channels import (
     Channel,
     LastValue,
 )
+from flowcore.compat.langgraph._delta import DeltaChannel, DeltaValue
 
 __all__ = ["IsLastStep", "ManagedValue", "RemainingSteps", "SchemaInfo", "read_schema"]
 
@@ -54,6 +55,13 @@ def _strip(annotation: Any) -> Any:
     while get_origin(annotation) in (Required, NotRequired):
         annotation = get_args(annotation)[0]
     return annotation
+
+
+def _delta_of(annotation: Any) -> DeltaChannel | None:
+    if get_origin(annotation) is not Annotated:
+        return None
+    found = [m for m in annotation.__metadata__ if isinstance(m, DeltaChannel)]
+    return found[-1] if found else None
 
 
 def _reducer(annotation: Any, key: str) -> Callable[[Any, Any], Any] | None:
@@ -124,6 +132,9 @@ class SchemaInfo:
     def channel(self, key: str) -> Channel:
         """A fresh channel for ``key``."""
         annotation = _strip(self.hints[key])
+        delta = _delta_of(annotation)
+        if delta is not None:
+            return DeltaValue(key, delta.reducer, delta.empty(get_args(annotation)[0]))
         reducer = _reducer(annotation, key)
         if reducer is None:
             return LastValue(key)

@@ -1,0 +1,282 @@
+"""``DeltaChannel``: a state key whose reducer folds a whole superstep's writes at once.
+
+LangGraph 1.x declares such a key as ``Annotated[list, DeltaChannel(reducer)]``.
+Its reducer takes the current value and the *list* of the superstep's writes,
+``reducer(state, [w1, w2, ...]) -> new_state``, and must not care how the
+writes are batched: ``reducer(reducer(s, xs), ys) == reducer(s, xs + ys)``.
+LangGraph relies on that to rebuild the value from saved writes instead of
+storing it at every checkpoint.
+
+flowcore's savers already store a growing list as the items appended since
+the parent checkpoint (see ``_savers_layout``), which is the saving
+``DeltaChannel`` is for, so here the channel checkpoints its value like any
+reducer key and every fork, time-travel and ``update_state`` reads it back
+whole. A snapshot blob LangGraph wrote for the key (``_DeltaSnapshot``, from
+``langgraph-checkpoint``) is read back as the value it wraps, and a plain value
+(a thread written while the key was an ordinary reducer) is taken as it is.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import copy
+import inspect
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from flowcore.compat.langgraph._channels import MISSING, Channel
+from flowcore.compat.langgraph._errors import InvalidUpdateError
+from flowcore.compat.langgraph._messages import BaseMessage, RemoveMessage, convert_to_messages
+
+__all__ = ["DeltaChannel", "DeltaValue", "messages_delta_reducer", "overwrite_of", "snapshot_value"]
+
+_OVERWRITE = "__overwrite__"
+
+_ABSTRACT: dict[Any, type] = {
+    collections.abc.Sequence: list,
+    collections.abc.MutableSequence: list,
+    collections.abc.Set: set,
+    collections.abc.MutableSet: set,
+    collections.abc.Mapping: dict,
+    collections.abc.MutableMapping: dict,
+}
+
+
+def _concrete(typ: Any) -> Any:
+    """The class to build an empty value from (``list`` for ``Sequence``, ...)."""
+    origin = getattr(typ, "__origin__", None) or typ
+    return _ABSTRACT.get(origin, origin)
+
+
+class DeltaChannel:
+    """Declares a state key whose reducer gets each superstep's writes as one list.
+
+    ``reducer(state, writes) -> new_state`` must be deterministic and give the
+    same result however the writes are split into batches. ``typ`` is the
+    value's type (taken from the ``Annotated`` type when left out); the key
+    starts from its empty value. ``snapshot_frequency`` is accepted for
+    LangGraph's API (a positive int): flowcore stores the value at every
+    checkpoint as list growth, so it needs no periodic snapshot.
+
+    Example:
+        >>> from typing import Annotated, TypedDict
+        >>> class State(TypedDict):
+        ...     log: Annotated[list, DeltaChannel(lambda s, ws: [*s, *ws])]
+    """
+
+    __slots__ = ("reducer", "snapshot_frequency", "typ")
+
+    def __init__(
+        self,
+        reducer: Callable[[Any, Sequence[Any]], Any],
+        typ: type[Any] | None = None,
+        *,
+        snapshot_frequency: int = 100,
+    ) -> None:
+        if not callable(reducer):
+            raise TypeError(
+                f"DeltaChannel needs a callable reducer(state, writes), got {reducer!r}"
+            )
+        if (
+            isinstance(snapshot_frequency, bool)
+            or not isinstance(snapshot_frequency, int)
+            or snapshot_frequency <= 0
+        ):
+            raise ValueError(
+                f"snapshot_frequency must be a positive int, got {snapshot_frequency!r}"
+            )
+        self.reducer = reducer
+        self.typ: Any = _concrete(typ) if typ is not None else None
+        self.snapshot_frequency = snapshot_frequency
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeltaChannel):
+            return NotImplemented
+        return (
+            self.reducer is other.reducer or self.reducer == other.reducer
+        ) and self.snapshot_frequency == other.snapshot_frequency
+
+    def __hash__(self) -> int:
+        return hash((DeltaChannel, self.snapshot_frequency))
+
+    def __repr__(self) -> str:
+        name = getattr(self.reducer, "__name__", repr(self.reducer))
+        return f"DeltaChannel({name}, snapshot_frequency={self.snapshot_frequency})"
+
+    def empty(self, declared: Any) -> Any:
+        """A fresh empty value: of ``typ`` when given, else of the declared type."""
+        kind = self.typ if self.typ is not None else _concrete(declared)
+        if not isinstance(kind, type) or kind is object or inspect.isabstract(kind):
+            return MISSING
+        try:
+            return kind()
+        except Exception:  # a type with required arguments has no empty value
+            return MISSING
+
+
+def overwrite_of(write: Any) -> tuple[Any] | None:
+    """``(value,)`` when ``write`` replaces the key's value outright, else None.
+
+    An ``Overwrite(value)`` object (told by its class name and ``value`` field,
+    so LangGraph's own works too) or its wire form ``{"__overwrite__": value}``.
+
+    Example:
+        >>> overwrite_of({"__overwrite__": [1]}), overwrite_of([1])
+        (([1],), None)
+    """
+    if isinstance(write, dict):
+        return (write[_OVERWRITE],) if len(write) == 1 and _OVERWRITE in write else None
+    if type(write).__name__ == "Overwrite" and hasattr(write, "value"):
+        return (write.value,)
+    return None
+
+
+def snapshot_value(stored: Any) -> Any:
+    """The value a stored blob holds: a LangGraph snapshot blob is unwrapped.
+
+    The blob class lives in ``langgraph-checkpoint``, which flowcore does not
+    import, so it is told by its name and its one ``value`` field.
+
+    Example:
+        >>> snapshot_value([1, 2])
+        [1, 2]
+    """
+    if type(stored).__name__ == "_DeltaSnapshot" and hasattr(stored, "value"):
+        return stored.value
+    return stored
+
+
+def _is_message(item: Any) -> bool:
+    """A message object, flowcore's or another library's (told by its fields)."""
+    if isinstance(item, BaseMessage):
+        return True
+    return not isinstance(item, str | dict | list | tuple) and all(
+        hasattr(item, field) for field in ("id", "type", "content")
+    )
+
+
+_ROLES = frozenset({"user", "human", "assistant", "ai", "tool", "system", "function", "remove"})
+
+
+def _is_message_dict(item: Any) -> bool:
+    return isinstance(item, dict) and (item.get("role") in _ROLES or item.get("type") in _ROLES)
+
+
+def _stamped(item: Any, *, in_list: bool) -> Any:
+    """``item`` with a message id when it is a message without one."""
+    if _is_message(item):
+        if not item.id:
+            item.id = str(uuid.uuid4())
+        return item
+    if _is_message_dict(item) and not item.get("id"):
+        if in_list:
+            return _stamped(convert_to_messages([item])[0], in_list=False)
+        return {**item, "id": str(uuid.uuid4())}
+    return item
+
+
+def _with_ids(values: Sequence[Any]) -> list[Any]:
+    """The writes with every message given an id, so a message can be targeted later
+    (by ``RemoveMessage`` or a replacement) whatever reducer the key has."""
+    out: list[Any] = []
+    for value in values:
+        if isinstance(value, list):
+            stamped = [_stamped(item, in_list=True) for item in value]
+            changed = any(new is not old for new, old in zip(stamped, value, strict=True))
+            out.append(stamped if changed else value)
+        else:
+            out.append(_stamped(value, in_list=False))
+    return out
+
+
+class DeltaValue(Channel):
+    """The run's channel for a :class:`DeltaChannel` key: one reducer call per superstep."""
+
+    __slots__ = ("empty", "reducer")
+
+    def __init__(self, key: str, reducer: Callable[[Any, Sequence[Any]], Any], empty: Any) -> None:
+        super().__init__(key)
+        self.reducer = reducer
+        self.empty = empty
+        # Like LangGraph, the key reads as its empty value before anything is written.
+        self.value = self._fresh()
+
+    def _fresh(self) -> Any:
+        # A copy per use: a reducer may change the value it is given in place.
+        return MISSING if self.empty is MISSING else copy.copy(self.empty)
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            return False
+        replaced = [found for found in map(overwrite_of, values) if found is not None]
+        if len(replaced) > 1:
+            raise InvalidUpdateError(
+                f"At key '{self.key}': Can receive only one Overwrite value per super-step."
+            )
+        if replaced:
+            # The Overwrite wins over the superstep's other writes.
+            new = replaced[0][0]
+            if new is None:
+                self.value = self._fresh()
+            elif self.reducer is messages_delta_reducer and isinstance(new, list | tuple):
+                self.value = messages_delta_reducer([], [list(new)])
+            else:
+                if isinstance(new, list | tuple):
+                    for item in new:
+                        if _is_message(item):
+                            _stamped(item, in_list=False)
+                self.value = copy.copy(new)
+            return True
+        base = None if self.value is MISSING else self.value
+        writes = list(values) if self.reducer is messages_delta_reducer else _with_ids(values)
+        self.value = self.reducer(base, writes)
+        return True
+
+    def restore(self, stored: Any) -> None:
+        self.value = snapshot_value(stored)
+
+
+def messages_delta_reducer(state: Any, writes: Sequence[Any]) -> list[Any]:
+    """A :class:`DeltaChannel` reducer for chat messages, merged by id in one pass.
+
+    Each write is a message-like value or a list of them (coerced like
+    ``add_messages`` does). A message whose id is already held replaces it in
+    place, ``RemoveMessage(id=...)`` drops the held message (an unknown id is
+    ignored, so batching never matters), and a message without an id is given
+    a fresh one and appended. ``REMOVE_ALL_MESSAGES`` is not understood here:
+    use ``Overwrite`` or ``add_messages`` for that. LangGraph names it
+    ``_messages_delta_reducer``.
+
+    Example:
+        >>> from flowcore.compat.langgraph import AIMessage, HumanMessage
+        >>> out = messages_delta_reducer([HumanMessage("hi", id="1")], [[AIMessage("yo", id="2")]])
+        >>> [m.id for m in out]
+        ['1', '2']
+    """
+    flat: list[Any] = []
+    for write in writes:
+        if isinstance(write, list):
+            flat.extend(write)
+        else:
+            flat.append(write)
+    result: list[Any] = [_as_message(m) for m in state or ()]
+    index = {m.id: i for i, m in enumerate(result) if m.id is not None}
+    for message in map(_as_message, flat):
+        if message.id is None:
+            message.id = str(uuid.uuid4())
+        if isinstance(message, RemoveMessage) or getattr(message, "type", None) == "remove":
+            at = index.pop(message.id, None)
+            if at is not None:
+                result[at] = None
+        elif message.id in index:
+            result[index[message.id]] = message
+        else:
+            index[message.id] = len(result)
+            result.append(message)
+    return [m for m in result if m is not None]
+
+
+def _as_message(item: Any) -> Any:
+    """A message object for ``item``; another library's message (LangChain's) is kept as is."""
+    return item if _is_message(item) else convert_to_messages([item])[0]
