@@ -381,6 +381,10 @@ def _make_encoder() -> Callable[[Any], str]:
 _to_json = _make_encoder()
 
 
+# The scalars JSON writes and reads back as they are (a float may not be finite).
+_PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
+
+
 def _is_plain_json(value: Any, depth: int) -> bool:
     """True if ``value`` is made only of types JSON writes and reads back unchanged.
 
@@ -389,23 +393,26 @@ def _is_plain_json(value: Any, depth: int) -> bool:
     string or that looks like a tag.
     """
     kind = type(value)
-    if kind is str or kind is int or value is None or kind is bool:
+    if kind in _PLAIN_SCALARS:
         return True
     if kind is dict:
         if _TAG in value or depth >= _LIMIT:
             return False
         depth += 1
-        # Plain loops, not all(): no generator per container on this hot path.
+        # Plain loops, not all(): no generator per container on this hot path. A
+        # scalar item is checked here, without a call: most items of a record are.
         for k, v in value.items():
-            if type(k) is not str or not _is_plain_json(v, depth):
+            if type(k) is not str:
+                return False
+            if type(v) not in _PLAIN_SCALARS and not _is_plain_json(v, depth):
                 return False
         return True
     if kind is list:
         if depth >= _LIMIT:
             return False
         depth += 1
-        for v in value:  # noqa: SIM110
-            if not _is_plain_json(v, depth):
+        for v in value:
+            if type(v) not in _PLAIN_SCALARS and not _is_plain_json(v, depth):
                 return False
         return True
     if kind is float:

@@ -95,6 +95,22 @@ def test_a_mixed_list_has_no_bulk_form_and_is_checked_item_by_item() -> None:
     assert layout.stored_list([*xs, "more"], shadow, "c2")[0] is None
 
 
+def test_the_bulk_check_needs_the_whole_stored_prefix_and_ignores_items_after_it() -> None:
+    messages = chat(4)
+    witnesses = layout._witnesses(messages)
+    assert witnesses is not None
+    bulk = layout._bulk(witnesses)
+    assert bulk is not None
+    assert layout._bulk_matches([*messages, HumanMessage("later", id="later")], bulk)
+    assert not layout._bulk_matches(messages[:3], bulk)  # shorter: some stored item is gone
+    assert not layout._bulk_matches([], bulk)
+    scalars = ["a", 1, None]
+    same = layout._bulk(layout._witnesses(scalars) or [])
+    assert same is not None
+    assert layout._bulk_matches([*scalars, "more"], same)
+    assert not layout._bulk_matches(scalars[:2], same)
+
+
 def _message_mutations() -> dict[str, Callable[[list[Any]], None]]:
     def set_class(ms: list[Any]) -> None:
         object.__setattr__(ms[0], "__class__", Question)  # same fields, another class
