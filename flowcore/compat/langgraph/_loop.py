@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from flowcore.checkpoint import ThreadLease
+from flowcore.compat.langgraph._calls import run_with_calls
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, set_scope
 from flowcore.compat.langgraph._errors import (
@@ -568,17 +569,25 @@ class Run:
         try:
             if task.name != START and node is None:
                 raise InvalidUpdateError(f"Invalid node name {task.name}")
-            task.writes = await self._call_node(task, scope)
+            task.writes = await run_with_calls(
+                self, task, scope, lambda: self._call_node(task, scope)
+            )
         except GraphInterrupt as exc:
             task.interrupts = exc.interrupts
-            asked: list[tuple[str, Any]] = [(INTERRUPT, list(exc.interrupts))]
+            # A pause of a @task call is saved under the call (see _calls), which takes
+            # the answer; the node only records the answers it took itself.
+            asked: list[tuple[str, Any]] = (
+                [] if getattr(exc, "recorded", False) else [(INTERRUPT, list(exc.interrupts))]
+            )
             if scope.resume:
                 asked.append((RESUME, list(scope.resume)))
-            await self._put_writes(task, asked)
-            self.pending.extend((task.id, c, v) for c, v in asked)
+            if asked:
+                await self._put_writes(task, asked)
+                self.pending.extend((task.id, c, v) for c, v in asked)
             self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
             values = self.graph.read_output(self.channels, self.output_keys)
-            self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
+            shown = values if isinstance(values, dict) else {}
+            self.emit("values", {**shown, INTERRUPT: tuple(exc.interrupts)})
             self._task_result(task, "interrupt")
             return task
         except ParentCommand as exc:
@@ -734,7 +743,7 @@ class Run:
                 else:
                     update[chan] = value
             update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
-        self.emit("updates", {task.name: update})
+        self.emit("updates", {task.name: self.graph.shown_update(update)})
 
     # ------------------------------------------------------------------- loop
     async def execute(self) -> None:

@@ -426,6 +426,11 @@ class CompiledStateGraph:
             self._direct[name] = known
         return known
 
+    def shown_update(self, update: dict[str, Any] | None) -> Any:
+        """What ``stream_mode="updates"`` shows for one node's update (a functional
+        entrypoint shows its return value, not a dict)."""
+        return update
+
     def is_subgraph_node(self, name: str) -> bool:
         """Whether node ``name`` runs a compiled graph."""
         spec = self.nodes.get(name)
