@@ -6,6 +6,7 @@ import asyncio
 from typing import Any, TypedDict
 
 import pytest
+import typing_extensions
 
 from flowcore.compat.langgraph import (
     END,
@@ -192,3 +193,93 @@ def test_bad_use_gets_a_clear_error() -> None:
         entrypoint()(lambda: None)
     with pytest.raises(TypeError, match="unexpected arguments"):
         entrypoint(bogus=True)
+
+
+async def test_cancelling_a_task_future_stops_that_call() -> None:
+    stopped: list[int] = []
+
+    @task
+    async def wait(n: int) -> int:
+        try:
+            await asyncio.sleep(5 if n else 0)
+        except asyncio.CancelledError:
+            stopped.append(n)
+            raise
+        return n
+
+    @entrypoint()
+    async def workflow(_: Any) -> list[int]:
+        futures = [wait(0), wait(1)]
+        await asyncio.sleep(0.01)
+        futures.pop().cancel()
+        return list(await asyncio.gather(*futures))
+
+    assert await workflow.ainvoke(1) == [0]
+    assert stopped == [1]
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_a_paused_task_call_shows_in_the_snapshot_until_answered(durability: str) -> None:
+    runs: list[str] = []
+
+    @task
+    def ask(name: str) -> Any:
+        runs.append(name)
+        return interrupt(name)
+
+    @entrypoint(checkpointer=InMemorySaver())
+    def workflow(_: Any) -> list[Any]:
+        first, second = ask("a"), ask("b")
+        return [first.result(), second.result()]
+
+    config = _thread(f"snapshot-{durability}")
+    workflow.invoke(1, config, durability=durability)
+    asked = {i.value: i.id for i in workflow.get_state(config).interrupts}
+    assert sorted(asked) == ["a", "b"]
+    workflow.invoke(Command(resume={asked["a"]: "x"}), config, durability=durability)
+    left = workflow.get_state(config).interrupts
+    assert [i.value for i in left] == ["b"]
+    assert workflow.invoke(Command(resume={left[0].id: "y"}), config, durability=durability) == [
+        "x",
+        "y",
+    ]
+    assert sorted(runs) == ["a", "a", "b", "b", "b"]
+
+
+def test_entrypoint_schemas_come_from_its_annotations() -> None:
+    class Context(typing_extensions.TypedDict):
+        model: str
+
+    @entrypoint(context_schema=Context)
+    def typed(items: list[int], *, previous: Any = None) -> entrypoint.final[str, int]:
+        return entrypoint.final(value=str(items), save=len(items))
+
+    assert typed.get_input_jsonschema() == {
+        "type": "array",
+        "items": {"type": "integer"},
+        "title": "LangGraphInput",
+    }
+    assert typed.get_output_jsonschema() == {"type": "string", "title": "LangGraphOutput"}
+    context = typed.get_context_jsonschema()
+    assert context is not None
+    assert context["title"] == "Context"
+    with pytest.raises(TypeError):
+
+        @entrypoint()
+        def wrong(x: int) -> entrypoint.final[int]:  # type: ignore[type-arg]
+            return entrypoint.final(value=x, save=x)
+
+
+async def test_a_task_timeout_caps_each_attempt() -> None:
+    @task(timeout=0.01)
+    async def slow() -> None:
+        await asyncio.sleep(5)
+
+    @entrypoint()
+    async def workflow(_: Any) -> None:
+        await slow()
+
+    with pytest.raises(TimeoutError):
+        await workflow.ainvoke(1)
+    with pytest.raises(ValueError, match="needs an async task"):
+        task(timeout=1)(lambda: None)

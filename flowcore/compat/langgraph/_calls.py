@@ -24,6 +24,7 @@ from flowcore.compat.langgraph._context import TaskScope, set_scope
 from flowcore.compat.langgraph._errors import GraphInterrupt
 from flowcore.compat.langgraph._node import retry_call
 from flowcore.compat.langgraph._planner import ERROR, INTERRUPT, PUSH, RESUME, Task
+from flowcore.compat.langgraph._records import Outcome, TaskEnd, TaskStart
 from flowcore.compat.langgraph._types import Interrupt, RetryPolicy
 from flowcore.runtime import TaskPool, call_node
 
@@ -59,6 +60,11 @@ class TaskSpec(Protocol):
     @property
     def retry_policy(self) -> Sequence[RetryPolicy]:
         """The retry policies of the task (empty: one attempt)."""
+        ...
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds each attempt may take (None: no cap)."""
         ...
 
 
@@ -183,9 +189,17 @@ def call_task(
         future.set_result(done[0])
         return future
     call = Task(task_id, spec.name, (PUSH, *owner.path, index), (args, dict(kwargs)), (PUSH,))
+    calls.run.calls[task_id] = call
 
     def start() -> None:
-        calls.pool.start(_run_call(calls, call, spec, saved, future))
+        job = calls.pool.start(_run_call(calls, call, spec, saved, future))
+
+        def stop(done: Any) -> None:
+            # Cancelling the future a caller holds stops the task call it stands for.
+            if done.cancelled() and not job.done():
+                calls.loop.call_soon_threadsafe(job.cancel)
+
+        future.add_done_callback(stop)
 
     if on_loop:
         start()
@@ -240,7 +254,12 @@ async def _run_call(
 ) -> None:
     """Run one task call to its end; its outcome goes to ``future``, never raised here."""
     run = calls.run
-    scope = TaskScope(run, call, run.step, _answers(calls, saved), calls.scope.null_resume)
+    step = run.step
+    if "task_start" in run.wants:
+        run.emit("task_start", TaskStart(step, call))
+    if "step_tasks" in run.wants:
+        run.emit("step_tasks", (step, [call]))
+    scope = TaskScope(run, call, step, _answers(calls, saved), calls.scope.null_resume)
     set_scope(scope)
     inner = TaskCalls(run, calls.pool, calls.loop, call, scope)
     _CALLS.set(inner)
@@ -250,7 +269,10 @@ async def _run_call(
     async def attempt() -> Any:
         scope.calls = 0
         call.attempts += 1
-        return await call_node(spec.func, spec.is_async, args, kwargs)
+        if spec.timeout is None:
+            return await call_node(spec.func, spec.is_async, args, kwargs)
+        async with asyncio.timeout(spec.timeout):
+            return await call_node(spec.func, spec.is_async, args, kwargs)
 
     try:
         value = await retry_call(attempt, spec.retry_policy)
@@ -264,13 +286,19 @@ async def _run_call(
             await run._put_writes(call, asked)
             run.pending.extend((call.id, c, v) for c, v in asked)
         calls.interrupts.extend(exc.interrupts)
+        call.interrupts = exc.interrupts
+        _ended(run, step, call, "interrupt")
         _settle(future, error=TaskInterrupted(exc.interrupts))
         return
     except asyncio.CancelledError:
+        call.error = asyncio.CancelledError()
+        _ended(run, step, call, "cancelled")
         future.cancel()
         raise
     except Exception as exc:
         await run._put_writes(call, [(ERROR, repr(exc))])
+        call.error = exc
+        _ended(run, step, call, "error")
         _settle(future, error=exc)
         return
     finally:
@@ -280,6 +308,17 @@ async def _run_call(
         stored.append((RESUME, list(scope.resume)))
     await run._put_writes(call, stored)
     run.pending.extend((call.id, c, v) for c, v in stored)
+    call.writes = [(RETURN, value)]
+    call.done = True
     if "updates" in run.wants:
         run.emit("updates", {spec.name: value})
+    _ended(run, step, call, "done")
     _settle(future, value)
+
+
+_SHOWN = (RETURN,)
+
+
+def _ended(run: Run, step: int, call: Task, outcome: Outcome) -> None:
+    if "task_end" in run.wants:
+        run.emit("task_end", TaskEnd(step, call, outcome, _SHOWN))

@@ -12,19 +12,27 @@ from __future__ import annotations
 
 import functools
 import inspect
+import typing
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypedDict, TypeVar
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, cast
 
-from flowcore.compat.langgraph._calls import call_task
+from pydantic import TypeAdapter
+
+from flowcore.compat.langgraph._calls import RETURN, call_task
 from flowcore.compat.langgraph._channels import Channel
 from flowcore.compat.langgraph._context import current_scope
 from flowcore.compat.langgraph._graph import StateGraph
 from flowcore.compat.langgraph._node import describe_callable
+from flowcore.compat.langgraph._planner import INTERRUPT
 from flowcore.compat.langgraph._pregel import CompiledStateGraph
-from flowcore.compat.langgraph._types import END, START, RetryPolicy
+from flowcore.compat.langgraph._types import END, START, Interrupt, RetryPolicy, StateSnapshot
 from flowcore.runtime import call_node
+
+if TYPE_CHECKING:
+    from flowcore.compat.langgraph._loop import Run
 
 __all__ = ["PREVIOUS", "EntrypointGraph", "entrypoint", "task"]
 
@@ -35,6 +43,16 @@ R = TypeVar("R")
 S = TypeVar("S")
 
 _INJECTED = ("config", "writer", "store", "runtime", "previous")
+
+
+def _seconds(timeout: Any) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, timedelta):
+        return timeout.total_seconds()
+    if isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout > 0:
+        return float(timeout)
+    raise TypeError(f"timeout must be a positive number of seconds or a timedelta, got {timeout!r}")
 
 
 def _policies(policy: RetryPolicy | Sequence[RetryPolicy] | None) -> tuple[RetryPolicy, ...]:
@@ -55,6 +73,7 @@ class _TaskFunction:
         name: str | None,
         retry_policy: Sequence[RetryPolicy],
         cache_policy: Any,
+        timeout: float | None = None,
     ) -> None:
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
             raise NotImplementedError("Generators are not supported in the Functional API.")
@@ -62,6 +81,7 @@ class _TaskFunction:
         self.name: str = name or getattr(func, "__name__", None) or type(func).__name__
         self.retry_policy = retry_policy
         self.cache_policy = cache_policy
+        self.timeout = timeout
         self.is_async = describe_callable(func)[1]
         functools.update_wrapper(self, func)
 
@@ -81,13 +101,15 @@ def task(
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     cache_policy: Any = None,
+    timeout: float | timedelta | None = None,
     **kwargs: Any,
 ) -> Any:
     """Make a function a task: calling it inside an entrypoint or node returns a future.
 
     In sync code ``future.result()`` waits for it; in async code ``await future``.
     A finished task's result is saved with the run, so a node resumed after a
-    pause gets it back without running the task again.
+    pause gets it back without running the task again. ``timeout`` (seconds or
+    a ``timedelta``) caps each attempt of an async task (``TimeoutError``).
 
     Example:
         >>> @task
@@ -107,22 +129,26 @@ def task(
         )
         retry_policy = retry_policy or retry
 
+    seconds = _seconds(timeout)
+
     def wrap(func: Callable[..., Any]) -> _TaskFunction:
-        return _TaskFunction(
-            func, name=name, retry_policy=_policies(retry_policy), cache_policy=cache_policy
+        made = _TaskFunction(
+            func,
+            name=name,
+            retry_policy=_policies(retry_policy),
+            cache_policy=cache_policy,
+            timeout=seconds,
         )
+        if seconds is not None and not made.is_async:
+            raise ValueError(
+                f"timeout= needs an async task: {made.name!r} is sync, and a sync task "
+                "cannot be stopped in-process. Make it `async def`, or drop the timeout."
+            )
+        return made
 
     if __func_or_none__ is not None:
         return wrap(__func_or_none__)
     return wrap
-
-
-@dataclass(frozen=True)
-class _EntryInput:
-    """What the entrypoint node reads: the run's input and what the last run saved."""
-
-    value: Any
-    previous: Any
 
 
 class _EntrypointNode:
@@ -135,11 +161,19 @@ class _EntrypointNode:
         self.__name__ = getattr(func, "__name__", "entrypoint")
 
     async def __call__(self, arg: Any, config: Any, writer: Any, store: Any) -> Any:
-        given = {"config": config, "writer": writer, "store": store, "previous": arg.previous}
+        given = {"config": config, "writer": writer, "store": store}
         kwargs: dict[str, Any] = {}
         for name in self.wants:
-            kwargs[name] = current_scope().runtime() if name == "runtime" else given[name]
-        result = await call_node(self.func, self.is_async, (arg.value,), kwargs)
+            if name == "runtime":
+                kwargs[name] = current_scope().runtime()
+            elif name == "previous":
+                # The channels hold the state the step started from: the last run's save.
+                run = cast("Run", current_scope().host)
+                saved = run.channels[PREVIOUS]
+                kwargs[name] = saved.get() if saved.is_available() else None
+            else:
+                kwargs[name] = given[name]
+        result = await call_node(self.func, self.is_async, (arg,), kwargs)
         if isinstance(result, entrypoint.final):
             return {END: result.value, PREVIOUS: result.save}
         return {END: result, PREVIOUS: result}
@@ -187,6 +221,7 @@ class EntrypointGraph(CompiledStateGraph):
         )
         self.func = func
         self.entry = name
+        self.input_type, self.output_type = _io_types(func)
         # The node runs on the input itself, not behind a __start__ task that would
         # read it as a state update.
         self.node_order = [name]
@@ -206,15 +241,9 @@ class EntrypointGraph(CompiledStateGraph):
         steps: tuple[int, int] | None = None,
         reads: dict[int, Any] | None = None,
     ) -> Any:
-        """The entrypoint's input and its saved ``previous`` value."""
+        """The entrypoint's input (its ``previous`` value is read when the function asks)."""
         start = channels[START]
-        if node == START:
-            return start.get()
-        previous = channels[PREVIOUS]
-        return _EntryInput(
-            start.get() if start.is_available() else None,
-            previous.get() if previous.is_available() else None,
-        )
+        return start.get() if start.is_available() else None
 
     def read_output(
         self, channels: Mapping[str, Channel], keys: Sequence[str] | None = None
@@ -245,8 +274,87 @@ class EntrypointGraph(CompiledStateGraph):
             update = {END: values, PREVIOUS: values}
         return await super().aupdate_state(config, update, as_node, task_id)
 
+    def _snapshot(self, config: Mapping[str, Any], saved: Any, *, live: bool) -> StateSnapshot:
+        snapshot = super()._snapshot(config, saved, live=live)
+        if saved is None or not snapshot.tasks:
+            return snapshot
+        # A paused @task call saved its question under its own id (see _calls): the
+        # entrypoint's task shows it, until the call finished with an answer.
+        known = {t.id for t in snapshot.tasks}
+        writes = [(str(t), c, v) for t, c, v in saved.pending_writes or ()]
+        finished = {t for t, c, _ in writes if c == RETURN}
+        asked = tuple(
+            i
+            for t, c, v in writes
+            if c == INTERRUPT and t not in known and t not in finished
+            for i in self.decode_write(c, v)
+            if isinstance(i, Interrupt)
+        )
+        if not asked:
+            return snapshot
+        first, *rest = snapshot.tasks
+        shown = first._replace(interrupts=(*first.interrupts, *asked))
+        return snapshot._replace(tasks=(shown, *rest), interrupts=(*snapshot.interrupts, *asked))
+
+    def get_input_jsonschema(self, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON Schema of the entrypoint's input (its first parameter's annotation).
+
+        Example:
+            >>> # workflow.get_input_jsonschema() -> {"type": "integer", "title": "LangGraphInput"}
+        """
+        return _json_schema(self.input_type, "LangGraphInput")
+
+    def get_output_jsonschema(self, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON Schema of what the entrypoint returns (``entrypoint.final``'s value type).
+
+        Example:
+            >>> # workflow.get_output_jsonschema() -> {"type": "string", "title": "LangGraphOutput"}
+        """
+        return _json_schema(self.output_type, "LangGraphOutput")
+
+    def get_context_jsonschema(self) -> dict[str, Any] | None:
+        """The JSON Schema of the ``context_schema`` (None without one).
+
+        Example:
+            >>> # workflow.get_context_jsonschema()["title"] -> "Context"
+        """
+        schema = self.builder.context_schema
+        if schema is None:
+            return None
+        return _json_schema(schema, getattr(schema, "__name__", "Context"))
+
     def __repr__(self) -> str:
         return f"<EntrypointGraph {self.entry!r}>"
+
+
+def _json_schema(kind: Any, title: str) -> dict[str, Any]:
+    found: dict[str, Any] = TypeAdapter(kind).json_schema()
+    return {**found, "title": found.get("title", title)} if kind is not Any else {"title": title}
+
+
+def _io_types(func: Callable[..., Any]) -> tuple[Any, Any]:
+    """The input and output types an entrypoint function declares (``Any`` when it does not)."""
+    signature = inspect.signature(func)
+    try:
+        hints = typing.get_type_hints(func)
+    except (NameError, AttributeError):
+        # Annotations naming what is not defined are read as written (or as Any).
+        hints = {}
+    first = next(iter(signature.parameters))
+    written = signature.parameters[first].annotation
+    input_type = hints.get(first, Any if written is inspect.Parameter.empty else written)
+    returned = hints.get("return", signature.return_annotation)
+    if returned is inspect.Signature.empty or returned is entrypoint.final:
+        return input_type, Any
+    if typing.get_origin(returned) is entrypoint.final:
+        parts = typing.get_args(returned)
+        if len(parts) != 2:
+            raise TypeError(
+                "Annotate both the returned and the saved value of entrypoint.final, "
+                "for example `-> entrypoint.final[int, str]`."
+            )
+        return input_type, parts[0]
+    return input_type, returned
 
 
 _EntrypointState = TypedDict("_EntrypointState", {END: Any, PREVIOUS: Any})  # type: ignore[misc]

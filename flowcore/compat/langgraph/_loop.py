@@ -185,6 +185,11 @@ class Run:
         # What a node's Runtime carries (see _runtime): set by the graph for each run.
         self.context: Any = None
         self.control: RunControl | None = None
+        # The @task calls of the running superstep (see _calls), by id: under
+        # durability "exit" their writes are stored with the step's when the run ends.
+        self.calls: dict[str, Task] = {}
+        # Under durability "exit", the task writes this run made, stored when it ends.
+        self.deferred: list[tuple[Task, Sequence[tuple[str, Any]]]] = []
 
     def emit(self, kind: str, payload: Any) -> None:
         """Hand one record of this run's event stream to its sink (see ``_records``).
@@ -293,7 +298,13 @@ class Run:
             checkpoint_id=str(self.checkpoint["id"]),
             parent_id=((stored_as or {}).get("configurable") or {}).get("checkpoint_id"),
             config=self.saved_config
-            or {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}},
+            or {
+                "configurable": {
+                    "thread_id": str(self.thread_id),
+                    "checkpoint_ns": self.ns,
+                    "checkpoint_id": self.checkpoint["id"],
+                }
+            },
             parent_config=self.parent_config,
             metadata=dict(self.metadata),
             values=self.graph.read_output(self.channels, self.graph.stream_keys),
@@ -334,7 +345,11 @@ class Run:
         self, task: Task, writes: Sequence[tuple[str, Any]], *, last: bool = False
     ) -> None:
         """Save a task's writes; in sync mode at once, unless ``last`` of a clean step."""
-        if self.saver is None or self.saved_config is None or self.durability == "exit":
+        if self.saver is None or self.saved_config is None:
+            return
+        if self.durability == "exit":
+            # Stored when the run ends (see _exit).
+            self.deferred.append((task, writes))
             return
         encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
         batch = self._batch()
@@ -546,6 +561,7 @@ class Run:
             raise GraphInterrupt(tuple(interrupted))
         self.apply_writes(self.tasks)
         self.pending = []
+        self.calls.clear()
         self.emit_values()
         await self._put_checkpoint("loop")
         if self.interrupt_after and self._should_interrupt(self.interrupt_after):
@@ -800,12 +816,19 @@ class Run:
                 by_task: dict[str, list[tuple[str, Any]]] = {}
                 for task_id, chan, value in self.pending:
                     by_task.setdefault(task_id, []).append((chan, value))
-                for task in self.tasks:
+                for task in [*self.tasks, *self.calls.values()]:
                     if task.id in by_task:
                         encoded = [(c, self.graph.encode_write(c, v)) for c, v in by_task[task.id]]
                         await self.saver.aput_writes(
                             self.saved_config, encoded, task.id, task.sort_key
                         )
+        elif self.saver is not None and self.saved_config is not None and self.deferred:
+            # No new checkpoint (a resumed run that paused again in the same step):
+            # the writes belong to the checkpoint it resumed from.
+            for task, writes in self.deferred:
+                encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
+                await self.saver.aput_writes(self.saved_config, encoded, task.id, task.sort_key)
+        self.deferred = []
 
 
 async def _stored_now(batch: SaveBatch) -> None:

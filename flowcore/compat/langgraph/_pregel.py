@@ -1096,7 +1096,14 @@ class _ChunkFormatter:
             "name": task.name,
             "error": repr(task.error) if end.outcome == "error" else None,
             "result": {c: v for c, v in task.writes if c in keys},
-            "interrupts": [{"value": i.value, "id": i.id} for i in task.interrupts],
+            "interrupts": [
+                {
+                    "value": i.value,
+                    "id": i.id,
+                    "response_schema": getattr(i, "response_schema", None),
+                }
+                for i in task.interrupts
+            ],
         }
         return self._debug(ns, "task_result", end.step, payload, "tasks")
 
