@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any, TypedDict
 
 import pytest
@@ -283,3 +284,16 @@ async def test_a_task_timeout_caps_each_attempt() -> None:
         await workflow.ainvoke(1)
     with pytest.raises(ValueError, match="needs an async task"):
         task(timeout=1)(lambda: None)
+
+
+def test_a_task_is_named_after_its_function_unless_named() -> None:
+    def join(sep: str, value: str) -> str:
+        return value + sep
+
+    class Shout:
+        def __call__(self, value: str) -> str:
+            return value.upper()
+
+    assert task(functools.partial(join, "|")).name == "join"
+    assert task(Shout()).name == "Shout"
+    assert task(Shout(), name="loud").name == "loud"

@@ -45,6 +45,15 @@ S = TypeVar("S")
 _INJECTED = ("config", "writer", "store", "runtime", "previous")
 
 
+def _name_of(func: Any) -> str:
+    """A task's default name: its function's (a partial's inner function's; a callable
+    object's class)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    name = getattr(func, "__name__", None)
+    return name if isinstance(name, str) else type(func).__name__
+
+
 def _seconds(timeout: Any) -> float | None:
     if timeout is None:
         return None
@@ -78,7 +87,7 @@ class _TaskFunction:
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
             raise NotImplementedError("Generators are not supported in the Functional API.")
         self.func = func
-        self.name: str = name or getattr(func, "__name__", None) or type(func).__name__
+        self.name: str = name or _name_of(func)
         self.retry_policy = retry_policy
         self.cache_policy = cache_policy
         self.timeout = timeout
