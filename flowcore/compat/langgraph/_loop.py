@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -190,6 +191,18 @@ class Run:
         self.calls: dict[str, Task] = {}
         # Under durability "exit", the task writes this run made, stored when it ends.
         self.deferred: list[tuple[Task, Sequence[tuple[str, Any]]]] = []
+        # The loop the run executes on and its thread: a sync node (in a worker thread)
+        # that invokes another graph runs that child run here (see CompiledStateGraph.invoke).
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop_thread: int | None = None
+        # Replaying from a past checkpoint: its id (children of the run inherit it). A
+        # subgraph with a history of its own loads its state as of that checkpoint.
+        self.replay_of: str | None = None
+        # Load the newest checkpoint made before this id instead of the newest of all.
+        self.as_of: str | None = None
+        # Namespaces of subgraphs with a history of their own entered by this replay
+        # (shared with its child runs): only a first entry goes back in time.
+        self.entered: set[str] = set()
 
     def emit(self, kind: str, payload: Any) -> None:
         """Hand one record of this run's event stream to its sink (see ``_records``).
@@ -247,7 +260,11 @@ class Run:
         """Load the thread's checkpoint (or the one ``checkpoint_id`` names)."""
         self.channels = self.graph.new_channels()
         saved = None
-        if self.saver is not None:
+        if self.saver is not None and self.as_of is not None:
+            before = {"configurable": {"checkpoint_id": self.as_of}}
+            async for item in self.saver.alist(self._ckpt_config(), before=before, limit=1):
+                saved = item
+        elif self.saver is not None:
             saved = await self.saver.aget_tuple(self._ckpt_config())
         if saved is not None:
             self.checkpoint = _copy_checkpoint(saved.checkpoint)
@@ -382,6 +399,8 @@ class Run:
         resuming = has_state and (self.input is None or command is not None or self.force_resume)
         addressed = "checkpoint_id" in self.configurable and self.parent_scope is None
         time_travel = addressed and not (command is not None and command.resume is not None)
+        if time_travel:
+            self.replay_of = str(self.configurable["checkpoint_id"])
         if time_travel:
             # Replaying from a past checkpoint re-runs its tasks and re-asks its questions.
             self.pending = [w for w in self.pending if w[0] == NULL_TASK_ID]
@@ -532,7 +551,7 @@ class Run:
             self.emit("step_tasks", (self.step, tasks))
         for task in tasks:
             if task.done:
-                self.emit_task_updates(task, task.writes)
+                self.emit_task_updates(task, task.writes, cached=True)
 
     def restored(self, task: Task) -> Task | None:
         """A task whose writes an earlier attempt saved is not run again."""
@@ -548,15 +567,18 @@ class Run:
 
     def clean(self, task: Task) -> bool:
         """Whether a task ended neither failed nor paused."""
-        return task.error is None and not task.interrupts
+        return task.error is None and not task.paused
 
     async def after_step(self, tasks: Sequence[Task], results: Sequence[Task]) -> None:
         """Raise the step's failure or pause; else apply its writes and save a checkpoint."""
+        # Only the first step after a resume goes on where subgraphs stopped; a later
+        # entry of a subgraph with a history of its own is a new input to it.
+        self.resuming = False
         failure = self.failure or next((t.error for t in results if t.error is not None), None)
         if failure is not None:
             raise failure
         interrupted = [i for t in results for i in t.interrupts]
-        if interrupted:
+        if interrupted or any(t.paused for t in results):
             self.interrupts.extend(interrupted)
             raise GraphInterrupt(tuple(interrupted))
         self.apply_writes(self.tasks)
@@ -590,6 +612,7 @@ class Run:
             )
         except GraphInterrupt as exc:
             task.interrupts = exc.interrupts
+            task.paused = True
             # A pause of a @task call is saved under the call (see _calls), which takes
             # the answer; the node only records the answers it took itself.
             asked: list[tuple[str, Any]] = (
@@ -601,9 +624,11 @@ class Run:
                 await self._put_writes(task, asked)
                 self.pending.extend((task.id, c, v) for c, v in asked)
             self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
-            values = self.graph.read_output(self.channels, self.output_keys)
-            shown = values if isinstance(values, dict) else {}
-            self.emit("values", {**shown, INTERRUPT: tuple(exc.interrupts)})
+            if exc.interrupts:
+                # A subgraph's breakpoint asks no question: nothing to show in values.
+                values = self.graph.read_output(self.channels, self.output_keys)
+                shown = values if isinstance(values, dict) else {}
+                self.emit("values", {**shown, INTERRUPT: tuple(exc.interrupts)})
             self._task_result(task, "interrupt")
             return task
         except ParentCommand as exc:
@@ -737,8 +762,14 @@ class Run:
         self.last_values = values
         self.emit("values", values)
 
-    def emit_task_updates(self, task: Task, writes: Sequence[tuple[str, Any]]) -> None:
-        """Stream one task's state update as ``{node: update}``."""
+    def emit_task_updates(
+        self, task: Task, writes: Sequence[tuple[str, Any]], *, cached: bool = False
+    ) -> None:
+        """Stream one task's state update as ``{node: update}``.
+
+        ``cached``: the writes were saved by an earlier run and the task is not run
+        again; LangGraph marks such an update with ``__metadata__``.
+        """
         if task.name == START or "updates" not in self.wants:
             return
         keys = set(self.output_keys)
@@ -759,7 +790,11 @@ class Run:
                 else:
                     update[chan] = value
             update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
-        self.emit("updates", {task.name: self.graph.shown_update(update)})
+        shown = self.graph.shown_update(update)
+        if cached:
+            self.emit("updates", {task.name: shown, "__metadata__": {"cached": True}})
+        else:
+            self.emit("updates", {task.name: shown})
 
     # ------------------------------------------------------------------- loop
     async def execute(self) -> None:
@@ -770,6 +805,7 @@ class Run:
         last write, so two runs of one thread never overlap (LangGraph itself
         does not lease); a run that finds it held raises ``ThreadBusyError``.
         """
+        self.loop, self.loop_thread = asyncio.get_running_loop(), threading.get_ident()
         async with self._lease():
             await self._execute()
 
