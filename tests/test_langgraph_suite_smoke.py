@@ -41,7 +41,7 @@ def test_every_redirected_name_is_public_in_flowcore_compat() -> None:
         ("langgraph.pregel", "missing"),
         ("langgraph.pregel._loop", "missing"),
         ("langgraph.channels.last_value", "missing"),
-        ("langgraph.func", "missing"),
+        ("langgraph.func", "redirect"),
         ("langgraph.checkpoint.serde.jsonplus", "library"),
         ("langgraph.store.memory", "library"),
         ("langgraph.checkpoint", "package"),
@@ -157,9 +157,9 @@ HOOK_SCRIPT = textwrap.dedent(
     out["serde"] = JsonPlusSerializer.__module__
     suite = {"__name__": "tests.test_fake"}
     exec(
-        "from langgraph.func import entrypoint\\n"
+        "from langgraph.pregel.remote import RemoteGraph\\n"
         "from langgraph.types import Overwrite\\n"
-        "def test_uses():\\n    return entrypoint()\\n"
+        "def test_uses():\\n    return RemoteGraph()\\n"
         "def test_does_not():\\n    return 1\\n",
         suite,
     )
@@ -191,8 +191,8 @@ def test_import_hook_answers_langgraph_names_from_flowcore_and_nothing_falls_thr
     assert "[flowcore-suite]" in out["pregel"]
     assert out["overwrite"] == "ImportError"
     assert out["serde"] == "langgraph.checkpoint.serde.jsonplus"
-    assert out["in_suite"] == "langgraph.func.entrypoint"
-    assert out["named"] == ["langgraph.func.entrypoint"]
+    assert out["in_suite"] == "langgraph.pregel.remote.RemoteGraph"
+    assert out["named"] == ["langgraph.pregel.remote.RemoteGraph"]
     assert out["built"] == []
 
 

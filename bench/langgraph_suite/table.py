@@ -12,7 +12,7 @@ Every module under ``langgraph`` falls in exactly one of three groups:
   is something flowcore must accept, as a user's would be.
 * ``langgraph`` and ``langgraph.checkpoint`` themselves: namespace packages
   with no code, loaded for real so that the library modules under them import.
-* everything else (``langgraph.pregel``, ``langgraph.channels``, ``langgraph.func``,
+* everything else (``langgraph.pregel``, ``langgraph.channels``, ``langgraph.utils``,
   ``langgraph._internal`` ...): missing. The real module never loads, so
   LangGraph's runtime is never built in the flowcore run.
 
@@ -73,6 +73,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
         "InvalidUpdateError",
     ),
     "langgraph.config": ("get_config", "get_stream_writer"),
+    "langgraph.func": ("entrypoint", "task"),
     "langgraph.runtime": (
         "DEFAULT_RUNTIME",
         "ExecutionInfo",
@@ -145,7 +146,7 @@ def kind_of(module: str) -> Kind:
     """Which group of the table a ``langgraph`` module name falls in.
 
     Example:
-        >>> kind_of("langgraph.types"), kind_of("langgraph.checkpoint"), kind_of("langgraph.func")
+        >>> kind_of("langgraph.types"), kind_of("langgraph.checkpoint"), kind_of("langgraph.utils")
         ('redirect', 'package', 'missing')
     """
     if module in REDIRECTS:

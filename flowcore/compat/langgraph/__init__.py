@@ -10,6 +10,7 @@ from flowcore.compat.langgraph._errors import (
     GraphRecursionError,
     InvalidUpdateError,
 )
+from flowcore.compat.langgraph._func import EntrypointGraph, entrypoint, task
 from flowcore.compat.langgraph._graph import StateGraph
 from flowcore.compat.langgraph._messages import (
     REMOVE_ALL_MESSAGES,
@@ -78,6 +79,7 @@ __all__ = [
     "CompiledStateGraph",
     "DeltaChannel",
     "EmptyInputError",
+    "EntrypointGraph",
     "ExecutionInfo",
     "GraphDrained",
     "GraphInterrupt",
@@ -110,6 +112,7 @@ __all__ = [
     "add_messages",
     "convert_to_messages",
     "create_react_agent",
+    "entrypoint",
     "get_config",
     "get_runtime",
     "get_stream_writer",
@@ -117,5 +120,6 @@ __all__ = [
     "message_to_dict",
     "messages_from_dict",
     "messages_to_dict",
+    "task",
     "tools_condition",
 ]

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from flowcore.checkpoint import ThreadLease
+from flowcore.compat.langgraph._calls import run_with_calls
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, set_scope
 from flowcore.compat.langgraph._delta import DeltaValue
@@ -188,6 +189,11 @@ class Run:
         # What a node's Runtime carries (see _runtime): set by the graph for each run.
         self.context: Any = None
         self.control: RunControl | None = None
+        # The @task calls of the running superstep (see _calls), by id: under
+        # durability "exit" their writes are stored with the step's when the run ends.
+        self.calls: dict[str, Task] = {}
+        # Under durability "exit", the task writes this run made, stored when it ends.
+        self.deferred: list[tuple[Task, Sequence[tuple[str, Any]]]] = []
         # The loop the run executes on and its thread: a sync node (in a worker thread)
         # that invokes another graph runs that child run here (see CompiledStateGraph.invoke).
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -314,7 +320,13 @@ class Run:
             checkpoint_id=str(self.checkpoint["id"]),
             parent_id=((stored_as or {}).get("configurable") or {}).get("checkpoint_id"),
             config=self.saved_config
-            or {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}},
+            or {
+                "configurable": {
+                    "thread_id": str(self.thread_id),
+                    "checkpoint_ns": self.ns,
+                    "checkpoint_id": self.checkpoint["id"],
+                }
+            },
             parent_config=self.parent_config,
             metadata=dict(self.metadata),
             values=self.graph.read_output(self.channels, self.graph.stream_keys),
@@ -352,7 +364,11 @@ class Run:
         self, task: Task, writes: Sequence[tuple[str, Any]], *, last: bool = False
     ) -> None:
         """Save a task's writes; ``last``: they may ride with the step's checkpoint."""
-        if self.saver is None or self.saved_config is None or self.durability == "exit":
+        if self.saver is None or self.saved_config is None:
+            return
+        if self.durability == "exit":
+            # Stored when the run ends (see _exit), on whichever checkpoint it ends at.
+            self.deferred.append((task, writes))
             return
         encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
         # The task path as savers store it is the task's sort key (computed once per task).
@@ -385,7 +401,7 @@ class Run:
             by_task: dict[str, list[tuple[str, Any]]] = {}
             for task_id, chan, value in self.pending:
                 by_task.setdefault(task_id, []).append((chan, value))
-            for task in self.tasks:
+            for task in [*self.tasks, *self.calls.values()]:
                 if task.id in by_task:
                     encoded = [(c, self.graph.encode_write(c, v)) for c, v in by_task[task.id]]
                     await saves.hold_writes(encoded, task.id, task.sort_key)
@@ -585,6 +601,7 @@ class Run:
             raise GraphInterrupt(tuple(interrupted))
         self.apply_writes(self.tasks)
         self.pending = []
+        self.calls.clear()
         self.emit_values()
         await self._put_checkpoint("loop")
         if self.interrupt_after and self._should_interrupt(self.interrupt_after):
@@ -608,20 +625,28 @@ class Run:
         try:
             if task.name != START and node is None:
                 raise InvalidUpdateError(f"Invalid node name {task.name}")
-            task.writes = await self._call_node(task, scope)
+            task.writes = await run_with_calls(
+                self, task, scope, lambda: self._call_node(task, scope)
+            )
         except GraphInterrupt as exc:
             task.interrupts = exc.interrupts
             task.paused = True
-            asked: list[tuple[str, Any]] = [(INTERRUPT, list(exc.interrupts))]
+            # A pause of a @task call is saved under the call (see _calls), which takes
+            # the answer; the node only records the answers it took itself.
+            asked: list[tuple[str, Any]] = (
+                [] if getattr(exc, "recorded", False) else [(INTERRUPT, list(exc.interrupts))]
+            )
             if scope.resume:
                 asked.append((RESUME, list(scope.resume)))
-            await self._put_writes(task, asked)
-            self.pending.extend((task.id, c, v) for c, v in asked)
+            if asked:
+                await self._put_writes(task, asked)
+                self.pending.extend((task.id, c, v) for c, v in asked)
             self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
             if exc.interrupts:
                 # A subgraph's breakpoint asks no question: nothing to show in values.
                 values = self.graph.read_output(self.channels, self.output_keys)
-                self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
+                shown = values if isinstance(values, dict) else {}
+                self.emit("values", {**shown, INTERRUPT: tuple(exc.interrupts)})
             self._task_result(task, "interrupt")
             return task
         except ParentCommand as exc:
@@ -783,10 +808,11 @@ class Run:
                 else:
                     update[chan] = value
             update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
+        shown = self.graph.shown_update(update)
         if cached:
-            self.emit("updates", {task.name: update, "__metadata__": {"cached": True}})
+            self.emit("updates", {task.name: shown, "__metadata__": {"cached": True}})
         else:
-            self.emit("updates", {task.name: update})
+            self.emit("updates", {task.name: shown})
 
     # ------------------------------------------------------------------- loop
     async def execute(self) -> None:
@@ -855,7 +881,15 @@ class Run:
         self.saved_config = await self.saver.aput(base, root, {"step": -2}, {})
 
     async def _exit(self) -> None:
+        held = self.saves is not None and self.saves.holds_checkpoint
         await self._close_saves()
+        if not held and self.saver is not None and self.saved_config is not None and self.deferred:
+            # No new checkpoint (a resumed run that paused again in the same step):
+            # the writes belong to the checkpoint it resumed from.
+            for task, writes in self.deferred:
+                encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
+                await self.saver.aput_writes(self.saved_config, encoded, task.id, task.sort_key)
+        self.deferred = []
 
 
 class _Multi(list[Any]):

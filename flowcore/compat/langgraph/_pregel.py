@@ -434,6 +434,11 @@ class CompiledStateGraph:
             self._direct[name] = known
         return known
 
+    def shown_update(self, update: dict[str, Any] | None) -> Any:
+        """What ``stream_mode="updates"`` shows for one node's update (a functional
+        entrypoint shows its return value, not a dict)."""
+        return update
+
     def is_subgraph_node(self, name: str) -> bool:
         """Whether node ``name`` runs a compiled graph."""
         spec = self.nodes.get(name)
@@ -1159,7 +1164,14 @@ class _ChunkFormatter:
             "name": task.name,
             "error": repr(task.error) if end.outcome == "error" else None,
             "result": {c: v for c, v in task.writes if c in keys},
-            "interrupts": [{"value": i.value, "id": i.id} for i in task.interrupts],
+            "interrupts": [
+                {
+                    "value": i.value,
+                    "id": i.id,
+                    "response_schema": getattr(i, "response_schema", None),
+                }
+                for i in task.interrupts
+            ],
         }
         return self._debug(ns, "task_result", end.step, payload, "tasks")
 
