@@ -49,10 +49,12 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.types": (
         "Command",
         "Interrupt",
+        "Overwrite",
         "PregelTask",
         "RetryPolicy",
         "Send",
         "StateSnapshot",
+        "StateUpdate",
         "interrupt",
     ),
     "langgraph.constants": ("END", "START"),

@@ -53,10 +53,12 @@ from flowcore.compat.langgraph._types import (
     START,
     Command,
     Interrupt,
+    Overwrite,
     PregelTask,
     RetryPolicy,
     Send,
     StateSnapshot,
+    StateUpdate,
 )
 
 __all__ = [
@@ -87,6 +89,7 @@ __all__ = [
     "IsLastStep",
     "MemorySaver",
     "MessagesState",
+    "Overwrite",
     "PersistentDict",
     "PregelTask",
     "RemainingSteps",
@@ -99,6 +102,7 @@ __all__ = [
     "SqliteSaver",
     "StateGraph",
     "StateSnapshot",
+    "StateUpdate",
     "SystemMessage",
     "ToolCall",
     "ToolMessage",

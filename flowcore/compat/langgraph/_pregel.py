@@ -54,11 +54,14 @@ from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import (
     END,
+    OVERWRITE,
     START,
     Interrupt,
+    Overwrite,
     PregelTask,
     Send,
     StateSnapshot,
+    StateUpdate,
 )
 from flowcore.secrets import Redactor
 
@@ -95,6 +98,8 @@ _UNKNOWN: Any = object()
 _INJECTED = frozenset({"config", "writer", "runtime", "store"})
 """The keyword arguments a node may ask for (see call_with_config)."""
 
+# The as_node of an update that acts as a run's input (LangGraph's name for it).
+INPUT_NODE = "__input__"
 _ONE_STEP = (True, False)
 _FINISHABLE = (False, True)
 _PLAIN = (False, False)
@@ -285,6 +290,9 @@ class CompiledStateGraph:
             return [{"value": i.value, "id": i.id} for i in value]
         if channel == TASKS and isinstance(value, Send):
             return {"__send__": {"node": value.node, "arg": value.arg}}
+        if isinstance(value, Overwrite):
+            # Its dict form: the channel reads both, and savers store plain data.
+            return {OVERWRITE: value.value}
         return value
 
     def decode_write(self, channel: str, value: Any) -> Any:
@@ -876,6 +884,52 @@ class CompiledStateGraph:
         Example:
             >>> # app.update_state(config, {"approved": True}, as_node="review")
         """
+        return await self.abulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
+
+    async def abulk_update_state(
+        self, config: Mapping[str, Any], supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> dict[str, Any]:
+        """Apply several supersteps of updates, each as one new checkpoint.
+
+        The updates of one superstep are applied together, as the writes of
+        parallel nodes are (so reducers see all of them at once); each needs
+        its ``as_node`` when there are several. Returns the config of the last
+        checkpoint made.
+
+        Raises:
+            ValueError: no supersteps, or a superstep with no updates.
+            InvalidUpdateError: an update names no node, or a node that does not exist.
+
+        Example:
+            >>> # app.bulk_update_state(config, [[StateUpdate({"n": 1}, "a"),
+            >>> #                                 StateUpdate({"n": 2}, "b")]])
+        """
+        if not supersteps:
+            raise ValueError("No supersteps provided")
+        if any(not updates for updates in supersteps):
+            raise ValueError("No updates provided")
+        made: dict[str, Any] = {}
+        for updates in supersteps:
+            # Each superstep starts from the checkpoint the one before made.
+            conf = {**dict(config.get("configurable") or {}), **made.get("configurable", {})}
+            made = await self._update_superstep(
+                {**dict(config), "configurable": conf}, [StateUpdate(*u) for u in updates]
+            )
+        return made
+
+    def bulk_update_state(
+        self, config: Mapping[str, Any], supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> dict[str, Any]:
+        """The sync form of :meth:`abulk_update_state`.
+
+        Example:
+            >>> # app.bulk_update_state(config, [[StateUpdate({"n": 1}, as_node="a")]])
+        """
+        return _sync_call(lambda: self.abulk_update_state(config, supersteps))
+
+    async def _update_superstep(
+        self, config: Mapping[str, Any], updates: list[StateUpdate]
+    ) -> dict[str, Any]:
         saver = self._saver()
         conf = dict(config.get("configurable") or {})
         conf.setdefault("checkpoint_ns", "")
@@ -906,10 +960,57 @@ class CompiledStateGraph:
         else:
             run.checkpoint = empty_checkpoint()
             step = -1
-        if as_node is None:
-            as_node = self._guess_writer(run.checkpoint)
-        if as_node not in self.nodes and as_node not in (START, END):
-            raise InvalidUpdateError(f"Node {as_node} does not exist")
+        if any(u.as_node == INPUT_NODE for u in updates):
+            # As a run's input: the START channel gets it, as invoke() would write it.
+            if len(updates) > 1:
+                raise InvalidUpdateError("Cannot apply multiple updates when updating as input")
+            if updates[0].values is None:
+                raise InvalidUpdateError(f"Received no input writes for {START}")
+            run.apply_writes([], extra=[(START, updates[0].values)])
+            return await self._save_update(
+                run, conf, saver, "input", step + 1 if saved is not None else -1
+            )
+        if len(updates) == 1 and updates[0].as_node is None:
+            updates = [updates[0]._replace(as_node=self._guess_writer(run.checkpoint))]
+        # An update stands in for a task the checkpoint had scheduled for its node: its
+        # writes are stored as that task's, so the history shows them as its result.
+        scheduled: dict[str, list[Task]] = {}
+        if saved is not None:
+            run.step = step + 1  # task ids depend on the step they run in
+            for planned in run.prepare(for_execution=False):
+                scheduled.setdefault(planned.name, []).append(planned)
+        tasks: list[Task] = []
+        for values, as_node, task_id in updates:
+            if as_node is None:
+                raise InvalidUpdateError("as_node is required when applying multiple updates")
+            if as_node not in self.nodes and as_node not in (START, END):
+                raise InvalidUpdateError(f"Node {as_node} does not exist")
+            planned_for = scheduled.get(as_node) or []
+            stands_in = planned_for.pop(0) if planned_for and task_id is None else None
+            task = self._update_task(
+                run, values, as_node, stands_in.id if stands_in is not None else task_id
+            )
+            tasks.append(task)
+            if saved is not None and task.id != NULL_TASK_ID:
+                encoded = [(c, self.encode_write(c, v)) for c, v in task.writes]
+                path = stands_in.sort_key if stands_in is not None else ""
+                await saver.aput_writes(saved.config, encoded, task.id, path)
+        run.apply_writes(tasks)
+        return await self._save_update(run, conf, saver, "update", step + 1)
+
+    async def _save_update(
+        self, run: Run, conf: Mapping[str, Any], saver: Any, source: str, step: int
+    ) -> dict[str, Any]:
+        run.step = step
+        run.thread_id = conf.get("thread_id")
+        run.saver = saver
+        run.ns = conf.get("checkpoint_ns", "")
+        await run._put_checkpoint(source)
+        assert run.saved_config is not None
+        return run.saved_config
+
+    def _update_task(self, run: Run, values: Any, as_node: str, task_id: str | None) -> Task:
+        """The task whose writes are ``values`` as node ``as_node`` returned them."""
         if as_node == END:
             writes: list[tuple[str, Any]] = []
         else:
@@ -921,7 +1022,7 @@ class CompiledStateGraph:
                 fresh = self.local_read(as_node, run.channels, writes)
                 picked = branch.path(fresh)
                 writes.extend(target_writes(self.branch_targets(branch, picked)))
-        task = Task(
+        return Task(
             task_id or NULL_TASK_ID,
             as_node,
             ("__pregel_update", as_node),
@@ -929,14 +1030,6 @@ class CompiledStateGraph:
             (INTERRUPT,),
             writes,
         )
-        run.apply_writes([task])
-        run.step = step + 1
-        run.thread_id = conf.get("thread_id")
-        run.saver = saver
-        run.ns = conf.get("checkpoint_ns", "")
-        await run._put_checkpoint("update")
-        assert run.saved_config is not None
-        return run.saved_config
 
     def update_state(
         self,
