@@ -13,7 +13,7 @@ from typing_extensions import TypeVar
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import END, START, RetryPolicy
 
-__all__ = ["BranchSpec", "NodeSpec", "StateGraph"]
+__all__ = ["BranchSpec", "NodeRunnable", "NodeSpec", "StateGraph"]
 
 _RESERVED_CHARS = (":", "|")
 
@@ -29,6 +29,24 @@ class NodeSpec:
     retry: RetryPolicy | Sequence[RetryPolicy] | None = None
     metadata: dict[str, Any] | None = None
     destinations: tuple[str, ...] | None = None
+
+    @property
+    def runnable(self) -> NodeRunnable:
+        """What runs the node, as LangGraph's builder shows it: ``.func`` is what was added.
+
+        Example:
+            >>> NodeSpec("a", len, None).runnable.func is len
+            True
+        """
+        return NodeRunnable(self.action, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRunnable:
+    """The callable of a declared node (``builder.nodes[name].runnable``)."""
+
+    func: Any
+    name: str
 
 
 @dataclass(slots=True)

@@ -578,7 +578,9 @@ class Run:
             self.pending.extend((task.id, c, v) for c, v in asked)
             self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
             values = self.graph.read_output(self.channels, self.output_keys)
-            self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
+            # A root-state graph's values are not a dict: the pause is shown on its own.
+            shown = values if isinstance(values, dict) else {}
+            self.emit("values", {**shown, INTERRUPT: tuple(exc.interrupts)})
             self._task_result(task, "interrupt")
             return task
         except ParentCommand as exc:
@@ -721,6 +723,9 @@ class Run:
         update: Any
         if not mine:
             update = None
+        elif self.graph.root_output:
+            # A root-state graph's update is the value its node wrote (the last one).
+            update = mine[-1][1]
         else:
             update = {}
             for chan, value in mine:

@@ -55,7 +55,9 @@ from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import (
     END,
     OVERWRITE,
+    ROOT,
     START,
+    Command,
     Interrupt,
     Overwrite,
     PregelTask,
@@ -88,10 +90,10 @@ class _Topic(Channel):
     def snapshot(self) -> Any:
         if self.value is MISSING:
             return MISSING
-        return [{"node": s.node, "arg": s.arg} for s in self.value]
+        return [{"node": s.node, "arg": _plain(s.arg)} for s in self.value]
 
     def restore(self, stored: Any) -> None:
-        self.value = [Send(s["node"], s["arg"]) for s in stored] if stored else MISSING
+        self.value = [Send(s["node"], _unplain(s["arg"])) for s in stored] if stored else MISSING
 
 
 _UNKNOWN: Any = object()
@@ -160,6 +162,7 @@ class CompiledStateGraph:
         # invoke() returns the output schema's keys.
         self.stream_keys: list[str] = list(self.state_keys)
         self.state_key_set = frozenset(self.state_keys)
+        self.root_output = self.output_keys == [ROOT]
         self.input_key_set = frozenset(self.input_keys)
         makers = self._channel_makers
         roles = self._roles
@@ -289,7 +292,7 @@ class CompiledStateGraph:
         if channel == INTERRUPT:
             return [{"value": i.value, "id": i.id} for i in value]
         if channel == TASKS and isinstance(value, Send):
-            return {"__send__": {"node": value.node, "arg": value.arg}}
+            return {"__send__": {"node": value.node, "arg": _plain(value.arg)}}
         if isinstance(value, Overwrite):
             # Its dict form: the channel reads both, and savers store plain data.
             return {OVERWRITE: value.value}
@@ -303,7 +306,7 @@ class CompiledStateGraph:
                 for v in value
             ]
         if channel == TASKS and isinstance(value, dict) and "__send__" in value:
-            return Send(value["__send__"]["node"], value["__send__"]["arg"])
+            return Send(value["__send__"]["node"], _unplain(value["__send__"]["arg"]))
         return value
 
     # ----------------------------------------------------------- reading state
@@ -358,8 +361,14 @@ class CompiledStateGraph:
 
     def read_output(
         self, channels: Mapping[str, Channel], keys: Sequence[str] | None = None
-    ) -> dict[str, Any]:
-        """The given keys (default: the output schema's) that hold a value."""
+    ) -> Any:
+        """The given keys (default: the output schema's) that hold a value.
+
+        A root-state graph's output is its one value itself (``None`` when unset).
+        """
+        if self.root_output:
+            root = channels.get(ROOT)
+            return root.get() if root is not None and root.is_available() else None
         return {
             k: channels[k].get()
             for k in (self.output_keys if keys is None else keys)
@@ -1103,6 +1112,45 @@ class _Configured:
 
     def astream(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         return self.graph.astream(input, self._merge(config), **kw)
+
+
+def _plain(arg: Any) -> Any:
+    """A Send's argument as savers store it: a Command (or Send) in it as plain data."""
+    if isinstance(arg, Send):
+        return {"__send__": {"node": arg.node, "arg": _plain(arg.arg)}}
+    if isinstance(arg, Command):
+        goto = arg.goto
+        goto_list = [_plain(g) for g in goto] if isinstance(goto, list | tuple) else _plain(goto)
+        return {
+            "__command__": {
+                "graph": arg.graph,
+                "update": arg.update,
+                "resume": arg.resume,
+                "goto": goto_list,
+                # Whether goto was a list, a tuple or one target, to rebuild the same one.
+                "goto_seq": type(goto).__name__ if isinstance(goto, list | tuple) else None,
+            }
+        }
+    return arg
+
+
+def _unplain(arg: Any) -> Any:
+    """The inverse of :func:`_plain`."""
+    if isinstance(arg, dict) and len(arg) == 1:
+        if "__send__" in arg:
+            return Send(arg["__send__"]["node"], _unplain(arg["__send__"]["arg"]))
+        if "__command__" in arg:
+            fields = arg["__command__"]
+            seq, goto = fields["goto_seq"], fields["goto"]
+            if seq is None:
+                goto = _unplain(goto)
+            else:
+                goto = [_unplain(g) for g in goto]
+                goto = tuple(goto) if seq == "tuple" else goto
+            return Command(
+                graph=fields["graph"], update=fields["update"], resume=fields["resume"], goto=goto
+            )
+    return arg
 
 
 def _nobody(ns: tuple[str, ...], kind: str, payload: Any) -> None:

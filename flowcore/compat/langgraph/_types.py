@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 __all__ = [
     "END",
+    "ROOT",
     "START",
     "Command",
     "Interrupt",
@@ -21,6 +22,8 @@ __all__ = [
     "overwritten",
 ]
 
+ROOT = "__root__"
+"""The one state key of a graph whose schema is a plain type (``StateGraph(int)``)."""
 START = "__start__"
 """The virtual node a run starts from."""
 END = "__end__"
@@ -73,6 +76,11 @@ class Command(Generic[N]):
     goto: Send | Sequence[Send | N] | N = ()
 
     PARENT: ClassVar[str] = "__parent__"
+
+    def __repr__(self) -> str:
+        # Only the fields that say something, as LangGraph prints a Command.
+        shown = ((f, getattr(self, f)) for f in ("graph", "update", "resume", "goto"))
+        return f"Command({', '.join(f'{k}={v!r}' for k, v in shown if v)})"
 
     def update_pairs(self) -> list[tuple[str, Any]]:
         """``update`` as (key, value) pairs, in order.
