@@ -126,3 +126,25 @@ def test_a_graph_state_takes_langchain_messages_from_a_node(langchain: types.Mod
         (_LcMessage, "meow"),
         (_LcMessage, "foo"),
     ]
+
+
+def test_real_langchain_messages_and_chunks_merge_as_langgraph_merges_them() -> None:
+    messages = pytest.importorskip("langchain_core.messages")
+    left = [
+        messages.HumanMessage("hello", id="1"),
+        {"role": "assistant", "content": "hi", "id": "2"},
+    ]
+    right = [messages.AIMessageChunk(content="chunk", id="3"), ("user", "thanks")]
+    merged = add_messages(left, right)
+    assert [type(m) for m in merged] == [
+        messages.HumanMessage,
+        messages.AIMessage,
+        messages.AIMessage,
+        messages.HumanMessage,
+    ]
+    assert merged[:3] == [
+        messages.HumanMessage("hello", id="1"),
+        messages.AIMessage("hi", id="2"),
+        messages.AIMessage("chunk", id="3"),
+    ]
+    assert add_messages(merged, [messages.RemoveMessage(id="1")])[0].id == "2"
