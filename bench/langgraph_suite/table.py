@@ -47,6 +47,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.graph.state": ("CompiledStateGraph", "StateGraph"),
     "langgraph.graph.message": ("REMOVE_ALL_MESSAGES", "MessagesState", "add_messages"),
     "langgraph.types": (
+        "CachePolicy",
         "Command",
         "Interrupt",
         "Overwrite",

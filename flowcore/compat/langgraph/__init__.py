@@ -1,5 +1,6 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
+from flowcore.compat.langgraph._cache import CachePolicy
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
 from flowcore.compat.langgraph._errors import (
     EmptyInputError,
@@ -73,6 +74,7 @@ __all__ = [
     "AsyncSqliteSaver",
     "BaseCheckpointSaver",
     "BaseMessage",
+    "CachePolicy",
     "CheckpointTuple",
     "Command",
     "CompiledStateGraph",

@@ -29,6 +29,7 @@ class NodeSpec:
     retry: RetryPolicy | Sequence[RetryPolicy] | None = None
     metadata: dict[str, Any] | None = None
     destinations: tuple[str, ...] | None = None
+    cache_policy: Any = None
 
     @property
     def runnable(self) -> NodeRunnable:
@@ -216,7 +217,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             self.schemas[schema] = SchemaInfo(schema)
         # A dict of destinations maps node names to edge labels: only the names matter here.
         dests = tuple(destinations) if destinations is not None else None
-        self.nodes[node] = NodeSpec(node, action, schema, defer, retry_policy, metadata, dests)
+        self.nodes[node] = NodeSpec(
+            node, action, schema, defer, retry_policy, metadata, dests, cache_policy
+        )
         return self
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> Self:
@@ -394,6 +397,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             self,
             checkpointer=checkpointer,
             store=store,
+            cache=cache,
             interrupt_before=tuple(before),
             interrupt_after=tuple(after),
             name=name or "LangGraph",

@@ -184,6 +184,8 @@ class Run:
         # What a node's Runtime carries (see _runtime): set by the graph for each run.
         self.context: Any = None
         self.control: RunControl | None = None
+        # The tasks whose writes came from the node cache (see _cache), not from a call.
+        self.cached_ids: set[str] = set()
 
     def emit(self, kind: str, payload: Any) -> None:
         """Hand one record of this run's event stream to its sink (see ``_records``).
@@ -568,7 +570,20 @@ class Run:
         try:
             if task.name != START and node is None:
                 raise InvalidUpdateError(f"Invalid node name {task.name}")
-            task.writes = await self._call_node(task, scope)
+            cache = self.graph.cache
+            policy = None if node is None or cache is None else node.cache_policy
+            if policy is None or cache is None:
+                task.writes = await self._call_node(task, scope)
+            else:
+                key = cache.key(task.name, policy, task.input)
+                hit = await cache.lookup(key)
+                if hit is not None:
+                    task.writes = hit
+                    self.cached_ids.add(task.id)
+                else:
+                    task.writes = await self._call_node(task, scope)
+                    # Reached only when the node returned: a failure or pause is not kept.
+                    await cache.store(key, task.writes, policy.ttl)
         except GraphInterrupt as exc:
             task.interrupts = exc.interrupts
             asked: list[tuple[str, Any]] = [(INTERRUPT, list(exc.interrupts))]
@@ -739,7 +754,10 @@ class Run:
                 else:
                     update[chan] = value
             update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
-        self.emit("updates", {task.name: update})
+        if task.id in self.cached_ids:
+            self.emit("updates", {task.name: update, "__metadata__": {"cached": True}})
+        else:
+            self.emit("updates", {task.name: update})
 
     # ------------------------------------------------------------------- loop
     async def execute(self) -> None:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from flowcore.compat.langgraph._cache import NodeCache
 from flowcore.compat.langgraph._channels import (
     MISSING,
     BinaryOperatorAggregate,
@@ -131,6 +132,7 @@ class CompiledStateGraph:
         *,
         checkpointer: Any,
         store: Any,
+        cache: Any = None,
         interrupt_before: tuple[str, ...],
         interrupt_after: tuple[str, ...],
         name: str,
@@ -139,6 +141,7 @@ class CompiledStateGraph:
         self.builder = builder
         self.checkpointer = checkpointer if checkpointer not in (False, True) else None
         self.store = store
+        self.cache = NodeCache(cache) if cache is not None else None
         self.interrupt_before_nodes = interrupt_before
         self.interrupt_after_nodes = interrupt_after
         self.name = name
@@ -1063,6 +1066,24 @@ class CompiledStateGraph:
             writer: str = last[-1][1]
             return writer
         raise InvalidUpdateError("Ambiguous update, specify as_node")
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Forget the cached results of ``nodes`` (default: every node).
+
+        Example:
+            >>> # await app.aclear_cache(["search"])
+        """
+        if self.cache is None:
+            raise ValueError("No cache is set for this graph. Cannot clear cache.")
+        await self.cache.clear([n for n in (nodes or self.nodes) if n in self.nodes])
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """The sync form of :meth:`aclear_cache`.
+
+        Example:
+            >>> # app.clear_cache()
+        """
+        _sync_call(lambda: self.aclear_cache(nodes))
 
     def get_graph(
         self, config: Mapping[str, Any] | None = None, *, xray: bool | int = False
