@@ -150,15 +150,16 @@ HOOK_SCRIPT = textwrap.dedent(
     except ModuleNotFoundError as exc:
         out["pregel"] = str(exc)
     try:
-        from langgraph.types import Overwrite
+        # A name of langgraph.types that flowcore does not provide (the loop's own task).
+        from langgraph.types import PregelExecutableTask
     except ImportError as exc:
-        out["overwrite"] = type(exc).__name__
+        out["missing_name"] = type(exc).__name__
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
     out["serde"] = JsonPlusSerializer.__module__
     suite = {"__name__": "tests.test_fake"}
     exec(
         "from langgraph.pregel.remote import RemoteGraph\\n"
-        "from langgraph.types import Overwrite\\n"
+        "from langgraph.types import PregelExecutableTask\\n"
         "def test_uses():\\n    return RemoteGraph()\\n"
         "def test_does_not():\\n    return 1\\n",
         suite,
@@ -189,7 +190,7 @@ def test_import_hook_answers_langgraph_names_from_flowcore_and_nothing_falls_thr
     assert out["graph"].startswith("flowcore.compat.langgraph")
     assert out["saver"].startswith("flowcore.compat.langgraph")
     assert "[flowcore-suite]" in out["pregel"]
-    assert out["overwrite"] == "ImportError"
+    assert out["missing_name"] == "ImportError"
     assert out["serde"] == "langgraph.checkpoint.serde.jsonplus"
     assert out["in_suite"] == "langgraph.pregel.remote.RemoteGraph"
     assert out["named"] == ["langgraph.pregel.remote.RemoteGraph"]

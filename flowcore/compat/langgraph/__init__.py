@@ -1,5 +1,6 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
+from flowcore.compat.langgraph._cache import CachePolicy
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
 from flowcore.compat.langgraph._delta import DeltaChannel
 from flowcore.compat.langgraph._delta import messages_delta_reducer as _messages_delta_reducer
@@ -56,10 +57,12 @@ from flowcore.compat.langgraph._types import (
     START,
     Command,
     Interrupt,
+    Overwrite,
     PregelTask,
     RetryPolicy,
     Send,
     StateSnapshot,
+    StateUpdate,
 )
 
 __all__ = [
@@ -74,6 +77,7 @@ __all__ = [
     "AsyncSqliteSaver",
     "BaseCheckpointSaver",
     "BaseMessage",
+    "CachePolicy",
     "CheckpointTuple",
     "Command",
     "CompiledStateGraph",
@@ -92,6 +96,7 @@ __all__ = [
     "IsLastStep",
     "MemorySaver",
     "MessagesState",
+    "Overwrite",
     "PersistentDict",
     "PregelTask",
     "RemainingSteps",
@@ -104,6 +109,7 @@ __all__ = [
     "SqliteSaver",
     "StateGraph",
     "StateSnapshot",
+    "StateUpdate",
     "SystemMessage",
     "ToolCall",
     "ToolMessage",

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowcore.compat.langgraph._errors import InvalidUpdateError
+from flowcore.compat.langgraph._types import Overwrite, overwritten
 
 __all__ = [
     "MISSING",
@@ -126,11 +127,24 @@ class BinaryOperatorAggregate(Channel):
     def update(self, values: Sequence[Any]) -> bool:
         if not values:
             return False
-        rest = list(values)
-        if self.value is MISSING:
-            self.value = rest.pop(0)
-        for value in rest:
-            self.value = self.operator(self.value, value)
+        replaced = False
+        for value in values:
+            # Only these two types can be one: the usual write skips the call.
+            is_overwrite, new = (
+                overwritten(value) if isinstance(value, Overwrite | dict) else (False, None)
+            )
+            if is_overwrite:
+                if replaced:
+                    raise InvalidUpdateError(
+                        f"At key '{self.key}': Can receive only one Overwrite value per super-step."
+                    )
+                self.value, replaced = new, True
+            elif self.value is MISSING:
+                self.value = value
+            elif not replaced:
+                # What the superstep wrote before the Overwrite is replaced by it, and
+                # what it wrote after is dropped, as in LangGraph.
+                self.value = self.operator(self.value, value)
         return True
 
 

@@ -13,7 +13,7 @@ from typing_extensions import TypeVar
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import END, START, RetryPolicy
 
-__all__ = ["BranchSpec", "NodeSpec", "StateGraph"]
+__all__ = ["BranchSpec", "NodeRunnable", "NodeSpec", "StateGraph"]
 
 _RESERVED_CHARS = (":", "|")
 
@@ -29,6 +29,25 @@ class NodeSpec:
     retry: RetryPolicy | Sequence[RetryPolicy] | None = None
     metadata: dict[str, Any] | None = None
     destinations: tuple[str, ...] | None = None
+    cache_policy: Any = None
+
+    @property
+    def runnable(self) -> NodeRunnable:
+        """What runs the node, as LangGraph's builder shows it: ``.func`` is what was added.
+
+        Example:
+            >>> NodeSpec("a", len, None).runnable.func is len
+            True
+        """
+        return NodeRunnable(self.action, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRunnable:
+    """The callable of a declared node (``builder.nodes[name].runnable``)."""
+
+    func: Any
+    name: str
 
 
 @dataclass(slots=True)
@@ -198,7 +217,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             self.schemas[schema] = SchemaInfo(schema)
         # A dict of destinations maps node names to edge labels: only the names matter here.
         dests = tuple(destinations) if destinations is not None else None
-        self.nodes[node] = NodeSpec(node, action, schema, defer, retry_policy, metadata, dests)
+        self.nodes[node] = NodeSpec(
+            node, action, schema, defer, retry_policy, metadata, dests, cache_policy
+        )
         return self
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> Self:
@@ -376,6 +397,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             self,
             checkpointer=checkpointer,
             store=store,
+            cache=cache,
             interrupt_before=tuple(before),
             interrupt_after=tuple(after),
             name=name or "LangGraph",

@@ -194,6 +194,8 @@ class Run:
         self.calls: dict[str, Task] = {}
         # Under durability "exit", the task writes this run made, stored when it ends.
         self.deferred: list[tuple[Task, Sequence[tuple[str, Any]]]] = []
+        # The tasks whose writes came from the node cache (see _cache), not from a call.
+        self.cached_ids: set[str] = set()
         # The loop the run executes on and its thread: a sync node (in a worker thread)
         # that invokes another graph runs that child run here (see CompiledStateGraph.invoke).
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -625,9 +627,24 @@ class Run:
         try:
             if task.name != START and node is None:
                 raise InvalidUpdateError(f"Invalid node name {task.name}")
-            task.writes = await run_with_calls(
-                self, task, scope, lambda: self._call_node(task, scope)
-            )
+            cache = self.graph.cache
+            policy = None if node is None or cache is None else node.cache_policy
+            if policy is None or cache is None:
+                task.writes = await run_with_calls(
+                    self, task, scope, lambda: self._call_node(task, scope)
+                )
+            else:
+                key = cache.key(task.name, policy, task.input)
+                hit = await cache.lookup(key)
+                if hit is not None:
+                    task.writes = hit
+                    self.cached_ids.add(task.id)
+                else:
+                    task.writes = await run_with_calls(
+                        self, task, scope, lambda: self._call_node(task, scope)
+                    )
+                    # Reached only when the node returned: a failure or pause is not kept.
+                    await cache.store(key, task.writes, policy.ttl)
         except GraphInterrupt as exc:
             task.interrupts = exc.interrupts
             task.paused = True
@@ -645,6 +662,7 @@ class Run:
             if exc.interrupts:
                 # A subgraph's breakpoint asks no question: nothing to show in values.
                 values = self.graph.read_output(self.channels, self.output_keys)
+                # A root-state graph's values are not a dict: the pause is shown on its own.
                 shown = values if isinstance(values, dict) else {}
                 self.emit("values", {**shown, INTERRUPT: tuple(exc.interrupts)})
             self._task_result(task, "interrupt")
@@ -795,6 +813,9 @@ class Run:
         update: Any
         if not mine:
             update = None
+        elif self.graph.root_output:
+            # A root-state graph's update is the value its node wrote (the last one).
+            update = mine[-1][1]
         else:
             update = {}
             for chan, value in mine:
@@ -809,7 +830,7 @@ class Run:
                     update[chan] = value
             update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
         shown = self.graph.shown_update(update)
-        if cached:
+        if cached or task.id in self.cached_ids:
             self.emit("updates", {task.name: shown, "__metadata__": {"cached": True}})
         else:
             self.emit("updates", {task.name: shown})

@@ -17,6 +17,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeAlia
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import TypedDict
 
+from flowcore.compat.langgraph._messages_langchain import (
+    langchain_family,
+    openai_shaped,
+    to_langchain,
+)
+
 __all__ = [
     "REMOVE_ALL_MESSAGES",
     "AIMessage",
@@ -587,14 +593,21 @@ def add_messages(
 
 
 def _merge(left: Messages, right: Messages, format: str | None) -> list[BaseMessage]:
-    olds = _messages_of(left)
-    news = convert_to_messages(right if isinstance(right, list) else [right])
+    lefts = left if isinstance(left, list) else [left]
+    rights = right if isinstance(right, list) else [right]
+    langchain = langchain_family(lefts, rights)
+    if langchain is not None:
+        olds = to_langchain(lefts, langchain)
+        news = to_langchain(rights, langchain)
+    else:
+        olds = _messages_of(left)
+        news = convert_to_messages(rights)
     old_ids = _ids_of(olds)
     clear_at: int | None = None
     for index, message in enumerate(news):
         if message.id is None:
             message.id = str(uuid.uuid4())
-        if isinstance(message, RemoveMessage) and message.id == REMOVE_ALL_MESSAGES:
+        if message.type == "remove" and message.id == REMOVE_ALL_MESSAGES:
             clear_at = index
     if clear_at is not None:
         return news[clear_at + 1 :]
@@ -603,7 +616,7 @@ def _merge(left: Messages, right: Messages, format: str | None) -> list[BaseMess
     if (
         len(new_ids) == len(news)
         and new_ids.isdisjoint(old_ids)
-        and not any(isinstance(m, RemoveMessage) for m in news)
+        and not any(m.type == "remove" for m in news)
     ):
         # Only new ids: an append. A reducer runs on every step of a growing chat, so
         # this path keeps the per-message work in C (no position map, no Python loop).
@@ -614,7 +627,8 @@ def _merge(left: Messages, right: Messages, format: str | None) -> list[BaseMess
         doomed: set[str | None] = set()
         for message in news:
             at = position.get(message.id)
-            if isinstance(message, RemoveMessage):
+            # By type, not class: LangChain's RemoveMessage is one too.
+            if message.type == "remove":
                 if at is None:
                     raise ValueError(
                         "Attempting to delete a message with an ID that doesn't exist "
@@ -632,6 +646,8 @@ def _merge(left: Messages, right: Messages, format: str | None) -> list[BaseMess
             merged = [m for m in merged if m.id not in doomed]
 
     if format == "langchain-openai":
+        if langchain is not None:
+            return openai_shaped(merged, langchain)
         return [_openai_shaped(m) for m in merged]
     if format:
         raise ValueError(

@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from flowcore.compat.langgraph._errors import GraphBubbleUp, InvalidUpdateError, ParentCommand
-from flowcore.compat.langgraph._types import END, Command, RetryPolicy, Send
+from flowcore.compat.langgraph._types import END, ROOT, Command, RetryPolicy, Send
 from flowcore.runtime import attempt_with_retries, call_node
 
 __all__ = [
@@ -50,6 +50,8 @@ def update_writes(value: Any, keys: Collection[str]) -> list[tuple[str, Any]]:
     if value is None:
         return []
     known = keys if isinstance(keys, frozenset | set) else set(keys)
+    if ROOT in known:
+        return _root_writes(value)
     if isinstance(value, dict):
         return [(k, v) for k, v in value.items() if k in known]
     if isinstance(value, Command):
@@ -65,6 +67,17 @@ def update_writes(value: Any, keys: Collection[str]) -> list[tuple[str, Any]]:
     if items is not None:
         return items
     raise InvalidUpdateError(f"Expected dict, got {value}")
+
+
+def _root_writes(value: Any) -> list[tuple[str, Any]]:
+    """A root-state graph's writes: the value itself, or each Command's update."""
+    if isinstance(value, Command):
+        if value.graph == Command.PARENT or value.update is None:
+            return []
+        return [(ROOT, value.update)]
+    if isinstance(value, list | tuple) and value and any(isinstance(i, Command) for i in value):
+        return [w for item in value for w in _root_writes(item)]
+    return [(ROOT, value)]
 
 
 def control_writes(value: Any) -> list[tuple[str, Any]]:

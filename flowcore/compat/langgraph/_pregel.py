@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from flowcore.compat.langgraph._cache import NodeCache
 from flowcore.compat.langgraph._channels import (
     MISSING,
     BinaryOperatorAggregate,
@@ -55,11 +56,16 @@ from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import (
     END,
+    OVERWRITE,
+    ROOT,
     START,
+    Command,
     Interrupt,
+    Overwrite,
     PregelTask,
     Send,
     StateSnapshot,
+    StateUpdate,
 )
 from flowcore.secrets import Redactor
 
@@ -86,10 +92,10 @@ class _Topic(Channel):
     def snapshot(self) -> Any:
         if self.value is MISSING:
             return MISSING
-        return [{"node": s.node, "arg": s.arg} for s in self.value]
+        return [{"node": s.node, "arg": _plain(s.arg)} for s in self.value]
 
     def restore(self, stored: Any) -> None:
-        self.value = [Send(s["node"], s["arg"]) for s in stored] if stored else MISSING
+        self.value = [Send(s["node"], _unplain(s["arg"])) for s in stored] if stored else MISSING
 
 
 _UNKNOWN: Any = object()
@@ -97,6 +103,8 @@ _OWN_RUN_OPTIONS = ("interrupt_before", "interrupt_after", "output_keys", "check
 _INJECTED = frozenset({"config", "writer", "runtime", "store"})
 """The keyword arguments a node may ask for (see call_with_config)."""
 
+# The as_node of an update that acts as a run's input (LangGraph's name for it).
+INPUT_NODE = "__input__"
 _ONE_STEP = (True, False)
 _FINISHABLE = (False, True)
 _PLAIN = (False, False)
@@ -130,6 +138,7 @@ class CompiledStateGraph:
         *,
         checkpointer: Any,
         store: Any,
+        cache: Any = None,
         interrupt_before: tuple[str, ...],
         interrupt_after: tuple[str, ...],
         name: str,
@@ -140,6 +149,7 @@ class CompiledStateGraph:
         # checkpointer=True: as a subgraph, one history per parent thread (see _history_ns).
         self.own_history = checkpointer is True
         self.store = store
+        self.cache = NodeCache(cache) if cache is not None else None
         self.interrupt_before_nodes = interrupt_before
         self.interrupt_after_nodes = interrupt_after
         self.name = name
@@ -163,6 +173,7 @@ class CompiledStateGraph:
         # invoke() returns the output schema's keys.
         self.stream_keys: list[str] = list(self.state_keys)
         self.state_key_set = frozenset(self.state_keys)
+        self.root_output = self.output_keys == [ROOT]
         self.input_key_set = frozenset(self.input_keys)
         makers = self._channel_makers
         roles = self._roles
@@ -292,7 +303,10 @@ class CompiledStateGraph:
         if channel == INTERRUPT:
             return [{"value": i.value, "id": i.id} for i in value]
         if channel == TASKS and isinstance(value, Send):
-            return {"__send__": {"node": value.node, "arg": value.arg}}
+            return {"__send__": {"node": value.node, "arg": _plain(value.arg)}}
+        if isinstance(value, Overwrite):
+            # Its dict form: the channel reads both, and savers store plain data.
+            return {OVERWRITE: value.value}
         return value
 
     def decode_write(self, channel: str, value: Any) -> Any:
@@ -303,7 +317,7 @@ class CompiledStateGraph:
                 for v in value
             ]
         if channel == TASKS and isinstance(value, dict) and "__send__" in value:
-            return Send(value["__send__"]["node"], value["__send__"]["arg"])
+            return Send(value["__send__"]["node"], _unplain(value["__send__"]["arg"]))
         return value
 
     # ----------------------------------------------------------- reading state
@@ -358,8 +372,14 @@ class CompiledStateGraph:
 
     def read_output(
         self, channels: Mapping[str, Channel], keys: Sequence[str] | None = None
-    ) -> dict[str, Any]:
-        """The given keys (default: the output schema's) that hold a value."""
+    ) -> Any:
+        """The given keys (default: the output schema's) that hold a value.
+
+        A root-state graph's output is its one value itself (``None`` when unset).
+        """
+        if self.root_output:
+            root = channels.get(ROOT)
+            return root.get() if root is not None and root.is_available() else None
         return {
             k: channels[k].get()
             for k in (self.output_keys if keys is None else keys)
@@ -941,6 +961,52 @@ class CompiledStateGraph:
         Example:
             >>> # app.update_state(config, {"approved": True}, as_node="review")
         """
+        return await self.abulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
+
+    async def abulk_update_state(
+        self, config: Mapping[str, Any], supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> dict[str, Any]:
+        """Apply several supersteps of updates, each as one new checkpoint.
+
+        The updates of one superstep are applied together, as the writes of
+        parallel nodes are (so reducers see all of them at once); each needs
+        its ``as_node`` when there are several. Returns the config of the last
+        checkpoint made.
+
+        Raises:
+            ValueError: no supersteps, or a superstep with no updates.
+            InvalidUpdateError: an update names no node, or a node that does not exist.
+
+        Example:
+            >>> # app.bulk_update_state(config, [[StateUpdate({"n": 1}, "a"),
+            >>> #                                 StateUpdate({"n": 2}, "b")]])
+        """
+        if not supersteps:
+            raise ValueError("No supersteps provided")
+        if any(not updates for updates in supersteps):
+            raise ValueError("No updates provided")
+        made: dict[str, Any] = {}
+        for updates in supersteps:
+            # Each superstep starts from the checkpoint the one before made.
+            conf = {**dict(config.get("configurable") or {}), **made.get("configurable", {})}
+            made = await self._update_superstep(
+                {**dict(config), "configurable": conf}, [StateUpdate(*u) for u in updates]
+            )
+        return made
+
+    def bulk_update_state(
+        self, config: Mapping[str, Any], supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> dict[str, Any]:
+        """The sync form of :meth:`abulk_update_state`.
+
+        Example:
+            >>> # app.bulk_update_state(config, [[StateUpdate({"n": 1}, as_node="a")]])
+        """
+        return _sync_call(lambda: self.abulk_update_state(config, supersteps))
+
+    async def _update_superstep(
+        self, config: Mapping[str, Any], updates: list[StateUpdate]
+    ) -> dict[str, Any]:
         saver = self._saver()
         conf = dict(config.get("configurable") or {})
         conf.setdefault("checkpoint_ns", "")
@@ -971,21 +1037,57 @@ class CompiledStateGraph:
         else:
             run.checkpoint = empty_checkpoint()
             step = -1
+        if any(u.as_node == INPUT_NODE for u in updates):
+            # As a run's input: the START channel gets it, as invoke() would write it.
+            if len(updates) > 1:
+                raise InvalidUpdateError("Cannot apply multiple updates when updating as input")
+            if updates[0].values is None:
+                raise InvalidUpdateError(f"Received no input writes for {START}")
+            run.apply_writes([], extra=[(START, updates[0].values)])
+            return await self._save_update(
+                run, conf, saver, "input", step + 1 if saved is not None else -1
+            )
+        if len(updates) == 1 and updates[0].as_node is None:
+            updates = [updates[0]._replace(as_node=self._guess_writer(run.checkpoint))]
+        # An update stands in for a task the checkpoint had scheduled for its node: its
+        # writes are stored as that task's, so the history shows them as its result.
+        scheduled: dict[str, list[Task]] = {}
+        if saved is not None:
+            run.step = step + 1  # task ids depend on the step they run in
+            for planned in run.prepare(for_execution=False):
+                scheduled.setdefault(planned.name, []).append(planned)
+        tasks: list[Task] = []
+        for values, as_node, task_id in updates:
+            if as_node is None:
+                raise InvalidUpdateError("as_node is required when applying multiple updates")
+            if as_node not in self.nodes and as_node not in (START, END):
+                raise InvalidUpdateError(f"Node {as_node} does not exist")
+            planned_for = scheduled.get(as_node) or []
+            stands_in = planned_for.pop(0) if planned_for and task_id is None else None
+            task = self._update_task(
+                run, values, as_node, stands_in.id if stands_in is not None else task_id
+            )
+            tasks.append(task)
+            if saved is not None and task.id != NULL_TASK_ID:
+                encoded = [(c, self.encode_write(c, v)) for c, v in task.writes]
+                path = stands_in.sort_key if stands_in is not None else ""
+                await saver.aput_writes(saved.config, encoded, task.id, path)
+        run.apply_writes(tasks)
+        return await self._save_update(run, conf, saver, "update", step + 1)
+
+    async def _save_update(
+        self, run: Run, conf: Mapping[str, Any], saver: Any, source: str, step: int
+    ) -> dict[str, Any]:
+        run.step = step
         run.thread_id = conf.get("thread_id")
         run.saver = saver
         run.ns = conf.get("checkpoint_ns", "")
-        if as_node == _INPUT:
-            # As if the thread had been invoked with ``values``: START holds them, and the
-            # nodes after START are next (LangGraph's ``as_node="__input__"``).
-            run.apply_writes([], extra=[(START, values)])
-            run.step = step + 1 if saved is not None else -1
-            await run._put_checkpoint("input")
-            assert run.saved_config is not None
-            return run.saved_config
-        if as_node is None:
-            as_node = self._guess_writer(run.checkpoint)
-        if as_node not in self.nodes and as_node not in (START, END):
-            raise InvalidUpdateError(f"Node {as_node} does not exist")
+        await run._put_checkpoint(source)
+        assert run.saved_config is not None
+        return run.saved_config
+
+    def _update_task(self, run: Run, values: Any, as_node: str, task_id: str | None) -> Task:
+        """The task whose writes are ``values`` as node ``as_node`` returned them."""
         if as_node == END:
             writes: list[tuple[str, Any]] = []
         else:
@@ -997,7 +1099,7 @@ class CompiledStateGraph:
                 fresh = self.local_read(as_node, run.channels, writes)
                 picked = branch.path(fresh)
                 writes.extend(target_writes(self.branch_targets(branch, picked)))
-        task = Task(
+        return Task(
             task_id or NULL_TASK_ID,
             as_node,
             ("__pregel_update", as_node),
@@ -1005,11 +1107,6 @@ class CompiledStateGraph:
             (INTERRUPT,),
             writes,
         )
-        run.apply_writes([task])
-        run.step = step + 1
-        await run._put_checkpoint("update")
-        assert run.saved_config is not None
-        return run.saved_config
 
     def update_state(
         self,
@@ -1034,6 +1131,24 @@ class CompiledStateGraph:
             writer: str = last[-1][1]
             return writer
         raise InvalidUpdateError("Ambiguous update, specify as_node")
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Forget the cached results of ``nodes`` (default: every node).
+
+        Example:
+            >>> # await app.aclear_cache(["search"])
+        """
+        if self.cache is None:
+            raise ValueError("No cache is set for this graph. Cannot clear cache.")
+        await self.cache.clear([n for n in (nodes or self.nodes) if n in self.nodes])
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """The sync form of :meth:`aclear_cache`.
+
+        Example:
+            >>> # app.clear_cache()
+        """
+        _sync_call(lambda: self.aclear_cache(nodes))
 
     def get_graph(
         self, config: Mapping[str, Any] | None = None, *, xray: bool | int = False
@@ -1083,6 +1198,45 @@ class _Configured:
 
     def astream(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         return self.graph.astream(input, self._merge(config), **kw)
+
+
+def _plain(arg: Any) -> Any:
+    """A Send's argument as savers store it: a Command (or Send) in it as plain data."""
+    if isinstance(arg, Send):
+        return {"__send__": {"node": arg.node, "arg": _plain(arg.arg)}}
+    if isinstance(arg, Command):
+        goto = arg.goto
+        goto_list = [_plain(g) for g in goto] if isinstance(goto, list | tuple) else _plain(goto)
+        return {
+            "__command__": {
+                "graph": arg.graph,
+                "update": arg.update,
+                "resume": arg.resume,
+                "goto": goto_list,
+                # Whether goto was a list, a tuple or one target, to rebuild the same one.
+                "goto_seq": type(goto).__name__ if isinstance(goto, list | tuple) else None,
+            }
+        }
+    return arg
+
+
+def _unplain(arg: Any) -> Any:
+    """The inverse of :func:`_plain`."""
+    if isinstance(arg, dict) and len(arg) == 1:
+        if "__send__" in arg:
+            return Send(arg["__send__"]["node"], _unplain(arg["__send__"]["arg"]))
+        if "__command__" in arg:
+            fields = arg["__command__"]
+            seq, goto = fields["goto_seq"], fields["goto"]
+            if seq is None:
+                goto = _unplain(goto)
+            else:
+                goto = [_unplain(g) for g in goto]
+                goto = tuple(goto) if seq == "tuple" else goto
+            return Command(
+                graph=fields["graph"], update=fields["update"], resume=fields["resume"], goto=goto
+            )
+    return arg
 
 
 def _nobody(ns: tuple[str, ...], kind: str, payload: Any) -> None:

@@ -17,6 +17,7 @@ from flowcore.compat.langgraph._channels import (
     LastValue,
 )
 from flowcore.compat.langgraph._delta import DeltaChannel, DeltaValue
+from flowcore.compat.langgraph._types import ROOT
 
 __all__ = ["IsLastStep", "ManagedValue", "RemainingSteps", "SchemaInfo", "read_schema"]
 
@@ -120,8 +121,11 @@ class SchemaInfo:
 
     def __init__(self, schema: Any) -> None:
         self.schema = schema
-        self.hints: dict[str, Any] = _hints(schema)
-        self.kind = _kind(schema)
+        # A plain type (int, Annotated[list, add]) declares no keys: the whole state is
+        # one value, kept under ROOT, as in LangGraph.
+        self.root = schema is not None and not hasattr(schema, "__annotations__")
+        self.hints: dict[str, Any] = {ROOT: schema} if self.root else _hints(schema)
+        self.kind = "root" if self.root else _kind(schema)
         found = {k: managed_of(v) for k, v in self.hints.items()}
         self.managed: dict[str, ManagedValue] = {k: v for k, v in found.items() if v is not None}
         """The declared keys the run computes (``RemainingSteps``, ``IsLastStep``)."""
@@ -156,7 +160,9 @@ class SchemaInfo:
         return found
 
     def coerce(self, values: Mapping[str, Any]) -> Any:
-        """``values`` as the schema's own type (a dict for a TypedDict)."""
+        """``values`` as the schema's own type (a dict for a TypedDict, the value for a root)."""
+        if self.root:
+            return values.get(ROOT)
         mine = (
             values
             if self.kind == "typeddict" and values.keys() <= self._key_set

@@ -8,16 +8,22 @@ from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 __all__ = [
     "END",
+    "ROOT",
     "START",
     "Command",
     "Interrupt",
+    "Overwrite",
     "PregelTask",
     "RetryPolicy",
     "Send",
     "StateSnapshot",
+    "StateUpdate",
     "default_retry_on",
+    "overwritten",
 ]
 
+ROOT = "__root__"
+"""The one state key of a graph whose schema is a plain type (``StateGraph(int)``)."""
 START = "__start__"
 """The virtual node a run starts from."""
 END = "__end__"
@@ -70,6 +76,11 @@ class Command(Generic[N]):
     goto: Send | Sequence[Send | N] | N = ()
 
     PARENT: ClassVar[str] = "__parent__"
+
+    def __repr__(self) -> str:
+        # Only the fields that say something, as LangGraph prints a Command.
+        shown = ((f, getattr(self, f)) for f in ("graph", "update", "resume", "goto"))
+        return f"Command({', '.join(f'{k}={v!r}' for k, v in shown if v)})"
 
     def update_pairs(self) -> list[tuple[str, Any]]:
         """``update`` as (key, value) pairs, in order.
@@ -138,6 +149,42 @@ class Interrupt:
         return hash(self.id)
 
 
+OVERWRITE = "__overwrite__"
+
+
+@dataclass(frozen=True, slots=True)
+class Overwrite:
+    """A write that replaces a reducer key's value instead of being folded into it.
+
+    One per key and superstep; ``{"__overwrite__": value}`` (and the JSON form of
+    this class) mean the same, so the intent survives a trip through JSON.
+
+    Example:
+        >>> Overwrite(["b"]).value
+        ['b']
+    """
+
+    value: Any
+    type: str = OVERWRITE
+
+
+def overwritten(write: Any) -> tuple[bool, Any]:
+    """``(True, value)`` when ``write`` is an :class:`Overwrite` in any of its forms.
+
+    Example:
+        >>> overwritten({"__overwrite__": [1]}), overwritten([1])
+        ((True, [1]), (False, None))
+    """
+    if isinstance(write, Overwrite):
+        return True, write.value
+    if isinstance(write, dict):
+        if len(write) == 1 and OVERWRITE in write:
+            return True, write[OVERWRITE]
+        if write.get("type") == OVERWRITE and "value" in write:
+            return True, write["value"]
+    return False, None
+
+
 def default_retry_on(exc: Exception) -> bool:
     """LangGraph's default: retry anything but programming and lookup errors.
 
@@ -195,6 +242,19 @@ class PregelTask(NamedTuple):
     interrupts: tuple[Interrupt, ...] = ()
     state: Any = None
     result: Any | None = None
+
+
+class StateUpdate(NamedTuple):
+    """One write of ``bulk_update_state``: ``values`` as if node ``as_node`` returned them.
+
+    Example:
+        >>> StateUpdate({"n": 1}, as_node="a").as_node
+        'a'
+    """
+
+    values: dict[str, Any] | Any
+    as_node: str | None = None
+    task_id: str | None = None
 
 
 class StateSnapshot(NamedTuple):
