@@ -57,6 +57,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     ),
     "langgraph.constants": ("END", "START"),
     "langgraph.errors": (
+        "EmptyChannelError",
         "EmptyInputError",
         "GraphDrained",
         "GraphInterrupt",
@@ -80,6 +81,26 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.checkpoint.memory": ("InMemorySaver", "MemorySaver", "PersistentDict"),
     "langgraph.checkpoint.sqlite": ("SqliteSaver",),
     "langgraph.checkpoint.sqlite.aio": ("AsyncSqliteSaver",),
+    "langgraph.pregel": ("NodeBuilder", "Pregel"),
+    "langgraph.pregel.main": ("NodeBuilder", "Pregel"),
+    "langgraph.channels": (
+        "AnyValue",
+        "BaseChannel",
+        "BinaryOperatorAggregate",
+        "EphemeralValue",
+        "LastValue",
+        "NamedBarrierValue",
+        "Topic",
+        "UntrackedValue",
+    ),
+    "langgraph.channels.any_value": ("AnyValue",),
+    "langgraph.channels.base": ("BaseChannel",),
+    "langgraph.channels.binop": ("BinaryOperatorAggregate",),
+    "langgraph.channels.ephemeral_value": ("EphemeralValue",),
+    "langgraph.channels.last_value": ("LastValue",),
+    "langgraph.channels.named_barrier_value": ("NamedBarrierValue",),
+    "langgraph.channels.topic": ("Topic",),
+    "langgraph.channels.untracked_value": ("UntrackedValue",),
 }
 
 # The checkpoint library, real in both runs: the saver interface and its data types

@@ -1,7 +1,18 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
+from flowcore.compat.langgraph._channel_api import (
+    AnyValue,
+    BaseChannel,
+    BinaryOperatorAggregate,
+    EphemeralValue,
+    LastValue,
+    NamedBarrierValue,
+    Topic,
+    UntrackedValue,
+)
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
 from flowcore.compat.langgraph._errors import (
+    EmptyChannelError,
     EmptyInputError,
     GraphDrained,
     GraphInterrupt,
@@ -9,6 +20,7 @@ from flowcore.compat.langgraph._errors import (
     InvalidUpdateError,
 )
 from flowcore.compat.langgraph._graph import StateGraph
+from flowcore.compat.langgraph._lowlevel import ChannelWriteEntry, NodeBuilder, Pregel
 from flowcore.compat.langgraph._messages import (
     REMOVE_ALL_MESSAGES,
     AIMessage,
@@ -68,13 +80,19 @@ __all__ = [
     "AIMessage",
     "AgentState",
     "AnyMessage",
+    "AnyValue",
     "AsyncSqliteSaver",
+    "BaseChannel",
     "BaseCheckpointSaver",
     "BaseMessage",
+    "BinaryOperatorAggregate",
+    "ChannelWriteEntry",
     "CheckpointTuple",
     "Command",
     "CompiledStateGraph",
+    "EmptyChannelError",
     "EmptyInputError",
+    "EphemeralValue",
     "ExecutionInfo",
     "GraphDrained",
     "GraphInterrupt",
@@ -85,9 +103,13 @@ __all__ = [
     "Interrupt",
     "InvalidUpdateError",
     "IsLastStep",
+    "LastValue",
     "MemorySaver",
     "MessagesState",
+    "NamedBarrierValue",
+    "NodeBuilder",
     "PersistentDict",
+    "Pregel",
     "PregelTask",
     "RemainingSteps",
     "RemoveMessage",
@@ -103,6 +125,8 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolNode",
+    "Topic",
+    "UntrackedValue",
     "add_messages",
     "convert_to_messages",
     "create_react_agent",
