@@ -20,7 +20,7 @@ from flowcore.compat.langgraph._errors import (
     InvalidUpdateError,
 )
 from flowcore.compat.langgraph._graph import StateGraph
-from flowcore.compat.langgraph._lowlevel import ChannelWriteEntry, NodeBuilder, Pregel
+from flowcore.compat.langgraph._lowlevel import Pregel
 from flowcore.compat.langgraph._messages import (
     REMOVE_ALL_MESSAGES,
     AIMessage,
@@ -38,6 +38,7 @@ from flowcore.compat.langgraph._messages import (
     messages_from_dict,
     messages_to_dict,
 )
+from flowcore.compat.langgraph._node_builder import ChannelWriteEntry, NodeBuilder
 from flowcore.compat.langgraph._persistent_dict import PersistentDict
 from flowcore.compat.langgraph._prebuilt import (
     AgentState,
