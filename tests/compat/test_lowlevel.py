@@ -11,6 +11,7 @@ from flowcore.compat.langgraph import (
     START,
     BinaryOperatorAggregate,
     ChannelWriteEntry,
+    Command,
     EphemeralValue,
     GraphRecursionError,
     InMemorySaver,
@@ -22,6 +23,7 @@ from flowcore.compat.langgraph import (
     StateGraph,
     Topic,
     UntrackedValue,
+    interrupt,
 )
 from flowcore.compat.langgraph._loop import Run
 
@@ -240,3 +242,22 @@ def test_a_state_graph_key_may_name_its_channel_class() -> None:
     thread = {"configurable": {"thread_id": "t"}}
     assert app.invoke({"n": 1}, thread) == {"n": 2, "scratch": "kept out of checkpoints"}
     assert app.get_state(thread).values == {"n": 2}
+
+
+def test_a_node_can_pause_with_interrupt_and_resume_with_command() -> None:
+    def ask(x: str) -> str:
+        answer = interrupt(f"ok {x}?")
+        return f"{x}:{answer}"
+
+    app = Pregel(
+        nodes={"ask": NodeBuilder().subscribe_only("input").do(ask).write_to("output")},
+        channels={"input": LastValue(str), "output": LastValue(str)},
+        input_channels="input",
+        output_channels="output",
+        checkpointer=InMemorySaver(),
+    )
+    thread = {"configurable": {"thread_id": "t"}}
+    paused = app.invoke("a", thread)
+    assert [i.value for i in paused["__interrupt__"]] == ["ok a?"]
+    assert app.get_state(thread).next == ("ask",)
+    assert app.invoke(Command(resume="yes"), thread) == "a:yes"

@@ -615,7 +615,11 @@ class Run:
             if exc.interrupts:
                 # A subgraph's breakpoint asks no question: nothing to show in values.
                 values = self.graph.read_output(self.channels, self.output_keys)
-                self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
+                asked_now = {INTERRUPT: tuple(exc.interrupts)}
+                # A low-level graph's single output channel gives a bare value: no keys.
+                self.emit(
+                    "values", {**values, **asked_now} if isinstance(values, dict) else asked_now
+                )
             self._task_result(task, "interrupt")
             return task
         except ParentCommand as exc:
