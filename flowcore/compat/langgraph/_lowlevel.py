@@ -96,6 +96,8 @@ class Pregel(CompiledStateGraph):
         **_: Any,
     ) -> None:
         self.checkpointer = checkpointer
+        # As a subgraph with checkpointer=True it keeps its own history (see _arun_subgraph).
+        self.own_history = checkpointer is True
         self.store = store
         self.name = name
         self.debug = debug
