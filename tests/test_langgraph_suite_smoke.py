@@ -38,9 +38,10 @@ def test_every_redirected_name_is_public_in_flowcore_compat() -> None:
     [
         ("langgraph.graph", "redirect"),
         ("langgraph.checkpoint.memory", "redirect"),
-        ("langgraph.pregel", "missing"),
+        ("langgraph.pregel", "redirect"),
         ("langgraph.pregel._loop", "missing"),
-        ("langgraph.channels.last_value", "missing"),
+        ("langgraph.pregel.remote", "missing"),
+        ("langgraph.channels.last_value", "redirect"),
         ("langgraph.func", "redirect"),
         ("langgraph.checkpoint.serde.jsonplus", "library"),
         ("langgraph.store.memory", "library"),
@@ -146,7 +147,7 @@ HOOK_SCRIPT = textwrap.dedent(
     out["graph"] = StateGraph.__module__
     out["saver"] = InMemorySaver.__module__
     try:
-        import langgraph.pregel
+        import langgraph.pregel.remote
     except ModuleNotFoundError as exc:
         out["pregel"] = str(exc)
     try:

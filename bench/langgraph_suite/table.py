@@ -45,7 +45,6 @@ Kind = Literal["redirect", "library", "missing", "package"]
 REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.graph": ("END", "START", "MessagesState", "StateGraph", "add_messages"),
     "langgraph.graph.state": ("CompiledStateGraph", "StateGraph"),
-    "langgraph.channels": ("DeltaChannel",),
     "langgraph.channels.delta": ("DeltaChannel",),
     # _messages_delta_reducer is re-exported as `X as X` and is how DeltaChannel's own
     # docstring tells users to merge messages, so it is part of the API despite the underscore.
@@ -69,6 +68,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     ),
     "langgraph.constants": ("END", "START"),
     "langgraph.errors": (
+        "EmptyChannelError",
         "EmptyInputError",
         "GraphDrained",
         "GraphInterrupt",
@@ -93,6 +93,27 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.checkpoint.memory": ("InMemorySaver", "MemorySaver", "PersistentDict"),
     "langgraph.checkpoint.sqlite": ("SqliteSaver",),
     "langgraph.checkpoint.sqlite.aio": ("AsyncSqliteSaver",),
+    "langgraph.pregel": ("NodeBuilder", "Pregel"),
+    "langgraph.pregel.main": ("NodeBuilder", "Pregel"),
+    "langgraph.channels": (
+        "AnyValue",
+        "BaseChannel",
+        "BinaryOperatorAggregate",
+        "DeltaChannel",
+        "EphemeralValue",
+        "LastValue",
+        "NamedBarrierValue",
+        "Topic",
+        "UntrackedValue",
+    ),
+    "langgraph.channels.any_value": ("AnyValue",),
+    "langgraph.channels.base": ("BaseChannel",),
+    "langgraph.channels.binop": ("BinaryOperatorAggregate",),
+    "langgraph.channels.ephemeral_value": ("EphemeralValue",),
+    "langgraph.channels.last_value": ("LastValue",),
+    "langgraph.channels.named_barrier_value": ("NamedBarrierValue",),
+    "langgraph.channels.topic": ("Topic",),
+    "langgraph.channels.untracked_value": ("UntrackedValue",),
 }
 
 # The checkpoint library, real in both runs: the saver interface and its data types

@@ -1,10 +1,21 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
 from flowcore.compat.langgraph._cache import CachePolicy
+from flowcore.compat.langgraph._channel_api import (
+    AnyValue,
+    BaseChannel,
+    BinaryOperatorAggregate,
+    EphemeralValue,
+    LastValue,
+    NamedBarrierValue,
+    Topic,
+    UntrackedValue,
+)
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
 from flowcore.compat.langgraph._delta import DeltaChannel
 from flowcore.compat.langgraph._delta import messages_delta_reducer as _messages_delta_reducer
 from flowcore.compat.langgraph._errors import (
+    EmptyChannelError,
     EmptyInputError,
     GraphDrained,
     GraphInterrupt,
@@ -13,6 +24,7 @@ from flowcore.compat.langgraph._errors import (
 )
 from flowcore.compat.langgraph._func import EntrypointGraph, entrypoint, task
 from flowcore.compat.langgraph._graph import StateGraph
+from flowcore.compat.langgraph._lowlevel import Pregel
 from flowcore.compat.langgraph._messages import (
     REMOVE_ALL_MESSAGES,
     AIMessage,
@@ -30,6 +42,7 @@ from flowcore.compat.langgraph._messages import (
     messages_from_dict,
     messages_to_dict,
 )
+from flowcore.compat.langgraph._node_builder import ChannelWriteEntry, NodeBuilder
 from flowcore.compat.langgraph._persistent_dict import PersistentDict
 from flowcore.compat.langgraph._prebuilt import (
     AgentState,
@@ -74,16 +87,22 @@ __all__ = [
     "AIMessage",
     "AgentState",
     "AnyMessage",
+    "AnyValue",
     "AsyncSqliteSaver",
+    "BaseChannel",
     "BaseCheckpointSaver",
     "BaseMessage",
+    "BinaryOperatorAggregate",
     "CachePolicy",
+    "ChannelWriteEntry",
     "CheckpointTuple",
     "Command",
     "CompiledStateGraph",
     "DeltaChannel",
+    "EmptyChannelError",
     "EmptyInputError",
     "EntrypointGraph",
+    "EphemeralValue",
     "ExecutionInfo",
     "GraphDrained",
     "GraphInterrupt",
@@ -94,10 +113,14 @@ __all__ = [
     "Interrupt",
     "InvalidUpdateError",
     "IsLastStep",
+    "LastValue",
     "MemorySaver",
     "MessagesState",
+    "NamedBarrierValue",
+    "NodeBuilder",
     "Overwrite",
     "PersistentDict",
+    "Pregel",
     "PregelTask",
     "RemainingSteps",
     "RemoveMessage",
@@ -114,6 +137,8 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolNode",
+    "Topic",
+    "UntrackedValue",
     "_messages_delta_reducer",
     "add_messages",
     "convert_to_messages",

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from flowcore.compat.langgraph._types import Command, Interrupt
 
 __all__ = [
+    "EmptyChannelError",
     "EmptyInputError",
     "GraphBubbleUp",
     "GraphDrained",
@@ -41,6 +42,17 @@ class InvalidUpdateError(FlowcoreError):
     """
 
     code = "compat-invalid-update"
+
+
+class EmptyChannelError(FlowcoreError):
+    """A channel was read before anything was written to it.
+
+    Example:
+        >>> EmptyChannelError().code
+        'compat-empty-channel'
+    """
+
+    code = "compat-empty-channel"
 
 
 class EmptyInputError(FlowcoreError):

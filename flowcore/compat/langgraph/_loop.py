@@ -443,12 +443,16 @@ class Run:
             return
         if self.input is None or command is not None:
             raise EmptyInputError(f"Received no input for {START}")
-        writes = [(START, self.input)]
+        writes = self.graph.input_writes(self.input)
+        if not writes:
+            raise EmptyInputError(f"Received no input for {self.graph.input_keys}")
         if self.checkpoint["channel_versions"]:
             # A new input on a thread drops whatever the last run left unfinished.
             self.apply_writes(self.prepare(for_execution=False), extra=writes)
         else:
             self.apply_writes([], extra=writes)
+        # A low-level graph's input may write its output channels (a StateGraph's never does).
+        self.emit_values()
         self.pending = []
         await self._put_checkpoint("input")
 
@@ -767,7 +771,7 @@ class Run:
                 ]
                 if parent_commands:
                     raise ParentCommand(replace(parent_commands[0], graph=None))
-            writes = update_writes(result, graph.state_key_set)
+            writes = graph.result_writes(task.name, result)
         writes.extend(control_writes(result))
         writes.extend(graph.static_writes[task.name])
         for branch in graph.branches.get(task.name, ()):
@@ -829,7 +833,9 @@ class Run:
                 else:
                     update[chan] = value
             update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
-        shown = self.graph.shown_update(update)
+        # A low-level graph's single output channel and an entrypoint's return value
+        # are shown bare; a StateGraph's update is the dict of its writes.
+        shown = self.graph.shown_update(self.graph.task_update(update, self.output_keys))
         if cached or task.id in self.cached_ids:
             self.emit("updates", {task.name: shown, "__metadata__": {"cached": True}})
         else:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from flowcore.compat.langgraph._cache import NodeCache
+from flowcore.compat.langgraph._channel_api import is_one_step
 from flowcore.compat.langgraph._channels import (
     MISSING,
     BinaryOperatorAggregate,
@@ -117,7 +118,7 @@ _INPUT = "__input__"
 def _role(channel: Channel) -> tuple[bool, bool]:
     """Whether a channel is cleared when a superstep leaves it unwritten, and whether it opens
     when the run would otherwise end."""
-    one_step = isinstance(channel, EphemeralValue | _Topic)
+    one_step = isinstance(channel, EphemeralValue | _Topic) or is_one_step(channel)
     finishable = isinstance(channel, LastValueAfterFinish) or (
         isinstance(channel, NamedBarrierValue) and channel.deferred
     )
@@ -131,6 +132,9 @@ class CompiledStateGraph:
         >>> # app = graph.compile(checkpointer=InMemorySaver())
         >>> # app.invoke({"n": 1}, {"configurable": {"thread_id": "t1"}})
     """
+
+    # What stream() streams when no stream_mode is given (a low-level Pregel: "values").
+    stream_mode = "updates"
 
     def __init__(
         self,
@@ -320,6 +324,21 @@ class CompiledStateGraph:
             return Send(value["__send__"]["node"], _unplain(value["__send__"]["arg"]))
         return value
 
+    def _context_schema(self) -> Any:
+        return self.builder.context_schema
+
+    def input_writes(self, value: Any) -> list[tuple[str, Any]]:
+        """The writes a run's input makes (a StateGraph's: to ``START``, read by its START task)."""
+        return [(START, value)]
+
+    def result_writes(self, node: str, result: Any) -> list[tuple[str, Any]]:
+        """The state writes node ``node``'s return value makes."""
+        return update_writes(result, self.state_key_set)
+
+    def task_update(self, update: Any, keys: Sequence[str]) -> Any:
+        """A node's ``updates`` chunk as streamed (a StateGraph's: the dict of its writes)."""
+        return update
+
     # ----------------------------------------------------------- reading state
     def _schema_of(self, node: str) -> SchemaInfo:
         spec = self.nodes.get(node)
@@ -508,7 +527,7 @@ class CompiledStateGraph:
             interrupt_before=list(before),
             interrupt_after=list(after),
         )
-        run.context = coerce_context(self.builder.context_schema, context)
+        run.context = coerce_context(self._context_schema(), context)
         run.control = control
         return run
 
@@ -534,7 +553,7 @@ class CompiledStateGraph:
             >>> # async for chunk in app.astream({"n": 1}, stream_mode="updates"): ...
         """
         modes = (
-            ["updates"]
+            [self.stream_mode]
             if stream_mode is None
             else ([stream_mode] if isinstance(stream_mode, str) else list(stream_mode))
         )
@@ -1091,8 +1110,11 @@ class CompiledStateGraph:
         if as_node == END:
             writes: list[tuple[str, Any]] = []
         else:
-            keys = self.input_keys if as_node == START else self.state_keys
-            writes = update_writes(values, keys)
+            writes = (
+                update_writes(values, self.input_keys)
+                if as_node == START
+                else self.result_writes(as_node, values)
+            )
             writes.extend(control_writes(values))
             writes.extend(self.static_writes[as_node])
             for branch in self.branches.get(as_node, ()):

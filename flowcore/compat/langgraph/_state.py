@@ -90,6 +90,23 @@ def _reducer(annotation: Any, key: str) -> Callable[[Any, Any], Any] | None:
     return reducer
 
 
+def _declared_channel(annotation: Any, key: str) -> Channel | None:
+    """The channel an ``Annotated`` key names itself (``Annotated[str, UntrackedValue]``)."""
+    from flowcore.compat.langgraph._channel_api import BaseChannel
+
+    if get_origin(annotation) is not Annotated or not annotation.__metadata__:
+        return None
+    last = annotation.__metadata__[-1]
+    if isinstance(last, type) and issubclass(last, BaseChannel):
+        made: Channel = last(get_args(annotation)[0])
+    elif isinstance(last, BaseChannel):
+        made = last.copy()
+    else:
+        return None
+    made.key = key
+    return made
+
+
 _ABSTRACT: tuple[tuple[Any, type], ...] = (
     (collections.abc.Sequence, list),
     (collections.abc.MutableSequence, list),
@@ -139,6 +156,9 @@ class SchemaInfo:
         delta = _delta_of(annotation)
         if delta is not None:
             return DeltaValue(key, delta.reducer, delta.empty(get_args(annotation)[0]))
+        declared = _declared_channel(annotation, key)
+        if declared is not None:
+            return declared
         reducer = _reducer(annotation, key)
         if reducer is None:
             return LastValue(key)
