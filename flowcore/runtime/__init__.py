@@ -17,10 +17,20 @@ plans in :mod:`flowcore.scheduler`; the LangGraph planner of
 * :func:`run_supersteps` and :func:`run_step` — the superstep loop itself
   (next step, checkpoint, the step's tasks, their writes), over a
   :class:`Superstep` that each planner's run supplies; :class:`StepWrites`
-  says which task's write may ride with the step's checkpoint.
+  says which task's write may ride with the step's checkpoint;
+* :class:`DurabilityWriter` — when a run's checkpoints and task writes reach
+  the store (``sync``, ``async``, ``exit``: :mod:`flowcore.runtime.durability`),
+  through the :class:`DurableStore` port each graph kind supplies.
 """
 
 from flowcore.runtime.calls import call_node
+from flowcore.runtime.durability import (
+    MAX_QUEUED_ITEMS,
+    BatchingStore,
+    Durability,
+    DurabilityWriter,
+    DurableStore,
+)
 from flowcore.runtime.leases import LeaseKeeper, hold_thread, new_holder_id, run_lease
 from flowcore.runtime.pool import TaskPool, run_batch
 from flowcore.runtime.retries import AttemptTimeout, RetryRule, attempt_with_retries
@@ -28,7 +38,12 @@ from flowcore.runtime.steps import StepWrites, Superstep, run_step, run_superste
 from flowcore.runtime.stream import EventStream
 
 __all__ = [
+    "MAX_QUEUED_ITEMS",
     "AttemptTimeout",
+    "BatchingStore",
+    "Durability",
+    "DurabilityWriter",
+    "DurableStore",
     "EventStream",
     "LeaseKeeper",
     "RetryRule",

@@ -1,17 +1,13 @@
 """Threads on a checkpointer: loading a saved point and writing new ones.
 
 The engine decides *what* a checkpoint holds; this module rebuilds state from
-a chain of checkpoints and writes checkpoints with the durability the run
-asked for:
-
-* ``sync``: every checkpoint and node write is stored before the run goes on;
-* ``async``: stored by a background task while the run goes on. What the
-  run saves while the store is busy is queued and handed over as one batch
-  (one transaction on SQLite: group commit), in order. The queue holds at
-  most ``MAX_QUEUED_ITEMS`` items: a run that outpaces its store waits there,
-  so memory stays bounded;
-* ``exit``: kept in memory and stored once, when the run ends however it
-  ends (completed, failed, interrupted or cancelled).
+a chain of checkpoints, and writes checkpoints through the runtime's
+:class:`~flowcore.runtime.durability.DurabilityWriter`, which applies the
+durability the run asked for (``sync``, ``async`` or ``exit``; see
+:mod:`flowcore.runtime.durability`). :class:`CheckpointStore` is that
+writer's port onto a :class:`Checkpointer`; :class:`CheckpointWriter` adds
+what a native checkpoint needs under ``exit`` (the checkpoints held since the
+last stored one become one, with the full state).
 
 A checkpoint stores only the writes since its parent. It also stores a full
 snapshot when the writes since the last snapshot outweigh that snapshot (or
@@ -24,11 +20,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
-from flowcore.checkpoint.batching import MAX_QUEUED_ITEMS, BatchQueue
 from flowcore.checkpoint.protocol import (
+    BatchCheckpointer,
     Checkpoint,
     Checkpointer,
     PendingWrite,
@@ -37,11 +33,13 @@ from flowcore.checkpoint.protocol import (
     WriteGroup,
 )
 from flowcore.errors import CheckpointNotFoundError, CheckpointStoreError
+from flowcore.runtime.durability import MAX_QUEUED_ITEMS, Durability, DurabilityWriter
 from flowcore.state.schema import StateSchema
 
 __all__ = [
     "MAX_DELTAS_PER_SNAPSHOT",
     "MAX_QUEUED_ITEMS",
+    "CheckpointStore",
     "CheckpointWriter",
     "Durability",
     "SavedPoint",
@@ -49,9 +47,6 @@ __all__ = [
     "load_point",
     "new_checkpoint_id",
 ]
-
-Durability = Literal["sync", "async", "exit"]
-"""When checkpoints reach the store; see the module docstring."""
 
 MAX_DELTAS_PER_SNAPSHOT = 200
 """Checkpoints allowed between two snapshots, whatever their weight."""
@@ -198,42 +193,86 @@ class SnapshotPolicy:
         self.force = False
 
 
-@dataclass(slots=True)
-class CheckpointWriter:
-    """Writes one run's checkpoints and node writes with the chosen durability.
+class CheckpointStore:
+    """The runtime writer's port onto a native :class:`Checkpointer` (one thread).
 
-    ``persisted_id`` is the newest checkpoint known to be in the store: in
-    ``exit`` mode, the checkpoints made in between are merged into one.
+    Tracks ``persisted_id``, the newest checkpoint known to be stored: the
+    parent an ``exit`` run's one stored checkpoint names.
+
+    Example:
+        >>> # port = CheckpointStore(store, "thread-1", None)
     """
 
-    store: Checkpointer
-    thread_id: str
-    durability: Durability
-    persisted_id: str | None
-    _held: list[Checkpoint] = field(default_factory=list)
-    _held_writes: dict[str, PendingWrite] = field(default_factory=dict)
-    _queue: BatchQueue | None = None
+    def __init__(self, store: Checkpointer, thread_id: str, persisted_id: str | None) -> None:
+        self.store = store
+        self.thread_id = thread_id
+        self.persisted_id = persisted_id
 
-    # ------------------------------------------------------------- writing
+    async def save_checkpoint(self, item: Checkpoint) -> None:
+        """Store one checkpoint."""
+        await self.store.put(item)
+        self.persisted_id = item.checkpoint_id
+
+    async def save_writes(self, item: WriteAt) -> None:
+        """Store one node's write against the checkpoint it names."""
+        await self.store.put_write(item.thread_id, item.checkpoint_id, item.write)
+
+    async def save_many(self, items: Sequence[StoreItem]) -> None:
+        """Store ``items`` in one go, on a store that can (else refuse: one by one)."""
+        if not isinstance(self.store, BatchCheckpointer):
+            raise CheckpointStoreError("this store has no put_many: store one item at a time")
+        await self.store.put_many(items)
+        for item in reversed(items):
+            if isinstance(item, Checkpoint):
+                self.persisted_id = item.checkpoint_id
+                break
+
+
+class CheckpointWriter:
+    """Writes one native run's checkpoints and node writes with the chosen durability.
+
+    The mode rules are the runtime's :class:`DurabilityWriter`; this adds
+    what a native checkpoint needs under ``exit``: the checkpoints made in
+    between are merged into one, carrying the head's full snapshot, whose
+    parent is ``persisted_id`` (the newest checkpoint known to be stored).
+
+    Example:
+        >>> # writer = CheckpointWriter(store, "thread-1", "sync", None)
+        >>> # await writer.checkpoint(cp); await writer.close(snapshot)
+    """
+
+    __slots__ = ("durability", "port", "thread_id", "writer")
+
+    def __init__(
+        self,
+        store: Checkpointer,
+        thread_id: str,
+        durability: Durability,
+        persisted_id: str | None,
+    ) -> None:
+        self.thread_id = thread_id
+        self.durability: Durability = durability
+        self.port = CheckpointStore(store, thread_id, persisted_id)
+        self.writer: DurabilityWriter[Checkpoint, WriteAt] = DurabilityWriter(self.port, durability)
+
+    @property
+    def store(self) -> Checkpointer:
+        """The checkpointer this run's thread lives on."""
+        return self.port.store
+
+    @property
+    def persisted_id(self) -> str | None:
+        """The newest checkpoint known to be in the store."""
+        return self.port.persisted_id
+
     async def checkpoint(self, cp: Checkpoint) -> None:
         """Store a new checkpoint (or hold it, in ``exit`` mode)."""
-        if self.durability == "sync":
-            await self.store.put(cp)
-            self.persisted_id = cp.checkpoint_id
-        elif self.durability == "exit":
-            self._held.append(cp)
-            self._held_writes.clear()
-        else:
-            await self._batches().add(cp)
+        await self.writer.checkpoint(cp)
 
     async def node_write(self, checkpoint_id: str, write: PendingWrite) -> None:
         """Store one node's write against the checkpoint its superstep started from."""
-        if self.durability == "sync":
-            await self.store.put_write(self.thread_id, checkpoint_id, write)
-        elif self.durability == "exit":
-            self._held_writes[write.node] = write
-        else:
-            await self._batches().add(WriteAt(self.thread_id, checkpoint_id, write))
+        # Keyed by node under "exit": a node's newest write is the one kept.
+        await self.writer.writes(WriteAt(self.thread_id, checkpoint_id, write), key=write.node)
 
     async def close(self, head_snapshot: Mapping[str, Any] | None = None) -> None:
         """Store whatever is still held or queued; then stop the background task.
@@ -242,36 +281,14 @@ class CheckpointWriter:
         ``head_snapshot`` (the full state at that checkpoint), with the newest
         stored checkpoint as its parent.
         """
-        if self.durability == "exit":
-            await self._flush_held(head_snapshot)
-        elif self._queue is not None:
-            await self._queue.close()
 
-    # ------------------------------------------------------------ internals
-    def _batches(self) -> BatchQueue:
-        if self._queue is None:
-            self._queue = BatchQueue(self.store, self._store_one, self._stored)
-        return self._queue
-
-    async def _store_one(self, item: StoreItem) -> None:
-        if isinstance(item, WriteAt):
-            await self.store.put_write(item.thread_id, item.checkpoint_id, item.write)
-        else:
-            await self.store.put(item)
-
-    def _stored(self, item: StoreItem) -> None:
-        if isinstance(item, Checkpoint):
-            self.persisted_id = item.checkpoint_id
-
-    async def _flush_held(self, head_snapshot: Mapping[str, Any] | None) -> None:
-        if self._held:
-            head = self._held[-1]
+        def merged(head: Checkpoint) -> Checkpoint:
             if head_snapshot is None:
                 raise AssertionError("exit durability needs the head snapshot")  # pragma: no cover
-            merged = Checkpoint(
+            return Checkpoint(
                 thread_id=head.thread_id,
                 checkpoint_id=head.checkpoint_id,
-                parent_id=self.persisted_id,
+                parent_id=self.port.persisted_id,
                 step=head.step,
                 created_at=head.created_at,
                 writes=(),
@@ -279,10 +296,5 @@ class CheckpointWriter:
                 cursor=head.cursor,
                 metadata=head.metadata,
             )
-            await self.store.put(merged)
-            self.persisted_id = merged.checkpoint_id
-            self._held.clear()
-        if self._held_writes and self.persisted_id is not None:
-            for write in self._held_writes.values():
-                await self.store.put_write(self.thread_id, self.persisted_id, write)
-            self._held_writes.clear()
+
+        await self.writer.close(merged)

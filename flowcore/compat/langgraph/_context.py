@@ -133,6 +133,11 @@ def current_scope() -> TaskScope:
     return scope
 
 
+def running_scope() -> TaskScope | None:
+    """The task running in this context, or None outside any node."""
+    return _SCOPE.get()
+
+
 def set_scope(scope: TaskScope | None) -> contextvars.Token[TaskScope | None]:
     """Make ``scope`` the running task of this context (the loop does this)."""
     return _SCOPE.set(scope)

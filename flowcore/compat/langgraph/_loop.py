@@ -15,15 +15,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from flowcore.checkpoint import ThreadLease
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, set_scope
+from flowcore.compat.langgraph._durable import CheckpointCall, RunSaves, copy_checkpoint
 from flowcore.compat.langgraph._errors import (
     EmptyInputError,
     GraphDrained,
@@ -59,10 +61,10 @@ from flowcore.compat.langgraph._records import (
     TaskStart,
 )
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
-from flowcore.compat.langgraph._savers_core import SaveBatch
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._types import START, Command, Interrupt
 from flowcore.runtime import call_node, run_lease
+from flowcore.runtime.durability import Durability
 from flowcore.runtime.steps import StepWrites, run_supersteps
 
 if TYPE_CHECKING:
@@ -200,14 +202,25 @@ class Run:
         self.top_version: Any = None
         self.output_keys: list[str] = list(graph.stream_keys)
         self.saved_versions: dict[str, Any] = {}
-        # Under durability "async" saves are queued (see SaveBatch), opened at the first save.
-        self.batch: SaveBatch | None = None
-        self.batch_asked = False
+        # How saves reach the saver under the run's durability (see _durable).
+        self.saves: RunSaves | None = None
         # The first task of the running superstep to fail (in time): the error the run raises.
         self.failure: BaseException | None = None
         # What a node's Runtime carries (see _runtime): set by the graph for each run.
         self.context: Any = None
         self.control: RunControl | None = None
+        # The loop the run executes on and its thread: a sync node (in a worker thread)
+        # that invokes another graph runs that child run here (see CompiledStateGraph.invoke).
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop_thread: int | None = None
+        # Replaying from a past checkpoint: its id (children of the run inherit it). A
+        # subgraph with a history of its own loads its state as of that checkpoint.
+        self.replay_of: str | None = None
+        # Load the newest checkpoint made before this id instead of the newest of all.
+        self.as_of: str | None = None
+        # Namespaces of subgraphs with a history of their own entered by this replay
+        # (shared with its child runs): only a first entry goes back in time.
+        self.entered: set[str] = set()
 
     def emit(self, kind: str, payload: Any) -> None:
         """Hand one record of this run's event stream to its sink (see ``_records``).
@@ -265,10 +278,14 @@ class Run:
         """Load the thread's checkpoint (or the one ``checkpoint_id`` names)."""
         self.channels = self.graph.new_channels()
         saved = None
-        if self.saver is not None:
+        if self.saver is not None and self.as_of is not None:
+            before = {"configurable": {"checkpoint_id": self.as_of}}
+            async for item in self.saver.alist(self._ckpt_config(), before=before, limit=1):
+                saved = item
+        elif self.saver is not None:
             saved = await self.saver.aget_tuple(self._ckpt_config())
         if saved is not None:
-            self.checkpoint = _copy_checkpoint(saved.checkpoint)
+            self.checkpoint = copy_checkpoint(saved.checkpoint)
             self.metadata = dict(saved.metadata or {})
             self.saved_config = saved.config
             self.parent_config = saved.parent_config
@@ -301,6 +318,8 @@ class Run:
         else:
             # Values are read when (and if) the checkpoint is saved.
             self.dirty = True
+            if self.saver is not None:
+                await self._saves().hold()
         if self.saver is not None and "checkpoint" in self.wants:
             self._checkpoint_event()
         self.step += 1
@@ -324,8 +343,8 @@ class Run:
         )
         self.emit("checkpoint", made)
 
-    async def _save(self) -> None:
-        assert self.saver is not None
+    def _checkpoint_call(self) -> CheckpointCall:
+        """The saver call that stores the run's checkpoint as it stands now."""
         base = self.saved_config or {
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
@@ -334,53 +353,59 @@ class Run:
         self.checkpoint["ts"] = datetime.now(UTC).isoformat()
         self.checkpoint["updated_channels"] = sorted(self.updated)
         changed = {k: v for k, v in versions.items() if self.saved_versions.get(k) != v}
-        batch = self._batch()
-        if batch is not None and self.durability == "sync":
-            # Stored before the run goes on, so no private copy is kept.
-            new_config = await batch.put(base, self.checkpoint, self.metadata, changed)
-            await _stored_now(batch)
-        elif batch is None and isinstance(self.saver, SaverShell):
-            # flowcore's savers serialize what they are given before put returns
-            # and keep no reference to it: no private copy needed.
-            new_config = await self.saver.aput(base, self.checkpoint, self.metadata, changed)
-        else:
-            put = self.saver.aput if batch is None else batch.put
-            new_config = await put(
-                base, _copy_checkpoint(self.checkpoint), dict(self.metadata), changed
-            )
+        return CheckpointCall(base, self.checkpoint, self.metadata, changed)
+
+    def _saved(self, new_config: dict[str, Any]) -> None:
         self.parent_config = self.saved_config
         self.saved_config = new_config
-        self.saved_versions = dict(versions)
+        self.saved_versions = dict(self.checkpoint["channel_versions"])
         self.dirty = False
+
+    async def _save(self) -> None:
+        call = self._checkpoint_call()
+        self._saved(
+            await self._saves().checkpoint(
+                call.config, call.checkpoint, call.metadata, call.versions
+            )
+        )
 
     async def _put_writes(
         self, task: Task, writes: Sequence[tuple[str, Any]], *, last: bool = False
     ) -> None:
-        """Save a task's writes; in sync mode at once, unless ``last`` of a clean step."""
+        """Save a task's writes; ``last``: they may ride with the step's checkpoint."""
         if self.saver is None or self.saved_config is None or self.durability == "exit":
             return
         encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
-        batch = self._batch()
-        put_writes = self.saver.aput_writes if batch is None else batch.put_writes
         # The task path as savers store it is the task's sort key (computed once per task).
-        await put_writes(self.saved_config, encoded, task.id, task.sort_key)
-        if batch is not None and self.durability == "sync" and not last:
-            await _stored_now(batch)
+        await self._saves().writes(self.saved_config, encoded, task.id, task.sort_key, rides=last)
 
-    def _batch(self) -> SaveBatch | None:
-        if not self.batch_asked:
-            self.batch_asked = True
-            # flowcore's own savers: async mode queues every save; sync mode flushes each
-            # one at once but lets a step's last task's writes share its checkpoint's commit.
-            if self.durability in ("async", "sync") and isinstance(self.saver, SaverShell):
-                self.batch = self.saver._open_batch()
-        return self.batch
+    def _saves(self) -> RunSaves:
+        # Opened at the first save: an open batch makes the saver settle it before each
+        # operation, which a run that saves nothing should not cost.
+        if self.saves is None:
+            self.saves = RunSaves(self.saver, _durability(self.durability))
+        return self.saves
 
-    async def _close_batch(self) -> None:
-        """Wait for the queued saves: a run returns, pauses or fails only once they are stored."""
-        if self.batch is not None:
-            batch, self.batch = self.batch, None
-            await batch.close()
+    async def _close_saves(self) -> None:
+        """Wait for the queued saves: a run returns, pauses or fails only once they are stored.
+
+        Under ``exit``, store the run's checkpoint now, then the writes of the
+        tasks that finished since (in task order).
+        """
+        saves, self.saves = self.saves, None
+        if saves is None:
+            return
+        if saves.holds_checkpoint and self.pending:
+            by_task: dict[str, list[tuple[str, Any]]] = {}
+            for task_id, chan, value in self.pending:
+                by_task.setdefault(task_id, []).append((chan, value))
+            for task in self.tasks:
+                if task.id in by_task:
+                    encoded = [(c, self.graph.encode_write(c, v)) for c, v in by_task[task.id]]
+                    await saves.hold_writes(encoded, task.id, task.sort_key)
+        stored = await saves.close(self._checkpoint_call)
+        if stored is not None:
+            self._saved(stored)
 
     # ------------------------------------------------------------------ input
     async def first(self) -> None:
@@ -390,6 +415,8 @@ class Run:
         resuming = has_state and (self.input is None or command is not None or self.force_resume)
         addressed = "checkpoint_id" in self.configurable and self.parent_scope is None
         time_travel = addressed and not (command is not None and command.resume is not None)
+        if time_travel:
+            self.replay_of = str(self.configurable["checkpoint_id"])
         if time_travel:
             # Replaying from a past checkpoint re-runs its tasks and re-asks its questions.
             self.pending = [w for w in self.pending if w[0] == NULL_TASK_ID]
@@ -540,7 +567,7 @@ class Run:
             self.emit("step_tasks", (self.step, tasks))
         for task in tasks:
             if task.done:
-                self.emit_task_updates(task, task.writes)
+                self.emit_task_updates(task, task.writes, cached=True)
 
     def restored(self, task: Task) -> Task | None:
         """A task whose writes an earlier attempt saved is not run again."""
@@ -556,17 +583,20 @@ class Run:
 
     def clean(self, task: Task) -> bool:
         """Whether a task ended neither failed nor paused."""
-        return task.error is None and not task.interrupts
+        return task.error is None and not task.paused
 
     async def after_step(self, tasks: Sequence[Task], results: Sequence[Task]) -> None:
         """Raise the step's failure or pause; else apply its writes and save a checkpoint."""
+        # Only the first step after a resume goes on where subgraphs stopped; a later
+        # entry of a subgraph with a history of its own is a new input to it.
+        self.resuming = False
         failure = self.failure
         paused = False
         # Plain loops: no generator or list per step for the usual clean step.
         for task in results:
             if failure is None:
                 failure = task.error
-            if task.interrupts:
+            if task.interrupts or task.paused:
                 paused = True
         if failure is not None:
             raise failure
@@ -602,14 +632,17 @@ class Run:
             task.writes = await self._call_node(task, scope)
         except GraphInterrupt as exc:
             task.interrupts = exc.interrupts
+            task.paused = True
             asked: list[tuple[str, Any]] = [(INTERRUPT, list(exc.interrupts))]
             if scope.resume:
                 asked.append((RESUME, list(scope.resume)))
             await self._put_writes(task, asked)
             self.pending.extend((task.id, c, v) for c, v in asked)
             self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
-            values = self.graph.read_output(self.channels, self.output_keys)
-            self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
+            if exc.interrupts:
+                # A subgraph's breakpoint asks no question: nothing to show in values.
+                values = self.graph.read_output(self.channels, self.output_keys)
+                self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
             self._task_result(task, "interrupt")
             return task
         except ParentCommand as exc:
@@ -752,8 +785,14 @@ class Run:
         self.last_values = values
         self.emit("values", values)
 
-    def emit_task_updates(self, task: Task, writes: Sequence[tuple[str, Any]]) -> None:
-        """Stream one task's state update as ``{node: update}``."""
+    def emit_task_updates(
+        self, task: Task, writes: Sequence[tuple[str, Any]], *, cached: bool = False
+    ) -> None:
+        """Stream one task's state update as ``{node: update}``.
+
+        ``cached``: the writes were saved by an earlier run and the task is not run
+        again; LangGraph marks such an update with ``__metadata__``.
+        """
         if task.name == START or "updates" not in self.wants:
             return
         keys = set(self.output_keys)
@@ -774,7 +813,10 @@ class Run:
                 else:
                     update[chan] = value
             update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
-        self.emit("updates", {task.name: update})
+        if cached:
+            self.emit("updates", {task.name: update, "__metadata__": {"cached": True}})
+        else:
+            self.emit("updates", {task.name: update})
 
     # ------------------------------------------------------------------- loop
     async def execute(self) -> None:
@@ -785,6 +827,7 @@ class Run:
         last write, so two runs of one thread never overlap (LangGraph itself
         does not lease); a run that finds it held raises ``ThreadBusyError``.
         """
+        self.loop, self.loop_thread = asyncio.get_running_loop(), threading.get_ident()
         async with self._lease():
             await self._execute()
 
@@ -800,7 +843,10 @@ class Run:
         try:
             await self.first()
         except BaseException:
-            await self._close_batch()
+            if self.durability == "exit":
+                self.saves = None  # the input was never applied: nothing held is stored
+            else:
+                await self._close_saves()
             raise
         try:
             await run_supersteps(self, limit=self.max_concurrency or None)
@@ -824,25 +870,7 @@ class Run:
             )
 
     async def _exit(self) -> None:
-        await self._close_batch()
-        if self.saver is not None and self.durability == "exit" and self.dirty:
-            await self._save()
-            if self.pending:
-                by_task: dict[str, list[tuple[str, Any]]] = {}
-                for task_id, chan, value in self.pending:
-                    by_task.setdefault(task_id, []).append((chan, value))
-                for task in self.tasks:
-                    if task.id in by_task:
-                        encoded = [(c, self.graph.encode_write(c, v)) for c, v in by_task[task.id]]
-                        await self.saver.aput_writes(
-                            self.saved_config, encoded, task.id, task.sort_key
-                        )
-
-
-async def _stored_now(batch: SaveBatch) -> None:
-    """Wait until what ``batch`` queued is stored; raise a store failure here (sync mode)."""
-    await batch.flush()
-    batch._raise_failure()
+        await self._close_saves()
 
 
 class _Multi(list[Any]):
@@ -858,10 +886,7 @@ def _as_interrupts(value: Any) -> list[Interrupt]:
     return [i for i in items if isinstance(i, Interrupt)]
 
 
-def _copy_checkpoint(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        **checkpoint,
-        "channel_values": dict(checkpoint.get("channel_values") or {}),
-        "channel_versions": dict(checkpoint.get("channel_versions") or {}),
-        "versions_seen": {k: dict(v) for k, v in (checkpoint.get("versions_seen") or {}).items()},
-    }
+def _durability(mode: str) -> Durability:
+    if mode not in ("sync", "async", "exit"):
+        raise ValueError(f"durability must be 'sync', 'async' or 'exit', not {mode!r}")
+    return cast(Durability, mode)

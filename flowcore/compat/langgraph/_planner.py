@@ -149,6 +149,7 @@ class Task:
         "interrupts",
         "name",
         "path",
+        "paused",
         "resume",
         "triggers",
         "writes",
@@ -173,6 +174,8 @@ class Task:
         self.triggers = triggers
         self.writes: list[tuple[str, Any]] = [] if writes is None else writes
         self.interrupts: tuple[Interrupt, ...] = ()
+        # Paused, with or without questions: a breakpoint of a subgraph asks none.
+        self.paused = False
         self.error: BaseException | None = None
         self.done = False
         self.resume: list[Any] = []

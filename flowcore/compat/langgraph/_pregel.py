@@ -21,7 +21,7 @@ from flowcore.compat.langgraph._channels import (
     LastValueAfterFinish,
     NamedBarrierValue,
 )
-from flowcore.compat.langgraph._context import TaskScope
+from flowcore.compat.langgraph._context import TaskScope, running_scope
 from flowcore.compat.langgraph._draw import DrawableGraph
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
@@ -107,6 +107,7 @@ def _snapshot_kind(kind: type) -> str:
     return _AS_VALUE if kind.snapshot is Channel.snapshot else _VALUE_KEPT
 
 
+_OWN_RUN_OPTIONS = ("interrupt_before", "interrupt_after", "output_keys", "checkpoint_during")
 _INJECTED = frozenset({"config", "writer", "runtime", "store"})
 """The keyword arguments a node may ask for (see call_with_config)."""
 
@@ -146,6 +147,8 @@ class CompiledStateGraph:
     ) -> None:
         self.builder = builder
         self.checkpointer = checkpointer if checkpointer not in (False, True) else None
+        # checkpointer=True: as a subgraph, one history per parent thread (see _history_ns).
+        self.own_history = checkpointer is True
         self.store = store
         self.interrupt_before_nodes = interrupt_before
         self.interrupt_after_nodes = interrupt_after
@@ -671,9 +674,16 @@ class CompiledStateGraph:
 
         A paused run's output carries ``__interrupt__``: the pending questions.
 
+        Called inside a running node of another graph (on that graph's thread),
+        the run is a child of that node, as a subgraph node's is: it saves under
+        the node's namespace and a pause in it pauses the node.
+
         Example:
             >>> # result = await app.ainvoke({"messages": [("user", "hi")]})
         """
+        calling = self._calling_task(config, stream_mode, kwargs)
+        if calling is not None:
+            return await self._arun_subgraph(input, *calling)
         if stream_mode != "values":
             return [c async for c in self.astream(input, config, stream_mode=stream_mode, **kwargs)]
         latest: Any = None
@@ -718,10 +728,49 @@ class CompiledStateGraph:
         Example:
             >>> # result = app.invoke({"n": 1}, {"recursion_limit": 50})
         """
+        calling = self._calling_task(config, kwargs.get("stream_mode", "values"), kwargs)
+        if calling is not None:
+            scope, parent = calling
+            if parent.loop is not None and threading.get_ident() != parent.loop_thread:
+                # A sync node runs in a worker thread while its run's loop waits for it:
+                # the child run goes on that loop, beside its parent's saver and batches.
+                child = self._arun_subgraph(input, scope, parent)
+                return asyncio.run_coroutine_threadsafe(child, parent.loop).result()
         return _sync_call(lambda: self.ainvoke(input, config, **kwargs))
 
+    def _calling_task(
+        self, config: Mapping[str, Any] | None, stream_mode: Any, kwargs: Mapping[str, Any]
+    ) -> tuple[TaskScope, Run] | None:
+        """The running node (and its run) this call is made from, when it is a child run of it.
+
+        A call with its own thread, its own stream mode or run options is a run of
+        its own, as is any call made outside a node.
+        """
+        scope = running_scope()
+        host = None if scope is None else scope.host
+        if scope is None or stream_mode != "values" or not isinstance(host, Run):
+            return None
+        if any(kwargs.get(k) is not None for k in _OWN_RUN_OPTIONS):
+            return None
+        given = (config or {}).get("configurable") or {}
+        thread = given.get("thread_id")
+        if thread is not None and thread != host.thread_id:
+            return None
+        return scope, host
+
+    def _history_ns(self, ns: str) -> str:
+        """Where this graph keeps its checkpoints when it runs under namespace ``ns``.
+
+        A ``checkpointer=True`` subgraph keeps one history per thread, so each entry
+        of its node goes on from where the last one left it: its namespace drops the
+        task ids. Any other subgraph's history is that one task's.
+        """
+        if not self.own_history:
+            return ns
+        return "|".join(part.split(":")[0] for part in ns.split("|"))
+
     async def _arun_subgraph(self, value: Any, scope: TaskScope, parent: Run) -> Any:
-        ns = f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|")
+        ns = self._history_ns(f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|"))
         config = {
             **parent.config,
             "configurable": {**parent.configurable, "checkpoint_ns": ns},
@@ -744,6 +793,12 @@ class CompiledStateGraph:
         run.force_resume = parent.resuming or bool(scope.resume)
         run.resume_by_id = parent.resume_by_id
         run.context, run.control = parent.context, parent.control
+        run.replay_of, run.entered = parent.replay_of, parent.entered
+        if self.own_history and parent.replay_of is not None and ns not in parent.entered:
+            # Its one history runs on past the replayed checkpoint: the replay's first
+            # entry goes on from where it stood then (or from nothing, if it had not run).
+            parent.entered.add(ns)
+            run.as_of = parent.replay_of
         run.wants = parent.wants
         await run.execute()
         return run.graph.read_output(run.channels)
@@ -768,7 +823,7 @@ class CompiledStateGraph:
         self, saver: Any, config: Mapping[str, Any], *, subgraphs: bool
     ) -> StateSnapshot:
         conf = dict(config.get("configurable") or {})
-        conf.setdefault("checkpoint_ns", "")
+        conf["checkpoint_ns"] = self._history_ns(conf.get("checkpoint_ns") or "")
         saved = await saver.aget_tuple({"configurable": conf})
         snapshot = self._snapshot(config, saved, live="checkpoint_id" not in conf)
         if saved is None:

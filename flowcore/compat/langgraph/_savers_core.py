@@ -74,6 +74,7 @@ from typing import Any, NamedTuple
 from urllib.parse import quote, unquote
 
 from flowcore.checkpoint import (
+    BatchCheckpointer,
     Checkpoint,
     LeasingCheckpointer,
     MaintainableCheckpointer,
@@ -82,7 +83,6 @@ from flowcore.checkpoint import (
     ThreadLease,
     WriteAt,
 )
-from flowcore.checkpoint.batching import BatchQueue
 from flowcore.compat.langgraph._savers import WRITES_IDX_MAP, CheckpointTuple, RunnableConfig
 from flowcore.compat.langgraph._savers_layout import (
     MAX_CHAIN,
@@ -104,6 +104,7 @@ from flowcore.errors import (
     InvalidInputError,
     ThreadBusyError,
 )
+from flowcore.runtime.durability import Durability, DurabilityWriter
 
 __all__ = [
     "ListingScope",
@@ -804,18 +805,21 @@ class _Built:
 
 
 class SaveBatch:
-    """One run's saves under LangGraph's ``durability="async"``: queued, stored in batches.
+    """The runtime writer's port onto flowcore's own savers, for one run.
 
     ``put`` and ``put_writes`` build the same records :class:`SaverCore`
     stores, but take the parent and the task's earlier writes from what this
-    batch built last instead of reading the store, and queue the records; a
-    background task hands what queued up while the store was busy to
-    ``put_many`` (one transaction on SQLite). So a run waits for neither its
-    store's reads nor its commits. When the batch did not build what it needs
-    (the run's first checkpoint, writes against a loaded one, maintenance in
-    between) it lets the queue reach the store and reads from it, as
-    ``SaverCore`` does. Every ``SaverCore`` operation first waits for the
-    queues of the open batches, so nothing reads around them.
+    batch built last instead of reading the store, and hand the records to
+    ``writer``, the runtime's :class:`DurabilityWriter` (``"async"``: queued
+    and stored in the background in batches, ``save_many`` being one
+    transaction on SQLite; ``"sync"``: stored before the run goes on, a
+    step's riding writes committed with its checkpoint). So a run waits for
+    neither its store's reads nor, under ``async``, its commits. When the
+    batch did not build what it needs (the run's first checkpoint, writes
+    against a loaded one, maintenance in between) it lets the queue reach the
+    store and reads from it, as ``SaverCore`` does. Every ``SaverCore``
+    operation first waits for the queues of the open batches, so nothing
+    reads around them.
 
     A failed store write is raised by the next ``put``, ``put_writes`` or
     :meth:`close`; what was queued before it is stored, what came after is not.
@@ -824,11 +828,20 @@ class SaveBatch:
         >>> # batch = SaveBatch(core); config = await batch.put(...); await batch.close()
     """
 
-    def __init__(self, core: SaverCore) -> None:
+    def __init__(self, core: SaverCore, durability: Durability = "async") -> None:
         self.core = core
         self._built: dict[str, _Built] = {}
-        self._queue = BatchQueue(core.store, self._store_one)
+        self.writer: DurabilityWriter[Checkpoint, WriteAt] = DurabilityWriter(
+            self, durability, group_commit=True
+        )
         core.batches.add(self)
+
+    def use(self, durability: Durability) -> None:
+        """Save under ``durability`` (``"sync"`` or ``"async"``); call before the first save."""
+        if durability == "exit":
+            raise ValueError("a SaveBatch saves under 'sync' or 'async'; 'exit' saves at the end")
+        # Parallel tasks' writes saved together share one commit, under "sync" too.
+        self.writer = DurabilityWriter(self, durability, group_commit=True)
 
     def _remembered(self, key: str, checkpoint_id: str) -> _Built | None:
         built = self._built.get(key)
@@ -847,7 +860,7 @@ class SaveBatch:
         metadata: Mapping[str, Any],
         new_versions: Mapping[str, Any],
     ) -> RunnableConfig:
-        """Queue ``checkpoint`` as the child of the checkpoint ``config`` names; its config."""
+        """Save ``checkpoint`` as the child of the checkpoint ``config`` names; its config."""
         self._raise_failure()
         conf = _configurable(config, "put")
         thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")
@@ -895,7 +908,7 @@ class SaveBatch:
         else:
             # The next put compares versions as a single put reads them back from the store.
             self._built.pop(key, None)
-        await self._enqueue(record)
+        await self.writer.checkpoint(record)
         self.core.shadows.remember(key, shadows)
         return _config(thread_id, ns, cid)
 
@@ -905,8 +918,14 @@ class SaveBatch:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
+        *,
+        rides: bool = False,
     ) -> None:
-        """Queue a task's writes against the checkpoint ``config`` names."""
+        """Save a task's writes against the checkpoint ``config`` names.
+
+        ``rides``: under ``"sync"``, the writes wait for the checkpoint that
+        follows and are committed with it (the last task of a clean step).
+        """
         self._raise_failure()
         thread_id, ns, cid = writes_target(config)
         key = _thread_key(thread_id, ns)
@@ -921,31 +940,39 @@ class SaveBatch:
             if built is not None:
                 built.entries[task_id] = entries
             payload = {"writes": [entries[i] for i in sorted(entries)]}
-            await self._enqueue(WriteAt(key, cid, PendingWrite(task_id, payload)))
+            item = WriteAt(key, cid, PendingWrite(task_id, payload))
+            await self.writer.writes(item, rides=rides)
 
     async def flush(self) -> None:
         """Wait until everything queued so far was handed to the store (failures are kept)."""
-        await self._queue.flush()
+        await self.writer.drain()
 
     async def close(self) -> None:
         """Store what is queued, stop batching, and raise a store failure if there was one."""
         try:
-            await self._queue.close()
+            await self.writer.close()
         finally:
             self.core.batches.discard(self)
             self._built.clear()
 
     def _raise_failure(self) -> None:
-        self._queue.raise_failure()
+        self.writer.raise_failure()
 
-    async def _enqueue(self, item: StoreItem) -> None:
-        await self._queue.add(item)
+    # ------------------------------------------ the runtime writer's DurableStore port
+    async def save_checkpoint(self, item: Checkpoint) -> None:
+        """Store one checkpoint record (as :meth:`SaverCore.put` stores it)."""
+        await self.core._store_checkpoint(item)
 
-    async def _store_one(self, item: StoreItem) -> None:
-        if isinstance(item, WriteAt):
-            await self.core.store.put_write(item.thread_id, item.checkpoint_id, item.write)
-        else:
-            await self.core._store_checkpoint(item)
+    async def save_writes(self, item: WriteAt) -> None:
+        """Store one task's writes record."""
+        await self.core.store.put_write(item.thread_id, item.checkpoint_id, item.write)
+
+    async def save_many(self, items: Sequence[StoreItem]) -> None:
+        """Store records in one go (one transaction), on a store that can; else refuse."""
+        store = self.core.store
+        if not isinstance(store, BatchCheckpointer):
+            raise CheckpointError("this store has no put_many: store one record at a time")
+        await store.put_many(items)
 
 
 _NOT_BUILT = _Built("", {}, {}, -1)
