@@ -78,7 +78,12 @@ class CopyCodec:
             buffer = self._buffer
             buffer.seek(0)
             buffer.truncate()
-            return self._dump(self._pickler, buffer, value, path)
+            # _dump inlined: this runs for every record an in-memory saver keeps.
+            try:
+                self._pickler.dump(value)
+            except Exception:
+                return self._json.dumps(value, path=path)
+            return buffer.getvalue()
         finally:
             self._busy.release()
 

@@ -116,6 +116,22 @@ class JsonSerializer:
             value = scrub(value, self.redactor)
         return _dump(value, path, 0)
 
+    def dumps_nested(self, value: Any, depth: int, *, path: str = "") -> bytes:
+        """Encode ``value`` as :meth:`dumps` writes it ``depth`` containers deep in a record.
+
+        The bytes are what ``dumps`` writes for that part of the record, so
+        they can be spliced into it; the nesting limit counts from ``depth``.
+
+        Example:
+            >>> JsonSerializer().dumps_nested({"a": 1}, 3)
+            b'{"a":1}'
+        """
+        if depth < 0:
+            raise ValueError(f"depth must be 0 or more, not {depth}")
+        if self.redactor is not None:
+            value = scrub(value, self.redactor)
+        return _dump(value, path, depth)
+
     def loads(self, data: bytes) -> Any:
         """Decode bytes written by :meth:`dumps`.
 
@@ -399,25 +415,38 @@ def _is_plain_json(value: Any, depth: int) -> bool:
         if _TAG in value or depth >= _LIMIT:
             return False
         depth += 1
-        # Plain loops, not all(): no generator per container on this hot path. A
-        # scalar item is checked here, without a call: most items of a record are.
+        # Plain loops, not all(): no generator per container on this hot path; leaves
+        # (most values of a record) are checked here, without a call each.
+        # An empty dict or list below is plain where a call would say so: under the limit.
+        shallow = depth < _LIMIT
         for k, v in value.items():
             if type(k) is not str:
                 return False
-            if type(v) not in _PLAIN_SCALARS and not _is_plain_json(v, depth):
+            if type(v) in _LEAVES or (shallow and not v and type(v) in _EMPTIES):
+                continue
+            if not _is_plain_json(v, depth):
                 return False
         return True
     if kind is list:
         if depth >= _LIMIT:
             return False
         depth += 1
+        shallow = depth < _LIMIT
         for v in value:
-            if type(v) not in _PLAIN_SCALARS and not _is_plain_json(v, depth):
+            if type(v) in _LEAVES or (shallow and not v and type(v) in _EMPTIES):
+                continue
+            if not _is_plain_json(v, depth):
                 return False
         return True
     if kind is float:
         return math.isfinite(value)
     return False
+
+
+# Exact types _is_plain_json accepts as they are (None's type included), and the
+# containers it accepts empty below its nesting limit.
+_LEAVES = frozenset({str, int, bool, type(None)})
+_EMPTIES = frozenset({dict, list})
 
 
 def _encode_fast(value: Any, depth: int) -> Any:

@@ -215,3 +215,66 @@ def same_types(a: Any, b: Any) -> bool:
             for ka, kb in zip(sorted(a, key=repr), sorted(b, key=repr), strict=True)
         )
     return True
+
+
+def _wrapped(value: Any, depth: int) -> Any:
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("depth", [0, 1, 9, 99, 100])
+@pytest.mark.parametrize(
+    "value",
+    [{"a": [1, {}, []], "b": None}, [[], {}], (1, "x"), {"__fc__": "looks like a tag"}, Color.RED],
+)
+def test_dumps_nested_writes_what_dumps_writes_that_deep_in_a_record(
+    value: Any, depth: int
+) -> None:
+    s = JsonSerializer()
+    try:
+        whole = s.dumps(_wrapped(value, depth))
+    except SerializationError:
+        with pytest.raises(SerializationError):
+            s.dumps_nested(value, depth)
+        return
+
+    assert s.dumps_nested(value, depth) == whole[depth : len(whole) - depth]
+
+
+def test_dumps_nested_counts_the_nesting_limit_from_its_depth() -> None:
+    s = JsonSerializer()
+    deep = _wrapped([], 90)
+
+    assert s.dumps_nested(deep, 5) == s.dumps(deep)
+    with pytest.raises(SerializationError, match="nests"):
+        s.dumps_nested(deep, 20)
+
+
+def test_dumps_nested_refuses_a_negative_depth() -> None:
+    with pytest.raises(ValueError, match="depth must be 0 or more"):
+        JsonSerializer().dumps_nested({}, -1)
+
+
+def _refused(s: JsonSerializer, value: Any) -> bool:
+    try:
+        s.dumps(value)
+    except SerializationError:
+        return True
+    return False
+
+
+def test_an_empty_container_meets_the_nesting_limit_where_a_full_one_does() -> None:
+    s = JsonSerializer()
+    outcomes = []
+    for size in range(90, 140):
+        for empty, full in (([], [1]), ({}, {"a": 1})):
+            refused = _refused(s, _wrapped(empty, size))
+            assert refused == _refused(s, _wrapped(full, size))
+            assert _refused(s, {"k": _wrapped(empty, size)}) == _refused(
+                s, {"k": _wrapped(full, size)}
+            )
+            outcomes.append(refused)
+    # The limit lies in the range.
+    assert False in outcomes
+    assert True in outcomes

@@ -11,6 +11,7 @@ only when the run would otherwise end.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "LastValue",
     "LastValueAfterFinish",
     "NamedBarrierValue",
+    "pure_reducer",
 ]
 
 
@@ -43,7 +45,7 @@ class Channel:
     """A channel's contract; each subclass keeps ``value`` and answers these calls."""
 
     __slots__ = ("key", "value")
-    _copied_slots: tuple[str, ...] = ("key", "value")
+    _copied_slots: tuple[str, ...] = ()
 
     def __init__(self, key: str) -> None:
         self.key = key
@@ -79,21 +81,37 @@ class Channel:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        # The slots a copy takes, worked out once per class: a router reads a copy of
-        # its node's channels at every step.
+        # The slots a copy takes besides key and value (which every channel sets), worked
+        # out once per class: a router reads a copy of what its node wrote at every step.
         cls._copied_slots = tuple(
-            slot for klass in cls.__mro__ for slot in getattr(klass, "__slots__", ())
+            slot
+            for klass in cls.__mro__
+            for slot in getattr(klass, "__slots__", ())
+            if slot not in ("key", "value")
         )
 
     def copy(self) -> Channel:
         """An independent channel with the same value."""
         cls = self.__class__
         clone = cls.__new__(cls)
+        clone.key = self.key
+        clone.value = self.value
         for slot in cls._copied_slots:
             try:  # noqa: SIM105 - suppress() costs a context manager per slot
                 setattr(clone, slot, getattr(self, slot))
             except AttributeError:  # a slot never set stays unset in the copy
                 pass
+        return clone
+
+    def preview(self, values: Sequence[Any]) -> Channel:
+        """A copy of this channel with ``values`` applied (this channel is unchanged).
+
+        Example:
+            >>> LastValue("x").preview([1]).get()
+            1
+        """
+        clone = self.copy()
+        clone.update(values)
         return clone
 
 
@@ -115,16 +133,33 @@ class LastValue(Channel):
 
 
 class BinaryOperatorAggregate(Channel):
-    """A state key with a reducer: every value of a superstep is folded in, in order."""
+    """A state key with a reducer: every value of a superstep is folded in, in order.
 
-    __slots__ = ("operator",)
+    A router reads its node's writes folded in ahead of the superstep's own
+    fold (:meth:`preview`). When the reducer is one known to be a pure
+    function of its arguments (:func:`pure_reducer`), the folded value is
+    kept, and the superstep's fold of the very same writes onto the very same
+    value takes it instead of calling the reducer again: a chat's
+    ``add_messages`` would otherwise merge the whole message list twice per
+    step.
+    """
+
+    __slots__ = ("ahead", "operator")
 
     def __init__(self, key: str, operator: Callable[[Any, Any], Any], initial: Any) -> None:
         super().__init__(key)
         self.operator = operator
         self.value = initial
+        # (value folded onto, the writes, a private copy of the result) of the last preview.
+        self.ahead: tuple[Any, list[Any], Any] | None = None
 
     def update(self, values: Sequence[Any]) -> bool:
+        ahead = self.ahead
+        if ahead is not None:
+            self.ahead = None
+            if ahead[0] is self.value and _same_items(ahead[1], values):
+                self.value = ahead[2]
+                return True
         if not values:
             return False
         replaced = False
@@ -146,6 +181,63 @@ class BinaryOperatorAggregate(Channel):
                 # what it wrote after is dropped, as in LangGraph.
                 self.value = self.operator(self.value, value)
         return True
+
+    def copy(self) -> Channel:
+        clone = super().copy()
+        assert isinstance(clone, BinaryOperatorAggregate)
+        clone.ahead = None  # a kept result belongs to this channel alone
+        return clone
+
+    def preview(self, values: Sequence[Any]) -> Channel:
+        """A copy of this channel with ``values`` folded in (this channel is unchanged).
+
+        Example:
+            >>> import operator
+            >>> channel = BinaryOperatorAggregate("xs", operator.add, [1])
+            >>> channel.preview([[2]]).get(), channel.get()
+            ([1, 2], [1])
+        """
+        clone = self.copy()
+        clone.update(values)
+        self.ahead = None
+        if values and self.operator in _PURE_REDUCERS:
+            result = clone.value
+            kind = type(result)
+            if kind is list:
+                # The caller may change the list it reads; the fold gets a copy of its own.
+                self.ahead = (self.value, list(values), list(result))
+            elif kind in _IMMUTABLE_RESULTS:
+                self.ahead = (self.value, list(values), result)
+        return clone
+
+
+# Reducers whose result depends only on their arguments (see BinaryOperatorAggregate.preview).
+_PURE_REDUCERS: set[Any] = {operator.add}
+_IMMUTABLE_RESULTS = frozenset({int, float, str, bytes, tuple, bool, type(None)})
+
+
+def pure_reducer(reducer: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """Mark ``reducer`` as a pure function of its two arguments (flowcore's own reducers).
+
+    A fold may then reuse a result computed for the same value and writes.
+
+    Example:
+        >>> def longest(a, b): return max(a, b, key=len)
+        >>> pure_reducer(longest) is longest
+        True
+    """
+    _PURE_REDUCERS.add(reducer)
+    return reducer
+
+
+def _same_items(first: list[Any], second: Sequence[Any]) -> bool:
+    """Whether two write lists hold the very same objects, in order."""
+    if len(first) != len(second):
+        return False
+    for a, b in zip(first, second, strict=True):  # noqa: SIM110 - no generator per fold
+        if a is not b:
+            return False
+    return True
 
 
 class EphemeralValue(Channel):

@@ -52,7 +52,10 @@ class TaskScope(Answers):
         resume: list[Any],
         null_resume: list[Any],
     ) -> None:
-        super().__init__(resume, null_resume)
+        # Answers.__init__, inlined: a scope is made for every task run.
+        self.given = resume
+        self.unaddressed = null_resume
+        self.asked = 0
         self.host = host
         self.task = task
         self.step = step

@@ -89,18 +89,42 @@ Sink = Callable[[tuple[str, ...], str, Any], None]
 
 
 def new_checkpoint_id(after: str | None = None) -> str:
-    """A time-ordered id that sorts after ``after`` (so newest-first listing works)."""
+    """A time-ordered id that sorts after ``after`` (so newest-first listing works).
+
+    Example:
+        >>> first = new_checkpoint_id()
+        >>> new_checkpoint_id(first) > first
+        True
+    """
+    global _last_made
     now = time.time_ns()
     if after:
-        try:
-            previous = int(after.replace("-", "")[:16], 16)
-        except ValueError:
-            previous = 0
-        now = max(now, previous + 1)
+        # A run passes the id it made last: its time is remembered, not parsed again.
+        last = _last_made
+        previous = last[1] if after is last[0] else _id_time(after)
+        if now <= previous:
+            now = previous + 1
     # The tail only has to keep two ids of the same nanosecond apart; it is not a secret.
     tail = random.getrandbits(64)
-    text = f"{now:016x}{tail:016x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
+    # One format call for the 8-4-4-4-12 groups of the 32 hex digits of (time, tail).
+    made = (
+        f"{now >> 32:08x}-{(now >> 16) & 0xFFFF:04x}-{now & 0xFFFF:04x}-"
+        f"{tail >> 48:04x}-{tail & 0xFFFFFFFFFFFF:012x}"
+    )
+    _last_made = (made, now)  # one tuple, replaced whole: other threads see a matching pair
+    return made
+
+
+# The id new_checkpoint_id made last, and its time.
+_last_made: tuple[str, int] = ("", 0)
+
+
+def _id_time(checkpoint_id: str) -> int:
+    """The time (ns) at the start of an id made by :func:`new_checkpoint_id`; 0 if it has none."""
+    try:
+        return int(checkpoint_id.replace("-", "")[:16], 16)
+    except ValueError:
+        return 0
 
 
 def empty_checkpoint() -> dict[str, Any]:
@@ -598,11 +622,18 @@ class Run:
         # Only the first step after a resume goes on where subgraphs stopped; a later
         # entry of a subgraph with a history of its own is a new input to it.
         self.resuming = False
-        failure = self.failure or next((t.error for t in results if t.error is not None), None)
+        failure = self.failure
+        paused = False
+        # Plain loops: no generator or list per step for the usual clean step.
+        for task in results:
+            if failure is None:
+                failure = task.error
+            if task.interrupts or task.paused:
+                paused = True
         if failure is not None:
             raise failure
-        interrupted = [i for t in results for i in t.interrupts]
-        if interrupted or any(t.paused for t in results):
+        if paused:
+            interrupted = [i for t in results for i in t.interrupts]
             self.interrupts.extend(interrupted)
             raise GraphInterrupt(tuple(interrupted))
         self.apply_writes(self.tasks)
@@ -693,7 +724,7 @@ class Run:
             del token
         task.done = True
         stored = task.writes or [(NO_WRITES, None)]
-        if scope.resume:
+        if scope.given:  # the answers the task was given or took (scope.resume)
             stored = [*stored, (RESUME, list(scope.resume))]
         if self.saver is not None:
             await self._put_writes(task, stored, last=writes.rides_with_checkpoint())
@@ -720,6 +751,7 @@ class Run:
         if task.name == START:
             result = task.input
             writes = update_writes(result, graph.input_key_set)
+            writes.extend(control_writes(result))
         else:
             spec = graph.nodes[task.name]
             action = spec.action
@@ -763,16 +795,21 @@ class Run:
                     )
 
                 result = await retry_call(attempt, spec.retry)
-            if isinstance(result, Command | list | tuple):
-                parent_commands = [
-                    c
-                    for c in (result if isinstance(result, list | tuple) else [result])
-                    if isinstance(c, Command) and c.graph == Command.PARENT
-                ]
-                if parent_commands:
-                    raise ParentCommand(replace(parent_commands[0], graph=None))
-            writes = graph.result_writes(task.name, result)
-        writes.extend(control_writes(result))
+            if type(result) is dict and graph.dict_results:
+                # The usual state update: no Command in it, so no control writes.
+                keys = graph.state_key_set
+                writes = [(k, v) for k, v in result.items() if k in keys]
+            else:
+                if isinstance(result, Command | list | tuple):
+                    parent_commands = [
+                        c
+                        for c in (result if isinstance(result, list | tuple) else [result])
+                        if isinstance(c, Command) and c.graph == Command.PARENT
+                    ]
+                    if parent_commands:
+                        raise ParentCommand(replace(parent_commands[0], graph=None))
+                writes = graph.result_writes(task.name, result)
+                writes.extend(control_writes(result))
         writes.extend(graph.static_writes[task.name])
         for branch in graph.branches.get(task.name, ()):
             fresh = graph.local_read(task.name, self.channels, writes)
@@ -780,14 +817,15 @@ class Run:
                 # LangGraph hands the router the node's own return value too,
                 # under what the state says.
                 fresh = {**result, **fresh}
-            picked = await call_with_config(
-                branch.path,
-                fresh,
-                scope.get_config,
-                {},
-                graph.call_shape(branch.path),
-                inline=True,
-            )
+            path = branch.path
+            shape = graph.call_shape(path)
+            if "config" in shape[0]:
+                picked = await call_with_config(
+                    path, fresh, scope.get_config, {}, shape, inline=True
+                )
+            else:
+                # What call_with_config does for a router that asks for nothing but the state.
+                picked = await call_node(path, shape[1], (fresh,), inline=True)
             writes.extend(target_writes(graph.branch_targets(branch, picked)))
         if task.name != START and "messages_from" in self.wants:
             self.emit("messages_from", (task, result))
@@ -796,7 +834,9 @@ class Run:
     # --------------------------------------------------------------- outputs
     def emit_values(self, *, force: bool = False) -> None:
         """Stream the output keys' values after a superstep that changed them."""
-        if "values" not in self.wants or not (force or self.updated & set(self.output_keys)):
+        if "values" not in self.wants or not (
+            force or not self.updated.isdisjoint(self.output_keys)
+        ):
             return
         values = self.graph.read_output(self.channels, self.output_keys)
         self.last_values = values

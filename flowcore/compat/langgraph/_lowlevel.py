@@ -102,6 +102,8 @@ class Pregel(CompiledStateGraph):
         # cache, and its output is its channels (never a root-state graph's one value).
         self.cache = None
         self.root_output = False
+        # Results become writes through each node's write_to entries, never key by key.
+        self.dict_results = False
         self.store = store
         self.name = name
         self.debug = debug

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeAlia
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import TypedDict
 
+from flowcore.compat.langgraph._channels import pure_reducer
 from flowcore.compat.langgraph._messages_langchain import (
     langchain_family,
     openai_shaped,
@@ -655,6 +656,10 @@ def _merge(left: Messages, right: Messages, format: str | None) -> list[BaseMess
         )
     return merged
 
+
+# Its result depends only on its arguments (the ids it gives are random either way): a
+# router's read and its step's fold may share one merge (see BinaryOperatorAggregate).
+pure_reducer(add_messages)
 
 _ID = operator.attrgetter("id")
 

@@ -21,6 +21,7 @@ The native planner's counterpart is :mod:`flowcore.scheduler.planner`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import operator
 from collections.abc import Mapping, Sequence
@@ -75,15 +76,31 @@ def _new_checkpoint_id(after: str | None) -> str:
 
 
 def _task_id(checkpoint_id: str, ns: str, step: int, name: str, path: Sequence[Any]) -> str:
-    text = "|".join([checkpoint_id, ns, str(step), name, *map(str, path)])
+    if len(path) == 2 and type(path[0]) is str and type(path[1]) is str and type(step) is int:
+        # A pull task's path: the same text as the join below, in one format call.
+        text = f"{checkpoint_id}|{ns}|{step}|{name}|{path[0]}|{path[1]}"
+    else:
+        text = "|".join([checkpoint_id, ns, str(step), name, *map(str, path)])
     d = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
     return f"{d[:8]}-{d[8:12]}-{d[12:16]}-{d[16:20]}-{d[20:]}"
 
 
-def _path_key(path: Sequence[Any]) -> str:
+def _path_key(path: tuple[Any, ...]) -> str:
+    if len(path) == 2 and type(path[0]) is str and type(path[1]) is str:
+        # A pull task's path, (PULL, node): the same few at every step, each made once.
+        return _two_names_key(path[0], path[1])
+    return _make_path_key(path)
+
+
+def _make_path_key(path: Sequence[Any]) -> str:
     # Zero-padded so that Send number 10 sorts after number 9.
     parts = [f"{p:010d}" if isinstance(p, int) else str(p) for p in path]
     return "~" + ", ".join(parts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _two_names_key(first: str, second: str) -> str:
+    return f"~{first}, {second}"
 
 
 class _UnreadId:
@@ -326,12 +343,14 @@ def fold_writes(
         >>> # fold_writes(graph, channels, checkpoint, tasks, (), live, 4)
         >>> # -> ({'x'}, {'x', 'branch:to:a'}, 5): updated, changed, top version
     """
-    ordered = list(tasks) if len(tasks) < 2 else sorted(tasks, key=_SORT_KEY)
+    ordered = tasks if len(tasks) < 2 else sorted(tasks, key=_SORT_KEY)
     bump = bool(ordered)
     versions = checkpoint["channel_versions"]
     versions_seen = checkpoint["versions_seen"]
     for task in ordered:
-        seen = versions_seen.setdefault(task.name, {})
+        seen = versions_seen.get(task.name)
+        if seen is None:
+            seen = versions_seen[task.name] = {}
         for chan in task.triggers:
             if chan in versions:
                 seen[chan] = versions[chan]
@@ -380,7 +399,7 @@ def fold_writes(
                 updated.add(chan)
             else:
                 live.discard(chan)
-        if not updated & graph.trigger_channels:
+        if updated.isdisjoint(graph.trigger_channels):
             for chan in graph.finishable_channels:
                 channel = channels[chan]
                 if channel.finish():

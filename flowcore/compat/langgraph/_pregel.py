@@ -100,6 +100,21 @@ class _Topic(Channel):
 
 
 _UNKNOWN: Any = object()
+
+# How a checkpoint stores a channel, per channel class. LastValue, BinaryOperatorAggregate
+# and EphemeralValue keep their value whenever they have one, None included
+# (_VALUE_KEPT); with Channel.snapshot, that is their value as it is (_AS_VALUE). Other
+# channels are stored when their snapshot is neither MISSING nor None (_SNAPSHOT).
+_AS_VALUE, _VALUE_KEPT, _SNAPSHOT = "value", "kept", "snapshot"
+_SNAPSHOTS: dict[type, str] = {}
+
+
+def _snapshot_kind(kind: type) -> str:
+    if not issubclass(kind, LastValue | BinaryOperatorAggregate | EphemeralValue):
+        return _SNAPSHOT
+    return _AS_VALUE if kind.snapshot is Channel.snapshot else _VALUE_KEPT
+
+
 _OWN_RUN_OPTIONS = ("interrupt_before", "interrupt_after", "output_keys", "checkpoint_during")
 _INJECTED = frozenset({"config", "writer", "runtime", "store"})
 """The keyword arguments a node may ask for (see call_with_config)."""
@@ -177,6 +192,9 @@ class CompiledStateGraph:
         # invoke() returns the output schema's keys.
         self.stream_keys: list[str] = list(self.state_keys)
         self.state_key_set = frozenset(self.state_keys)
+        # A node's dict result is its state writes, key by key (not a root-state graph's
+        # one value): the run loop's fast path for the usual node result.
+        self.dict_results = ROOT not in self.state_key_set
         self.root_output = self.output_keys == [ROOT]
         self.input_key_set = frozenset(self.input_keys)
         makers = self._channel_makers
@@ -286,10 +304,18 @@ class CompiledStateGraph:
         """What a checkpoint stores: the value of every channel that holds one."""
         stored: dict[str, Any] = {}
         for name, channel in channels.items():
+            kind = type(channel)
+            how = _SNAPSHOTS.get(kind)
+            if how is None:
+                how = _SNAPSHOTS[kind] = _snapshot_kind(kind)
+            if how is _AS_VALUE:
+                value = channel.value
+                if value is not MISSING:
+                    stored[name] = value
+                continue
             value = channel.snapshot()
             if (value is not MISSING and value is not None) or (
-                isinstance(channel, LastValue | BinaryOperatorAggregate | EphemeralValue)
-                and channel.value is not MISSING
+                how is _VALUE_KEPT and channel.value is not MISSING
             ):
                 stored[name] = value
         return stored
@@ -410,14 +436,28 @@ class CompiledStateGraph:
     ) -> Any:
         """The state a router sees: this superstep's start plus the node's own writes."""
         info = self._schema_of(node) if node != START else self.state_info
-        copies = {k: channels[k].copy() for k in info.keys if k in channels}
         grouped: dict[str, list[Any]] = {}
         for chan, value in writes:
-            if chan in copies:
-                grouped.setdefault(chan, []).append(value)
-        for chan, values in grouped.items():
-            copies[chan].update(values)
-        return self._read(info, copies)
+            found = grouped.get(chan)
+            if found is None:
+                grouped[chan] = [value]
+            else:
+                found.append(value)
+        # Only the channels the node wrote are copied (with its writes applied), in the
+        # order it wrote them; the others are read as they are.
+        written: dict[str, Channel] = {}
+        keys = info.channel_keys
+        for chan, pending in grouped.items():
+            if chan in keys and chan in channels:
+                written[chan] = channels[chan].preview(pending)
+        state: dict[str, Any] = {}
+        for key in info.keys:
+            channel = written.get(key)
+            if channel is None:
+                channel = channels.get(key)
+            if channel is not None and channel.is_available():
+                state[key] = channel.get()
+        return info.coerce(state)
 
     def branch_targets(self, branch: BranchSpec, picked: Any) -> list[Any]:
         """Where a router's answer leads: node names, ``Send``s or ``END``."""

@@ -241,7 +241,10 @@ def merged_metadata(config: Mapping[str, Any], metadata: Mapping[str, Any]) -> d
     for key, value in merged.items():
         if isinstance(value, str) and "\u0000" in value:
             merged[key] = _clean(value)
-    for source in (config.get("metadata"), config.get("configurable")):
+    extra, conf = config.get("metadata"), config.get("configurable")
+    if extra is None and type(conf) is dict and conf.keys() <= _EXCLUDED_METADATA_KEYS:
+        return merged  # a run's own puts: nothing to add (what the loop below finds too)
+    for source in (extra, conf):
         # None (no "metadata", as usual) and a dict of LangGraph's own keys only (the config
         # a put returned) add nothing; exact dicts skip the slower ABC check.
         if source is None:

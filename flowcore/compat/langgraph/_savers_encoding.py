@@ -338,6 +338,9 @@ def _nested_dumps(serializer: Serializer, value: Any, deeper: int) -> bytes:
     where it would be refused in a record.
     """
     depth = SPLICE_DEPTH + deeper
+    if type(serializer) is JsonSerializer:
+        # Flowcore's own serializer encodes at a depth directly: no lists to wrap and strip.
+        return serializer.dumps_nested(value, depth)
     for _ in range(depth):
         value = [value]
     return serializer.dumps(value)[depth:-depth]

@@ -148,6 +148,8 @@ class SchemaInfo:
         """The declared keys the run computes (``RemainingSteps``, ``IsLastStep``)."""
         self.keys: list[str] = [k for k in self.hints if k not in self.managed]
         """The declared keys that are channels, in declaration order."""
+        self.channel_keys = frozenset(self.keys)
+        """:attr:`keys` as a set."""
         self._key_set = frozenset(self.hints)
 
     def channel(self, key: str) -> Channel:
