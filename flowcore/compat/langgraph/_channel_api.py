@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from flowcore.compat.langgraph._channels import MISSING, Channel
+from flowcore.compat.langgraph._channels import MISSING, Channel, clear, mark_seen
 from flowcore.compat.langgraph._channels import EphemeralValue as _Ephemeral
 from flowcore.compat.langgraph._channels import LastValue as _LastValue
 from flowcore.compat.langgraph._errors import EmptyChannelError, InvalidUpdateError
@@ -168,10 +168,7 @@ class AnyValue(BaseChannel):
 
     def update(self, values: Sequence[Any]) -> bool:
         if not values:
-            if self.value is MISSING:
-                return False
-            self.value = MISSING
-            return True
+            return clear(self)
         self.value = values[-1]
         return True
 
@@ -285,16 +282,7 @@ class NamedBarrierValue(BaseChannel):
         self.seen: set[Any] = set()
 
     def update(self, values: Sequence[Any]) -> bool:
-        changed = False
-        for value in values:
-            if value not in self.names:
-                raise InvalidUpdateError(
-                    f"At key '{self.key}': Value {value!r} not in {sorted(self.names, key=str)}"
-                )
-            if value not in self.seen:
-                self.seen.add(value)
-                changed = True
-        return changed
+        return mark_seen(self.key, self.names, self.seen, values)
 
     def is_available(self) -> bool:
         return self.seen == self.names

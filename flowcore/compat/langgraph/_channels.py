@@ -26,6 +26,8 @@ __all__ = [
     "LastValue",
     "LastValueAfterFinish",
     "NamedBarrierValue",
+    "clear",
+    "mark_seen",
     "pure_reducer",
 ]
 
@@ -240,6 +242,41 @@ def _same_items(first: list[Any], second: Sequence[Any]) -> bool:
     return True
 
 
+def clear(channel: Channel) -> bool:
+    """Empty a one-step channel that got no write this step; whether it held a value.
+
+    Example:
+        >>> channel = EphemeralValue("x")
+        >>> channel.update([1])
+        True
+        >>> clear(channel), channel.value
+        (True, MISSING)
+    """
+    if channel.value is MISSING:
+        return False
+    channel.value = MISSING
+    return True
+
+
+def mark_seen(key: str, names: frozenset[Any], seen: set[Any], values: Sequence[Any]) -> bool:
+    """Add a barrier's writes to ``seen``; whether any was new. A name not awaited raises.
+
+    Example:
+        >>> seen: set[str] = set(); mark_seen("k", frozenset({"a", "b"}), seen, ["a"]), seen
+        (True, {'a'})
+    """
+    changed = False
+    for value in values:
+        if value not in names:
+            raise InvalidUpdateError(
+                f"At key '{key}': Value {value!r} not in {sorted(names, key=str)}"
+            )
+        if value not in seen:
+            seen.add(value)
+            changed = True
+    return changed
+
+
 class EphemeralValue(Channel):
     """A trigger that holds a value for one superstep only (``branch:to:<node>``)."""
 
@@ -247,10 +284,7 @@ class EphemeralValue(Channel):
 
     def update(self, values: Sequence[Any]) -> bool:
         if not values:
-            if self.value is MISSING:
-                return False
-            self.value = MISSING
-            return True
+            return clear(self)
         self.value = values[-1]
         return True
 
@@ -310,16 +344,7 @@ class NamedBarrierValue(Channel):
         self.finished = False
 
     def update(self, values: Sequence[Any]) -> bool:
-        changed = False
-        for value in values:
-            if value not in self.names:
-                raise InvalidUpdateError(
-                    f"At key '{self.key}': Value {value!r} not in {sorted(self.names)}"
-                )
-            if value not in self.seen:
-                self.seen.add(value)
-                changed = True
-        return changed
+        return mark_seen(self.key, self.names, self.seen, values)
 
     def is_available(self) -> bool:
         full = self.seen == self.names

@@ -130,13 +130,7 @@ def task(
     retry = kwargs.pop("retry", None)
     if kwargs:
         raise TypeError(f"task() got unexpected arguments: {sorted(kwargs)}")
-    if retry is not None:
-        warnings.warn(
-            "`retry` is deprecated and will be removed. Please use `retry_policy` instead.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        retry_policy = retry_policy or retry
+    retry_policy = _retry_policy(retry, retry_policy)
 
     seconds = _seconds(timeout)
 
@@ -419,13 +413,7 @@ class entrypoint:
                 stacklevel=2,
             )
             context_schema = context_schema or config_schema
-        if retry is not None:
-            warnings.warn(
-                "`retry` is deprecated and will be removed. Please use `retry_policy` instead.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            retry_policy = retry_policy or retry
+        retry_policy = _retry_policy(retry, retry_policy)
         self.checkpointer = checkpointer
         self.store = store
         self.cache = cache
@@ -446,3 +434,15 @@ class entrypoint:
             context_schema=self.context_schema,
             retry_policy=self.retry_policy,
         )
+
+
+def _retry_policy(retry: Any, retry_policy: Any) -> Any:
+    """``retry_policy``, or the deprecated ``retry=`` given in its place (with a warning)."""
+    if retry is None:
+        return retry_policy
+    warnings.warn(
+        "`retry` is deprecated and will be removed. Please use `retry_policy` instead.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return retry_policy or retry

@@ -31,7 +31,7 @@ from flowcore.compat.langgraph._channel_api import BaseChannel, Topic, is_one_st
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._node import TASKS
 from flowcore.compat.langgraph._node_builder import PASSTHROUGH, NodeBuilder, PregelNode
-from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph
+from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph, _Topic
 from flowcore.compat.langgraph._types import RetryPolicy, Send
 
 __all__ = ["Pregel"]
@@ -257,7 +257,7 @@ class Pregel(CompiledStateGraph):
             channel: Channel = made(MISSING) if made is not None else spec.copy()
             channel.key = name
             channels[name] = channel
-        channels[TASKS] = _Sends(TASKS)
+        channels[TASKS] = _Topic(TASKS)
         return channels
 
     def snapshot_channels(self, channels: Mapping[str, Channel]) -> dict[str, Any]:
@@ -415,26 +415,3 @@ def _value_type(channel: Channel) -> Any:
 
 def _value(channel: Channel) -> Any:
     return channel.get() if isinstance(channel, BaseChannel | Topic) else channel.value
-
-
-class _Sends(Channel):
-    """The ``Send``s written in one superstep (a node may write them to ``TASKS``)."""
-
-    __slots__ = ()
-
-    def update(self, values: Sequence[Any]) -> bool:
-        if not values:
-            if self.value is MISSING:
-                return False
-            self.value = MISSING
-            return True
-        self.value = list(values)
-        return True
-
-    def snapshot(self) -> Any:
-        if self.value is MISSING:
-            return MISSING
-        return [{"node": s.node, "arg": s.arg} for s in self.value]
-
-    def restore(self, stored: Any) -> None:
-        self.value = [Send(s["node"], s["arg"]) for s in stored] if stored else MISSING

@@ -22,6 +22,7 @@ from flowcore.compat.langgraph._channels import (
     LastValue,
     LastValueAfterFinish,
     NamedBarrierValue,
+    clear,
 )
 from flowcore.compat.langgraph._context import TaskScope, running_scope
 from flowcore.compat.langgraph._delta import DeltaValue
@@ -83,10 +84,7 @@ class _Topic(Channel):
 
     def update(self, values: Sequence[Any]) -> bool:
         if not values:
-            if self.value is MISSING:
-                return False
-            self.value = MISSING
-            return True
+            return clear(self)
         self.value = list(values)
         return True
 
