@@ -31,7 +31,16 @@ from flowcore.runtime import TaskPool, call_node
 if TYPE_CHECKING:
     from flowcore.compat.langgraph._loop import Run
 
-__all__ = ["RETURN", "TaskCalls", "TaskInterrupted", "TaskSpec", "call_task", "run_with_calls"]
+__all__ = [
+    "RETURN",
+    "TaskCalls",
+    "TaskInterrupted",
+    "TaskSpec",
+    "call_task",
+    "note_task_defined",
+    "run_with_calls",
+    "tasks_defined",
+]
 
 RETURN = "__return__"
 """The pending write that holds a finished task call's result."""
@@ -112,6 +121,27 @@ class TaskCalls:
     def saved(self, task_id: str) -> list[tuple[str, Any]]:
         """The pending writes an earlier attempt of the run saved for ``task_id``."""
         return [(c, v) for t, c, v in list(self.run.pending) if t == task_id]
+
+
+class _Defined:
+    """Whether any ``@task`` function exists in this process (it only ever turns True).
+
+    Opening a call pool around every node costs a run about 5 % of a step; a
+    node can only make task calls once some ``@task`` function exists, so
+    until then the run loop calls nodes without one.
+    """
+
+    tasks = False
+
+
+def note_task_defined() -> None:
+    """Record that a ``@task`` function exists: from now on, nodes run with a call pool."""
+    _Defined.tasks = True
+
+
+def tasks_defined() -> bool:
+    """Whether any ``@task`` function exists in this process."""
+    return _Defined.tasks
 
 
 _CALLS: contextvars.ContextVar[TaskCalls | None] = contextvars.ContextVar(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, cast
 
 from pydantic import TypeAdapter
 
-from flowcore.compat.langgraph._calls import RETURN, call_task
+from flowcore.compat.langgraph._calls import RETURN, call_task, note_task_defined
 from flowcore.compat.langgraph._channels import Channel
 from flowcore.compat.langgraph._context import current_scope
 from flowcore.compat.langgraph._graph import StateGraph
@@ -93,6 +93,7 @@ class _TaskFunction:
         self.timeout = timeout
         self.is_async = describe_callable(func)[1]
         functools.update_wrapper(self, func)
+        note_task_defined()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return call_task(self, args, kwargs)

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from flowcore.checkpoint import ThreadLease
-from flowcore.compat.langgraph._calls import run_with_calls
+from flowcore.compat.langgraph._calls import run_with_calls, tasks_defined
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, set_scope
 from flowcore.compat.langgraph._delta import DeltaValue
@@ -665,9 +665,12 @@ class Run:
             cache = self.graph.cache
             policy = None if node is None or cache is None else node.cache_policy
             if policy is None or cache is None:
-                task.writes = await run_with_calls(
-                    self, task, scope, lambda: self._call_node(task, scope)
-                )
+                if tasks_defined():
+                    task.writes = await run_with_calls(
+                        self, task, scope, lambda: self._call_node(task, scope)
+                    )
+                else:
+                    task.writes = await self._call_node(task, scope)
             else:
                 key = cache.key(task.name, policy, task.input)
                 hit = await cache.lookup(key)
