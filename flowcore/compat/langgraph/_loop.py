@@ -763,7 +763,11 @@ class Run:
             if direct is not None:
                 scope.calls = 0
                 result = await call_node(direct, True, (task.input,))
-            elif spec.retry is None and not hasattr(action, "_arun_subgraph"):
+            elif (
+                spec.retry is None
+                and spec.timeout is None
+                and not hasattr(action, "_arun_subgraph")
+            ):
                 # Nothing to retry and no subgraph: the plain call, without the wrappers.
                 scope.calls = 0
                 result = await call_with_config(
@@ -794,7 +798,7 @@ class Run:
                         graph.call_shape(action),
                     )
 
-                result = await retry_call(attempt, spec.retry)
+                result = await retry_call(attempt, spec.retry, spec.timeout, task.name)
             if type(result) is dict and graph.dict_results:
                 # The usual state update: no Command in it, so no control writes.
                 keys = graph.state_key_set

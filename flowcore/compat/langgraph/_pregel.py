@@ -504,7 +504,11 @@ class CompiledStateGraph:
         if known is _UNKNOWN:
             spec = self.nodes[name]
             known = None
-            if spec.retry is None and not hasattr(spec.action, "_arun_subgraph"):
+            if (
+                spec.retry is None
+                and spec.timeout is None
+                and not hasattr(spec.action, "_arun_subgraph")
+            ):
                 names, is_async = self.call_shape(spec.action)
                 if is_async and not names & _INJECTED:
                     known = spec.action

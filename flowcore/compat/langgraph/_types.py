@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+from datetime import timedelta
+from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
 
 __all__ = [
     "END",
@@ -18,6 +19,7 @@ __all__ = [
     "Send",
     "StateSnapshot",
     "StateUpdate",
+    "TimeoutPolicy",
     "default_retry_on",
     "overwritten",
 ]
@@ -268,3 +270,58 @@ class StateSnapshot(NamedTuple):
     parent_config: dict[str, Any] | None
     tasks: tuple[PregelTask, ...]
     interrupts: tuple[Interrupt, ...]
+
+
+def _seconds(value: float | timedelta | None, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | timedelta):
+        raise TypeError(f"{field} must be seconds (a number) or a timedelta, got {value!r}")
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds <= 0:
+        raise ValueError(f"{field} must be greater than 0, got {value!r}")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutPolicy:
+    """Time limits of one node attempt: a hard ``run_timeout`` and an ``idle_timeout``.
+
+    ``idle_timeout`` starts over at each ``runtime.heartbeat()``; ``run_timeout``
+    never does. Either may be seconds or a ``timedelta``; :meth:`coerce` turns
+    them into positive float seconds.
+
+    Example:
+        >>> TimeoutPolicy.coerce(2)
+        TimeoutPolicy(run_timeout=2.0, idle_timeout=None, refresh_on='auto')
+    """
+
+    run_timeout: float | timedelta | None = None
+    idle_timeout: float | timedelta | None = None
+    refresh_on: Literal["auto", "heartbeat"] = "auto"
+
+    @classmethod
+    def coerce(cls, value: float | timedelta | TimeoutPolicy | None) -> TimeoutPolicy | None:
+        """``value`` as a policy with float seconds (a bare number is a ``run_timeout``).
+
+        None, or a policy with neither timeout, gives None; an already coerced
+        policy is returned as it is; a timeout that is not above 0 raises
+        ``ValueError``.
+
+        Example:
+            >>> TimeoutPolicy.coerce(timedelta(milliseconds=250)).run_timeout
+            0.25
+        """
+        if value is None:
+            return None
+        policy = value if isinstance(value, TimeoutPolicy) else cls(run_timeout=value)
+        if policy.refresh_on not in ("auto", "heartbeat"):
+            raise ValueError(f"refresh_on must be 'auto' or 'heartbeat', got {policy.refresh_on!r}")
+        run = _seconds(policy.run_timeout, "run_timeout")
+        idle = _seconds(policy.idle_timeout, "idle_timeout")
+        if run is None and idle is None:
+            return None
+        if type(policy.run_timeout) is type(run) and type(policy.idle_timeout) is type(idle):
+            # Already float seconds: the same (frozen) instance serves.
+            return policy
+        return cls(run_timeout=run, idle_timeout=idle, refresh_on=policy.refresh_on)
