@@ -11,9 +11,11 @@ import pytest
 from flowcore.compat.langgraph import (
     END,
     START,
+    InMemorySaver,
     NodeTimeoutError,
     RetryPolicy,
     Runtime,
+    Send,
     StateGraph,
     TimeoutPolicy,
 )
@@ -160,3 +162,47 @@ def test_node_default_retry_policy_is_used_after_add_node() -> None:
 def test_node_timeout_error_needs_the_timeout_that_fired() -> None:
     with pytest.raises(ValueError, match="idle_timeout"):
         NodeTimeoutError("n", 1.0, kind="idle", run_timeout=1.0)
+
+
+async def test_a_send_timeout_replaces_the_node_timeout() -> None:
+    def route(state: State) -> list[Send]:
+        return [Send("n", state, timeout=TimeoutPolicy(idle_timeout=0.05))]
+
+    app = (
+        StateGraph(State)
+        .add_node("n", _slow, timeout=TimeoutPolicy(idle_timeout=30.0))
+        .add_conditional_edges(START, route)
+        .compile()
+    )
+    with pytest.raises(NodeTimeoutError) as caught:
+        await app.ainvoke({"x": 1})
+    assert (caught.value.node, caught.value.idle_timeout) == ("n", 0.05)
+
+
+async def test_a_send_keeps_its_timeout_through_a_checkpoint() -> None:
+    def route(state: State) -> list[Send]:
+        return [Send("n", state, timeout=TimeoutPolicy(idle_timeout=0.05))]
+
+    saver = InMemorySaver()
+
+    def build() -> object:
+        return (
+            StateGraph(State)
+            .add_node("n", _slow)
+            .add_conditional_edges(START, route)
+            .compile(checkpointer=saver, interrupt_before=["n"])
+        )
+
+    config = {"configurable": {"thread_id": "t"}}
+    await build().ainvoke({"x": 1}, config)  # type: ignore[attr-defined]
+    # A new graph object: the pending Send comes back from the saver only.
+    with pytest.raises(NodeTimeoutError) as caught:
+        await build().ainvoke(None, config)  # type: ignore[attr-defined]
+    assert caught.value.idle_timeout == 0.05
+
+
+def test_send_timeout_is_checked_and_compared() -> None:
+    with pytest.raises(ValueError, match="greater than 0"):
+        Send("n", {}, timeout=0)
+    assert Send("n", 1, timeout=1) == Send("n", 1, timeout=TimeoutPolicy(run_timeout=1.0))
+    assert Send("n", 1, timeout=1) != Send("n", 1)

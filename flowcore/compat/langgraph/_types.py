@@ -37,22 +37,34 @@ N = TypeVar("N")
 class Send:
     """Run ``node`` once more in the next superstep, with ``arg`` as its input.
 
+    ``timeout`` (seconds, a ``timedelta`` or a :class:`TimeoutPolicy`)
+    replaces the node's own time limits for this one run of it.
+
     Example:
         >>> Send("write", {"topic": "ducks"})
         Send(node='write', arg={'topic': 'ducks'})
     """
 
-    __slots__ = ("arg", "node")
+    __slots__ = ("arg", "node", "timeout")
 
-    def __init__(self, node: str, arg: Any) -> None:
+    def __init__(
+        self, node: str, arg: Any, *, timeout: float | timedelta | TimeoutPolicy | None = None
+    ) -> None:
         self.node = node
         self.arg = arg
+        self.timeout = TimeoutPolicy.coerce(timeout)
 
     def __repr__(self) -> str:
-        return f"Send(node={self.node!r}, arg={self.arg!r})"
+        if self.timeout is None:
+            return f"Send(node={self.node!r}, arg={self.arg!r})"
+        return f"Send(node={self.node!r}, arg={self.arg!r}, timeout={self.timeout!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Send) and (self.node, self.arg) == (other.node, other.arg)
+        return isinstance(other, Send) and (self.node, self.arg, self.timeout) == (
+            other.node,
+            other.arg,
+            other.timeout,
+        )
 
     def __hash__(self) -> int:
         return hash((self.node, repr(self.arg)))
