@@ -11,14 +11,19 @@ import pytest
 from flowcore.compat.langgraph import (
     END,
     START,
+    EphemeralValue,
     InMemorySaver,
+    LastValue,
+    NodeBuilder,
     NodeTimeoutError,
+    Pregel,
     RetryPolicy,
     Runtime,
     Send,
     StateGraph,
     TimeoutPolicy,
 )
+from flowcore.compat.langgraph._node_builder import PregelNode
 
 
 class State(TypedDict):
@@ -206,3 +211,25 @@ def test_send_timeout_is_checked_and_compared() -> None:
         Send("n", {}, timeout=0)
     assert Send("n", 1, timeout=1) == Send("n", 1, timeout=TimeoutPolicy(run_timeout=1.0))
     assert Send("n", 1, timeout=1) != Send("n", 1)
+
+
+async def test_a_low_level_node_built_with_set_timeout_is_capped() -> None:
+    async def slow(value: int) -> int:
+        await asyncio.sleep(10)
+        return value
+
+    node = NodeBuilder().subscribe_only("input").do(slow).set_timeout(0.05).write_to("output")
+    graph = Pregel(
+        nodes={"slow": node},
+        channels={"input": EphemeralValue(int), "output": LastValue(int)},
+        input_channels="input",
+        output_channels="output",
+    )
+    with pytest.raises(NodeTimeoutError) as caught:
+        await graph.ainvoke(1)
+    assert (caught.value.node, caught.value.kind) == ("slow", "run")
+
+
+def test_a_pregel_node_timeout_is_checked_when_made() -> None:
+    with pytest.raises(ValueError, match="greater than 0"):
+        PregelNode(channels="x", triggers=["x"], timeout=0)
