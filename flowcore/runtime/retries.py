@@ -12,22 +12,47 @@ unretried, and so does cancellation.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, stop_never
 
-__all__ = ["AttemptTimeout", "RetryRule", "attempt_with_retries"]
+__all__ = ["AttemptTimeout", "RetryRule", "attempt_with_retries", "heartbeat"]
 
 T = TypeVar("T")
 
 
 class AttemptTimeout(TimeoutError):
-    """One attempt ran past its timeout (the caller turns it into its own error)."""
+    """One attempt ran past its timeout (the caller turns it into its own error).
 
-    def __init__(self, timeout: float) -> None:
-        super().__init__(f"attempt exceeded {timeout}s")
+    ``kind`` says which one fired: ``"run"`` (the hard cap) or ``"idle"``
+    (no :func:`heartbeat` for ``idle_timeout`` seconds).
+    """
+
+    def __init__(self, timeout: float, kind: str = "run", elapsed: float = 0.0) -> None:
+        super().__init__(f"attempt exceeded its {kind} timeout of {timeout}s")
         self.timeout = timeout
+        self.kind = kind
+        self.elapsed = elapsed
+
+
+_refresh: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "flowcore_attempt_refresh", default=None
+)
+
+
+def heartbeat() -> None:
+    """Tell the running attempt it made progress: its idle timeout starts over.
+
+    A no-op outside an attempt that has an idle timeout.
+
+    Example:
+        >>> heartbeat()  # outside any attempt: nothing happens
+    """
+    refresh = _refresh.get()
+    if refresh is not None:
+        refresh()
 
 
 class RetryRule(Protocol):
@@ -38,17 +63,45 @@ class RetryRule(Protocol):
         ...
 
 
-async def _attempt(call: Callable[[int], Awaitable[T]], attempt: int, timeout: float | None) -> T:
-    if timeout is None:
+async def _attempt(
+    call: Callable[[int], Awaitable[T]],
+    attempt: int,
+    timeout: float | None,
+    idle_timeout: float | None = None,
+) -> T:
+    if timeout is None and idle_timeout is None:
         return await call(attempt)
-    scope = asyncio.timeout(timeout)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    hard = None if timeout is None else start + timeout
+
+    def deadline() -> float:
+        # One scope serves both caps: its deadline is whichever comes first.
+        if idle_timeout is None:
+            assert hard is not None
+            return hard
+        idle = loop.time() + idle_timeout
+        return idle if hard is None else min(hard, idle)
+
+    scope = asyncio.timeout_at(deadline())
+
+    def refresh() -> None:
+        if not scope.expired():
+            scope.reschedule(deadline())
+
+    token = _refresh.set(refresh if idle_timeout is not None else None)
     try:
         async with scope:
             return await call(attempt)
     except TimeoutError:
         if scope.expired():
-            raise AttemptTimeout(timeout) from None
+            elapsed = loop.time() - start
+            if hard is not None and (idle_timeout is None or loop.time() >= hard):
+                raise AttemptTimeout(timeout or 0.0, "run", elapsed) from None
+            raise AttemptTimeout(idle_timeout or 0.0, "idle", elapsed) from None
         raise
+    finally:
+        _refresh.reset(token)
 
 
 async def attempt_with_retries(
@@ -56,6 +109,7 @@ async def attempt_with_retries(
     rule: RetryRule | None,
     *,
     timeout: float | None = None,
+    idle_timeout: float | None = None,
     passthrough: tuple[type[BaseException], ...] = (),
     gave_up: Callable[[Exception, int], BaseException] | None = None,
 ) -> tuple[T, int]:
@@ -64,7 +118,8 @@ async def attempt_with_retries(
     The error of the last attempt is raised as it is (:class:`AttemptTimeout`
     for an attempt past ``timeout``), or ``gave_up(error, attempts)`` in its
     place when given; errors of the ``passthrough`` types are never retried
-    and always raised as they are.
+    and always raised as they are. ``idle_timeout`` caps the time between two
+    :func:`heartbeat` calls of an attempt (and from its start to the first).
 
     Example:
         >>> import asyncio
@@ -74,7 +129,7 @@ async def attempt_with_retries(
     """
     if rule is None:
         try:
-            return await _attempt(call, 1, timeout), 1
+            return await _attempt(call, 1, timeout, idle_timeout), 1
         except Exception as exc:
             if gave_up is None or isinstance(exc, passthrough):
                 raise
@@ -99,7 +154,7 @@ async def attempt_with_retries(
         async for attempt in AsyncRetrying(stop=stop_never, wait=wait, retry=retry, reraise=True):
             with attempt:
                 attempts = attempt.retry_state.attempt_number
-                result = await _attempt(call, attempts, timeout)
+                result = await _attempt(call, attempts, timeout, idle_timeout)
             outcome = attempt.retry_state.outcome
             if outcome is None or not outcome.failed:
                 return result, attempts

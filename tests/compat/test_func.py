@@ -15,8 +15,10 @@ from flowcore.compat.langgraph import (
     Command,
     EntrypointGraph,
     InMemorySaver,
+    NodeTimeoutError,
     RetryPolicy,
     StateGraph,
+    TimeoutPolicy,
     entrypoint,
     interrupt,
     task,
@@ -280,8 +282,9 @@ async def test_a_task_timeout_caps_each_attempt() -> None:
     async def workflow(_: Any) -> None:
         await slow()
 
-    with pytest.raises(TimeoutError):
+    with pytest.raises(NodeTimeoutError) as caught:
         await workflow.ainvoke(1)
+    assert (caught.value.node, caught.value.run_timeout) == ("slow", 0.01)
     with pytest.raises(ValueError, match="needs an async task"):
         task(timeout=1)(lambda: None)
 
@@ -297,3 +300,22 @@ def test_a_task_is_named_after_its_function_unless_named() -> None:
     assert task(functools.partial(join, "|")).name == "join"
     assert task(Shout()).name == "Shout"
     assert task(Shout(), name="loud").name == "loud"
+
+
+async def test_an_entrypoint_timeout_caps_each_attempt() -> None:
+    @entrypoint(timeout=TimeoutPolicy(idle_timeout=0.05))
+    async def workflow(_: Any) -> None:
+        await asyncio.sleep(5)
+
+    with pytest.raises(NodeTimeoutError) as caught:
+        await workflow.ainvoke(1)
+    assert caught.value.kind == "idle"
+
+
+def test_functional_timeouts_are_checked_where_declared() -> None:
+    with pytest.raises(ValueError, match="greater than 0"):
+        entrypoint(timeout=0)
+    with pytest.raises(ValueError, match="greater than 0"):
+        task(timeout=0)
+    with pytest.raises(ValueError, match="only supported for async nodes"):
+        entrypoint(timeout=1)(lambda x: x)

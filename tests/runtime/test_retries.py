@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from flowcore.runtime import AttemptTimeout, attempt_with_retries
+from flowcore.runtime.retries import heartbeat
 
 
 class Rule:
@@ -104,3 +105,41 @@ async def test_the_rules_pause_is_waited_between_attempts() -> None:
 
     # a lower bound only: a busy machine may take longer, never shorter
     assert loop.time() - started >= 0.05
+
+
+async def test_idle_timeout_fires_when_the_attempt_goes_quiet() -> None:
+    async def quiet(_attempt: int) -> str:
+        await asyncio.sleep(10)
+        return "late"
+
+    with pytest.raises(AttemptTimeout) as caught:
+        await attempt_with_retries(quiet, None, idle_timeout=0.05)
+    assert caught.value.kind == "idle"
+    assert caught.value.timeout == 0.05
+
+
+async def test_heartbeat_restarts_the_idle_timeout() -> None:
+    async def busy(_attempt: int) -> str:
+        # Longer in all than the idle timeout, but never quiet for that long.
+        for _ in range(15):
+            await asyncio.sleep(0.1)
+            heartbeat()
+        return "done"
+
+    assert await attempt_with_retries(busy, None, idle_timeout=1.0) == ("done", 1)
+
+
+async def test_heartbeat_never_extends_the_run_timeout() -> None:
+    async def busy(_attempt: int) -> str:
+        while True:
+            await asyncio.sleep(0.01)
+            heartbeat()
+
+    with pytest.raises(AttemptTimeout) as caught:
+        await attempt_with_retries(busy, None, timeout=0.1, idle_timeout=5.0)
+    assert caught.value.kind == "run"
+    assert caught.value.timeout == 0.1
+
+
+def test_heartbeat_outside_an_attempt_does_nothing() -> None:
+    heartbeat()

@@ -21,6 +21,7 @@ from flowcore.compat.langgraph._errors import (
     GraphInterrupt,
     GraphRecursionError,
     InvalidUpdateError,
+    NodeTimeoutError,
 )
 from flowcore.compat.langgraph._func import EntrypointGraph, entrypoint, task
 from flowcore.compat.langgraph._graph import StateGraph
@@ -76,6 +77,7 @@ from flowcore.compat.langgraph._types import (
     Send,
     StateSnapshot,
     StateUpdate,
+    TimeoutPolicy,
 )
 
 __all__ = [
@@ -118,6 +120,7 @@ __all__ = [
     "MessagesState",
     "NamedBarrierValue",
     "NodeBuilder",
+    "NodeTimeoutError",
     "Overwrite",
     "PersistentDict",
     "Pregel",
@@ -134,6 +137,7 @@ __all__ = [
     "StateSnapshot",
     "StateUpdate",
     "SystemMessage",
+    "TimeoutPolicy",
     "ToolCall",
     "ToolMessage",
     "ToolNode",

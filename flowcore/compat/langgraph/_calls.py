@@ -25,7 +25,7 @@ from flowcore.compat.langgraph._errors import GraphInterrupt
 from flowcore.compat.langgraph._node import retry_call
 from flowcore.compat.langgraph._planner import ERROR, INTERRUPT, PUSH, RESUME, Task
 from flowcore.compat.langgraph._records import Outcome, TaskEnd, TaskStart
-from flowcore.compat.langgraph._types import Interrupt, RetryPolicy
+from flowcore.compat.langgraph._types import Interrupt, RetryPolicy, TimeoutPolicy
 from flowcore.runtime import TaskPool, call_node
 
 if TYPE_CHECKING:
@@ -72,8 +72,8 @@ class TaskSpec(Protocol):
         ...
 
     @property
-    def timeout(self) -> float | None:
-        """Seconds each attempt may take (None: no cap)."""
+    def timeout(self) -> TimeoutPolicy | None:
+        """The time limits of each attempt (None: no cap)."""
         ...
 
 
@@ -299,13 +299,10 @@ async def _run_call(
     async def attempt() -> Any:
         scope.calls = 0
         call.attempts += 1
-        if spec.timeout is None:
-            return await call_node(spec.func, spec.is_async, args, kwargs)
-        async with asyncio.timeout(spec.timeout):
-            return await call_node(spec.func, spec.is_async, args, kwargs)
+        return await call_node(spec.func, spec.is_async, args, kwargs)
 
     try:
-        value = await retry_call(attempt, spec.retry_policy)
+        value = await retry_call(attempt, spec.retry_policy, spec.timeout, spec.name)
         if inner.interrupts:
             raise TaskInterrupted(tuple(inner.interrupts))
     except GraphInterrupt as exc:

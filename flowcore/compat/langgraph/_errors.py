@@ -18,6 +18,7 @@ __all__ = [
     "GraphInterrupt",
     "GraphRecursionError",
     "InvalidUpdateError",
+    "NodeTimeoutError",
     "ParentCommand",
 ]
 
@@ -114,3 +115,42 @@ class ParentCommand(GraphBubbleUp):
         """The command for the parent."""
         found: Command[Any] = self.args[0]
         return found
+
+
+class NodeTimeoutError(FlowcoreError):
+    """A node attempt ran past its ``run_timeout`` or ``idle_timeout``.
+
+    Not a ``TimeoutError``, so LangGraph's default retry policy retries it.
+    ``kind`` and ``timeout`` say which limit fired; ``run_timeout`` and
+    ``idle_timeout`` are both as configured (None when not set).
+
+    Example:
+        >>> NodeTimeoutError("slow", 0.2, kind="run", run_timeout=0.1).timeout
+        0.1
+    """
+
+    def __init__(
+        self,
+        node: str,
+        elapsed: float,
+        *,
+        kind: str,
+        idle_timeout: float | None = None,
+        run_timeout: float | None = None,
+    ) -> None:
+        fired = idle_timeout if kind == "idle" else run_timeout if kind == "run" else None
+        if fired is None:
+            raise ValueError(
+                f"kind={kind!r} needs its timeout: kind='idle' needs idle_timeout, "
+                "kind='run' needs run_timeout"
+            )
+        what = "idle timeout" if kind == "idle" else "run timeout"
+        super().__init__(
+            f"Node '{node}' exceeded its {what} of {fired:.3f}s (elapsed: {elapsed:.3f}s)."
+        )
+        self.node = node
+        self.elapsed = elapsed
+        self.kind = kind
+        self.timeout = fired
+        self.idle_timeout = idle_timeout
+        self.run_timeout = run_timeout

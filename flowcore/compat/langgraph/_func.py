@@ -28,7 +28,14 @@ from flowcore.compat.langgraph._graph import StateGraph
 from flowcore.compat.langgraph._node import describe_callable
 from flowcore.compat.langgraph._planner import INTERRUPT
 from flowcore.compat.langgraph._pregel import CompiledStateGraph
-from flowcore.compat.langgraph._types import END, START, Interrupt, RetryPolicy, StateSnapshot
+from flowcore.compat.langgraph._types import (
+    END,
+    START,
+    Interrupt,
+    RetryPolicy,
+    StateSnapshot,
+    TimeoutPolicy,
+)
 from flowcore.runtime import call_node
 
 if TYPE_CHECKING:
@@ -54,14 +61,12 @@ def _name_of(func: Any) -> str:
     return name if isinstance(name, str) else type(func).__name__
 
 
-def _seconds(timeout: Any) -> float | None:
-    if timeout is None:
-        return None
-    if isinstance(timeout, timedelta):
-        return timeout.total_seconds()
-    if isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout > 0:
-        return float(timeout)
-    raise TypeError(f"timeout must be a positive number of seconds or a timedelta, got {timeout!r}")
+def _refuse_sync_timeout(what: str, name: str) -> ValueError:
+    return ValueError(
+        f"timeout= needs an async {what}: {name!r} is sync, and timeouts are only supported "
+        "for async nodes (a sync function cannot be stopped in-process). Make it "
+        "`async def`, or drop the timeout."
+    )
 
 
 def _policies(policy: RetryPolicy | Sequence[RetryPolicy] | None) -> tuple[RetryPolicy, ...]:
@@ -82,7 +87,7 @@ class _TaskFunction:
         name: str | None,
         retry_policy: Sequence[RetryPolicy],
         cache_policy: Any,
-        timeout: float | None = None,
+        timeout: TimeoutPolicy | None = None,
     ) -> None:
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
             raise NotImplementedError("Generators are not supported in the Functional API.")
@@ -111,15 +116,16 @@ def task(
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     cache_policy: Any = None,
-    timeout: float | timedelta | None = None,
+    timeout: float | timedelta | TimeoutPolicy | None = None,
     **kwargs: Any,
 ) -> Any:
     """Make a function a task: calling it inside an entrypoint or node returns a future.
 
     In sync code ``future.result()`` waits for it; in async code ``await future``.
     A finished task's result is saved with the run, so a node resumed after a
-    pause gets it back without running the task again. ``timeout`` (seconds or
-    a ``timedelta``) caps each attempt of an async task (``TimeoutError``).
+    pause gets it back without running the task again. ``timeout`` (seconds, a
+    ``timedelta`` or a ``TimeoutPolicy``) caps each attempt of an async task
+    (``NodeTimeoutError``).
 
     Example:
         >>> @task
@@ -133,7 +139,7 @@ def task(
         raise TypeError(f"task() got unexpected arguments: {sorted(kwargs)}")
     retry_policy = _retry_policy(retry, retry_policy)
 
-    seconds = _seconds(timeout)
+    policy = TimeoutPolicy.coerce(timeout)
 
     def wrap(func: Callable[..., Any]) -> _TaskFunction:
         made = _TaskFunction(
@@ -141,13 +147,10 @@ def task(
             name=name,
             retry_policy=_policies(retry_policy),
             cache_policy=cache_policy,
-            timeout=seconds,
+            timeout=policy,
         )
-        if seconds is not None and not made.is_async:
-            raise ValueError(
-                f"timeout= needs an async task: {made.name!r} is sync, and a sync task "
-                "cannot be stopped in-process. Make it `async def`, or drop the timeout."
-            )
+        if policy is not None and not made.is_async:
+            raise _refuse_sync_timeout("task", made.name)
         return made
 
     if __func_or_none__ is not None:
@@ -206,12 +209,15 @@ class EntrypointGraph(CompiledStateGraph):
         store: Any,
         context_schema: Any,
         retry_policy: Sequence[RetryPolicy],
+        timeout: TimeoutPolicy | None = None,
     ) -> None:
         name = getattr(func, "__name__", "entrypoint")
         builder: StateGraph[Any, Any, Any, Any] = StateGraph(
             _EntrypointState, context_schema=context_schema
         )
-        builder.add_node(name, _EntrypointNode(func), retry_policy=list(retry_policy) or None)
+        builder.add_node(
+            name, _EntrypointNode(func), retry_policy=list(retry_policy) or None, timeout=timeout
+        )
         builder.add_edge(START, name)
         builder.compiled = True
         super().__init__(
@@ -400,6 +406,7 @@ class entrypoint:
         context_schema: Any = None,
         cache_policy: Any = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
         **kwargs: Any,
     ) -> None:
         config_schema = kwargs.pop("config_schema", None)
@@ -421,6 +428,8 @@ class entrypoint:
         self.context_schema = context_schema
         self.cache_policy = cache_policy
         self.retry_policy = _policies(retry_policy)
+        # Checked here, so a bad value fails where the decorator is written.
+        self.timeout = TimeoutPolicy.coerce(timeout)
 
     def __call__(self, func: Callable[..., Any]) -> EntrypointGraph:
         """Compile ``func`` into an :class:`EntrypointGraph`."""
@@ -428,12 +437,15 @@ class entrypoint:
             raise NotImplementedError("Generators are not supported in the Functional API.")
         if not inspect.signature(func).parameters:
             raise ValueError("Entrypoint function must have at least one parameter")
+        if self.timeout is not None and not describe_callable(func)[1]:
+            raise _refuse_sync_timeout("entrypoint", getattr(func, "__name__", "entrypoint"))
         return EntrypointGraph(
             func,
             checkpointer=self.checkpointer,
             store=self.store,
             context_schema=self.context_schema,
             retry_policy=self.retry_policy,
+            timeout=self.timeout,
         )
 
 

@@ -6,12 +6,13 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_hints, is_typeddict
 
 from typing_extensions import TypeVar
 
 from flowcore.compat.langgraph._state import SchemaInfo
-from flowcore.compat.langgraph._types import END, START, RetryPolicy
+from flowcore.compat.langgraph._types import END, START, RetryPolicy, TimeoutPolicy
 
 __all__ = ["BranchSpec", "NodeRunnable", "NodeSpec", "StateGraph"]
 
@@ -30,6 +31,7 @@ class NodeSpec:
     metadata: dict[str, Any] | None = None
     destinations: tuple[str, ...] | None = None
     cache_policy: Any = None
+    timeout: TimeoutPolicy | None = None
 
     @property
     def runnable(self) -> NodeRunnable:
@@ -159,6 +161,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         # far more than the rest of add_node. Keyed by id, with the action kept alive so the
         # id cannot be reused, because callable objects need not be hashable.
         self._param_schemas: dict[int, tuple[Any, Any]] = {}
+        # set_node_defaults(): applied at compile() to the nodes that set none of their own.
+        self._node_defaults: dict[str, Any] = {}
 
     def _add_schema(self, schema: Any) -> None:
         if schema not in self.schemas:
@@ -176,9 +180,13 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         cache_policy: Any = None,
         destinations: dict[str, str] | tuple[str, ...] | None = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
         **legacy: Any,
     ) -> Self:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
+
+        ``timeout`` (seconds, a ``timedelta`` or a :class:`TimeoutPolicy`) caps
+        each attempt of the node, which must then be async.
 
         Example:
             >>> # graph.add_node("summarize", summarize, retry_policy=RetryPolicy())
@@ -192,6 +200,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 raise TypeError(f"add_node() got unexpected arguments: {sorted(legacy)}")
         if not isinstance(node, str):
             action, node = node, _node_name(node)
+        # Checked now, so a bad value names the add_node call that gave it.
+        timeout_policy = TimeoutPolicy.coerce(timeout)
         if action is None:
             raise RuntimeError(f"add_node({node!r}) needs an action: a function or a graph")
         if self.compiled:
@@ -218,9 +228,52 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         # A dict of destinations maps node names to edge labels: only the names matter here.
         dests = tuple(destinations) if destinations is not None else None
         self.nodes[node] = NodeSpec(
-            node, action, schema, defer, retry_policy, metadata, dests, cache_policy
+            node, action, schema, defer, retry_policy, metadata, dests, cache_policy, timeout_policy
         )
         return self
+
+    def set_node_defaults(
+        self,
+        *,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        cache_policy: Any = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
+    ) -> Self:
+        """Policies for every node that sets none of its own (applied at ``compile()``).
+
+        May be called before or after ``add_node``; a later call replaces the
+        defaults it names. Returns the builder, for chaining.
+
+        Example:
+            >>> # StateGraph(State).set_node_defaults(timeout=30).add_node("a", a)
+        """
+        if self.compiled:
+            raise RuntimeError("set_node_defaults() on a graph that has already been compiled.")
+        if retry_policy is not None:
+            self._node_defaults["retry"] = retry_policy
+        if cache_policy is not None:
+            self._node_defaults["cache_policy"] = cache_policy
+        timeout_policy = TimeoutPolicy.coerce(timeout)
+        if timeout_policy is not None:
+            self._node_defaults["timeout"] = timeout_policy
+        return self
+
+    def _apply_node_defaults(self) -> None:
+        for spec in self.nodes.values():
+            for key, value in self._node_defaults.items():
+                if getattr(spec, key) is None:
+                    setattr(spec, key, value)
+
+    def _check_timeouts(self) -> None:
+        for spec in self.nodes.values():
+            if spec.timeout is None or hasattr(spec.action, "_arun_subgraph"):
+                continue
+            if not _is_async(spec.action):
+                raise ValueError(
+                    f"Node {spec.name!r} has a timeout, but timeouts are only supported for "
+                    "async nodes: a sync function cannot be stopped once it runs. Make it "
+                    "`async def`, or remove its timeout."
+                )
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> Self:
         """``start -> end``; a list of starts is a join that waits for all of them.
@@ -391,6 +444,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
         before = list(self.nodes) if interrupt_before == "*" else list(interrupt_before or ())
         after = list(self.nodes) if interrupt_after == "*" else list(interrupt_after or ())
+        self._apply_node_defaults()
+        self._check_timeouts()
         self.validate([*before, *after])
         self.compiled = True
         return CompiledStateGraph(
@@ -403,3 +458,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             name=name or "LangGraph",
             debug=debug,
         )
+
+
+def _is_async(action: Any) -> bool:
+    """Whether calling ``action`` gives a coroutine (functions and callable objects)."""
+    return inspect.iscoroutinefunction(action) or inspect.iscoroutinefunction(
+        getattr(action, "__call__", None)  # noqa: B004 - callable objects
+    )

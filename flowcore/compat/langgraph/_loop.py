@@ -762,11 +762,17 @@ class Run:
             if "messages_seen" in self.wants:
                 self.emit("messages_seen", task.input)
 
-            direct = graph.direct_call(task.name)
+            # A Send's own timeout needs the timed path, even for a node that has none.
+            direct = graph.direct_call(task.name) if task.timeout is None else None
             if direct is not None:
                 scope.calls = 0
                 result = await call_node(direct, True, (task.input,))
-            elif spec.retry is None and not hasattr(action, "_arun_subgraph"):
+            elif (
+                spec.retry is None
+                and spec.timeout is None
+                and task.timeout is None
+                and not hasattr(action, "_arun_subgraph")
+            ):
                 # Nothing to retry and no subgraph: the plain call, without the wrappers.
                 scope.calls = 0
                 result = await call_with_config(
@@ -797,7 +803,8 @@ class Run:
                         graph.call_shape(action),
                     )
 
-                result = await retry_call(attempt, spec.retry)
+                timeout = task.timeout or spec.timeout
+                result = await retry_call(attempt, spec.retry, timeout, task.name)
             if type(result) is dict and graph.dict_results:
                 # The usual state update: no Command in it, so no control writes.
                 keys = graph.state_key_set

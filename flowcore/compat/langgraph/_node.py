@@ -7,9 +7,14 @@ import random
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from flowcore.compat.langgraph._errors import GraphBubbleUp, InvalidUpdateError, ParentCommand
-from flowcore.compat.langgraph._types import END, ROOT, Command, RetryPolicy, Send
-from flowcore.runtime import attempt_with_retries, call_node
+from flowcore.compat.langgraph._errors import (
+    GraphBubbleUp,
+    InvalidUpdateError,
+    NodeTimeoutError,
+    ParentCommand,
+)
+from flowcore.compat.langgraph._types import END, ROOT, Command, RetryPolicy, Send, TimeoutPolicy
+from flowcore.runtime import AttemptTimeout, attempt_with_retries, call_node
 
 __all__ = [
     "TASKS",
@@ -181,13 +186,21 @@ class LangGraphRetryRule:
         0.75
     """
 
-    __slots__ = ("policies",)
+    __slots__ = ("policies", "translate")
 
-    def __init__(self, policies: Sequence[RetryPolicy]) -> None:
+    def __init__(
+        self,
+        policies: Sequence[RetryPolicy],
+        translate: Callable[[Exception], Exception] | None = None,
+    ) -> None:
         self.policies = policies
+        # The runtime's own errors (a timed-out attempt) as the node's users see them.
+        self.translate = translate
 
     def pause_before_retry(self, error: Exception, failures: int) -> float | None:
         """Seconds before the next attempt, or None when no policy retries ``error``."""
+        if self.translate is not None:
+            error = self.translate(error)
         chosen = next((p for p in self.policies if _retryable(p, error)), None)
         if chosen is None or failures >= chosen.max_attempts:
             return None
@@ -198,16 +211,54 @@ class LangGraphRetryRule:
         return interval + (random.uniform(0, 1) if chosen.jitter else 0)
 
 
+def _timeout_translator(node: str, timeout: TimeoutPolicy) -> Callable[[Exception], Exception]:
+    run_s, idle_s = _float(timeout.run_timeout), _float(timeout.idle_timeout)
+
+    def translate(error: Exception) -> Exception:
+        if not isinstance(error, AttemptTimeout):
+            return error
+        return NodeTimeoutError(
+            node, error.elapsed, kind=error.kind, idle_timeout=idle_s, run_timeout=run_s
+        )
+
+    return translate
+
+
 async def retry_call(
     attempt: Callable[[], Any],
     policy: RetryPolicy | Sequence[RetryPolicy] | None,
+    timeout: TimeoutPolicy | None = None,
+    node: str = "",
 ) -> Any:
-    """Run ``attempt()`` until it succeeds or the policy gives up (control flow is not retried)."""
+    """Run ``attempt()`` until it succeeds or the policy gives up (control flow is not retried).
+
+    With a ``timeout`` (a coerced :class:`TimeoutPolicy`) each attempt is
+    capped by the runtime, and one that runs past a limit fails with
+    :class:`NodeTimeoutError` naming ``node`` (which the policy may retry).
+    """
     policies = [policy] if isinstance(policy, RetryPolicy) else list(policy or ())
 
     async def call(_attempt: int) -> Any:
         return await attempt()
 
-    rule = LangGraphRetryRule(policies) if policies else None
-    result, _ = await attempt_with_retries(call, rule, passthrough=(GraphBubbleUp, ParentCommand))
+    translate = None if timeout is None else _timeout_translator(node, timeout)
+    rule = LangGraphRetryRule(policies, translate) if policies else None
+    try:
+        result, _ = await attempt_with_retries(
+            call,
+            rule,
+            timeout=None if timeout is None else _float(timeout.run_timeout),
+            idle_timeout=None if timeout is None else _float(timeout.idle_timeout),
+            passthrough=(GraphBubbleUp, ParentCommand),
+        )
+    except AttemptTimeout as exc:
+        if translate is None:
+            raise
+        # The runtime's own error is a detail of how the limit is kept: not the cause to show.
+        raise translate(exc) from None
     return result
+
+
+def _float(value: Any) -> float | None:
+    """Seconds of a coerced policy field (float or None)."""
+    return None if value is None else float(value)

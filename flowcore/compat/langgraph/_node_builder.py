@@ -18,11 +18,12 @@ import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, NamedTuple, Self
 
 from flowcore.compat.langgraph._node import call_with_config, describe_callable
 from flowcore.compat.langgraph._pregel import CompiledStateGraph
-from flowcore.compat.langgraph._types import RetryPolicy
+from flowcore.compat.langgraph._types import RetryPolicy, TimeoutPolicy
 
 __all__ = ["PASSTHROUGH", "ChannelWriteEntry", "NodeBuilder", "PregelNode"]
 
@@ -124,6 +125,11 @@ class PregelNode:
     input_schema: Any = None
     defer: bool = False
     destinations: tuple[str, ...] | None = None
+    timeout: TimeoutPolicy | None = None
+
+    def __post_init__(self) -> None:
+        # A bare number or timedelta becomes a policy; a bad one fails here, where it was given.
+        self.timeout = TimeoutPolicy.coerce(self.timeout)
 
     @property
     def action(self) -> Any:
@@ -150,6 +156,7 @@ class NodeBuilder:
         self._steps: list[Any] = []
         self._writes: list[ChannelWriteEntry] = []
         self._retry: list[RetryPolicy] = []
+        self._timeout: TimeoutPolicy | None = None
         self._tags: list[str] = []
         self._metadata: dict[str, Any] = {}
 
@@ -212,6 +219,16 @@ class NodeBuilder:
         self._retry.extend(policies)
         return self
 
+    def set_timeout(self, timeout: float | timedelta | TimeoutPolicy | None) -> Self:
+        """Cap each attempt of the node (seconds, a ``timedelta`` or a ``TimeoutPolicy``).
+
+        Example:
+            >>> NodeBuilder().set_timeout(5).build().timeout.run_timeout
+            5.0
+        """
+        self._timeout = TimeoutPolicy.coerce(timeout)
+        return self
+
     def build(self) -> PregelNode:
         """The node."""
         channels = self._channels if isinstance(self._channels, str) else list(self._channels)
@@ -221,6 +238,7 @@ class NodeBuilder:
             bound=_as_action(self._steps),
             writers=list(self._writes),
             retry_policy=list(self._retry),
+            timeout=self._timeout,
             tags=list(self._tags),
             metadata=dict(self._metadata),
         )

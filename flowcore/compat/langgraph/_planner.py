@@ -151,6 +151,7 @@ class Task:
         "path",
         "paused",
         "resume",
+        "timeout",
         "triggers",
         "writes",
     )
@@ -182,6 +183,8 @@ class Task:
         self._sort_key: str | None = None
         # Counted only where a retry policy may call the node more than once.
         self.attempts = 1
+        # A Send's own time limits, which replace the node's for this one task.
+        self.timeout: Any = None
 
     @property
     def id(self) -> str:
@@ -275,7 +278,9 @@ def plan_tasks(
         for index, send in enumerate(sends):
             if send.node not in graph.nodes:
                 raise InvalidUpdateError(f"Invalid node name {send.node} in Send")
-            tasks.append(Task(None, send.node, (PUSH, index), send.arg, (PUSH,), id_from=id_from))
+            pushed = Task(None, send.node, (PUSH, index), send.arg, (PUSH,), id_from=id_from)
+            pushed.timeout = getattr(send, "timeout", None)
+            tasks.append(pushed)
     versions = checkpoint["channel_versions"]
     if changed is None:
         candidates: Sequence[str] = graph.node_order

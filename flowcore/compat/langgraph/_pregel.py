@@ -68,6 +68,7 @@ from flowcore.compat.langgraph._types import (
     Send,
     StateSnapshot,
     StateUpdate,
+    TimeoutPolicy,
 )
 from flowcore.secrets import Redactor
 
@@ -91,10 +92,26 @@ class _Topic(Channel):
     def snapshot(self) -> Any:
         if self.value is MISSING:
             return MISSING
-        return [{"node": s.node, "arg": _plain(s.arg)} for s in self.value]
+        return [_send_plain(s) for s in self.value]
 
     def restore(self, stored: Any) -> None:
-        self.value = [Send(s["node"], _unplain(s["arg"])) for s in stored] if stored else MISSING
+        self.value = [_send_from(s) for s in stored] if stored else MISSING
+
+
+def _send_plain(send: Send) -> dict[str, Any]:
+    """A Send as plain data (its timeout only when it has one: older saves have none)."""
+    plain: dict[str, Any] = {"node": send.node, "arg": _plain(send.arg)}
+    limits = getattr(send, "timeout", None)
+    if limits is not None:
+        plain["timeout"] = [limits.run_timeout, limits.idle_timeout, limits.refresh_on]
+    return plain
+
+
+def _send_from(plain: dict[str, Any]) -> Send:
+    """The inverse of :func:`_send_plain`."""
+    limits = plain.get("timeout")
+    timeout = None if limits is None else TimeoutPolicy(*limits)
+    return Send(plain["node"], _unplain(plain["arg"]), timeout=timeout)
 
 
 _UNKNOWN: Any = object()
@@ -331,7 +348,7 @@ class CompiledStateGraph:
         if channel == INTERRUPT:
             return [{"value": i.value, "id": i.id} for i in value]
         if channel == TASKS and isinstance(value, Send):
-            return {"__send__": {"node": value.node, "arg": _plain(value.arg)}}
+            return {"__send__": _send_plain(value)}
         if isinstance(value, Overwrite):
             # Its dict form: the channel reads both, and savers store plain data.
             return {OVERWRITE: value.value}
@@ -345,7 +362,7 @@ class CompiledStateGraph:
                 for v in value
             ]
         if channel == TASKS and isinstance(value, dict) and "__send__" in value:
-            return Send(value["__send__"]["node"], _unplain(value["__send__"]["arg"]))
+            return _send_from(value["__send__"])
         return value
 
     def _context_schema(self) -> Any:
@@ -504,7 +521,11 @@ class CompiledStateGraph:
         if known is _UNKNOWN:
             spec = self.nodes[name]
             known = None
-            if spec.retry is None and not hasattr(spec.action, "_arun_subgraph"):
+            if (
+                spec.retry is None
+                and spec.timeout is None
+                and not hasattr(spec.action, "_arun_subgraph")
+            ):
                 names, is_async = self.call_shape(spec.action)
                 if is_async and not names & _INJECTED:
                     known = spec.action

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
+from flowcore.runtime.retries import heartbeat as attempt_heartbeat
+
 __all__ = [
     "DEFAULT_RUNTIME",
     "ExecutionInfo",
@@ -105,8 +107,12 @@ def _no_writer(_: Any) -> None:
     """The stream writer of a runtime outside a run: chunks go nowhere."""
 
 
-def _no_heartbeat() -> None:
-    """The heartbeat of a runtime outside a run."""
+def _default_heartbeat() -> None:
+    """The default heartbeat: restarts the idle timeout of the node attempt running now.
+
+    Outside an attempt with an idle timeout it does nothing.
+    """
+    attempt_heartbeat()
 
 
 @dataclass(frozen=True)
@@ -121,7 +127,7 @@ class Runtime(Generic[ContextT]):
     context: ContextT = field(default=None)  # type: ignore[assignment]
     store: Any = None
     stream_writer: Callable[[Any], None] = _no_writer
-    heartbeat: Callable[[], None] = _no_heartbeat
+    heartbeat: Callable[[], None] = _default_heartbeat
     previous: Any = None
     execution_info: ExecutionInfo | None = None
     server_info: ServerInfo | None = None
@@ -140,7 +146,7 @@ class Runtime(Generic[ContextT]):
             stream_writer=(
                 self.stream_writer if other.stream_writer is _no_writer else other.stream_writer
             ),
-            heartbeat=self.heartbeat if other.heartbeat is _no_heartbeat else other.heartbeat,
+            heartbeat=self.heartbeat if other.heartbeat is _default_heartbeat else other.heartbeat,
             previous=self.previous if other.previous is None else other.previous,
             execution_info=other.execution_info or self.execution_info,
             server_info=other.server_info or self.server_info,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+from datetime import timedelta
+from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
 
 __all__ = [
     "END",
@@ -18,6 +19,7 @@ __all__ = [
     "Send",
     "StateSnapshot",
     "StateUpdate",
+    "TimeoutPolicy",
     "default_retry_on",
     "overwritten",
 ]
@@ -35,22 +37,34 @@ N = TypeVar("N")
 class Send:
     """Run ``node`` once more in the next superstep, with ``arg`` as its input.
 
+    ``timeout`` (seconds, a ``timedelta`` or a :class:`TimeoutPolicy`)
+    replaces the node's own time limits for this one run of it.
+
     Example:
         >>> Send("write", {"topic": "ducks"})
         Send(node='write', arg={'topic': 'ducks'})
     """
 
-    __slots__ = ("arg", "node")
+    __slots__ = ("arg", "node", "timeout")
 
-    def __init__(self, node: str, arg: Any) -> None:
+    def __init__(
+        self, node: str, arg: Any, *, timeout: float | timedelta | TimeoutPolicy | None = None
+    ) -> None:
         self.node = node
         self.arg = arg
+        self.timeout = TimeoutPolicy.coerce(timeout)
 
     def __repr__(self) -> str:
-        return f"Send(node={self.node!r}, arg={self.arg!r})"
+        if self.timeout is None:
+            return f"Send(node={self.node!r}, arg={self.arg!r})"
+        return f"Send(node={self.node!r}, arg={self.arg!r}, timeout={self.timeout!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Send) and (self.node, self.arg) == (other.node, other.arg)
+        return isinstance(other, Send) and (self.node, self.arg, self.timeout) == (
+            other.node,
+            other.arg,
+            other.timeout,
+        )
 
     def __hash__(self) -> int:
         return hash((self.node, repr(self.arg)))
@@ -268,3 +282,58 @@ class StateSnapshot(NamedTuple):
     parent_config: dict[str, Any] | None
     tasks: tuple[PregelTask, ...]
     interrupts: tuple[Interrupt, ...]
+
+
+def _seconds(value: float | timedelta | None, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | timedelta):
+        raise TypeError(f"{field} must be seconds (a number) or a timedelta, got {value!r}")
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds <= 0:
+        raise ValueError(f"{field} must be greater than 0, got {value!r}")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutPolicy:
+    """Time limits of one node attempt: a hard ``run_timeout`` and an ``idle_timeout``.
+
+    ``idle_timeout`` starts over at each ``runtime.heartbeat()``; ``run_timeout``
+    never does. Either may be seconds or a ``timedelta``; :meth:`coerce` turns
+    them into positive float seconds.
+
+    Example:
+        >>> TimeoutPolicy.coerce(2)
+        TimeoutPolicy(run_timeout=2.0, idle_timeout=None, refresh_on='auto')
+    """
+
+    run_timeout: float | timedelta | None = None
+    idle_timeout: float | timedelta | None = None
+    refresh_on: Literal["auto", "heartbeat"] = "auto"
+
+    @classmethod
+    def coerce(cls, value: float | timedelta | TimeoutPolicy | None) -> TimeoutPolicy | None:
+        """``value`` as a policy with float seconds (a bare number is a ``run_timeout``).
+
+        None, or a policy with neither timeout, gives None; an already coerced
+        policy is returned as it is; a timeout that is not above 0 raises
+        ``ValueError``.
+
+        Example:
+            >>> TimeoutPolicy.coerce(timedelta(milliseconds=250)).run_timeout
+            0.25
+        """
+        if value is None:
+            return None
+        policy = value if isinstance(value, TimeoutPolicy) else cls(run_timeout=value)
+        if policy.refresh_on not in ("auto", "heartbeat"):
+            raise ValueError(f"refresh_on must be 'auto' or 'heartbeat', got {policy.refresh_on!r}")
+        run = _seconds(policy.run_timeout, "run_timeout")
+        idle = _seconds(policy.idle_timeout, "idle_timeout")
+        if run is None and idle is None:
+            return None
+        if type(policy.run_timeout) is type(run) and type(policy.idle_timeout) is type(idle):
+            # Already float seconds: the same (frozen) instance serves.
+            return policy
+        return cls(run_timeout=run, idle_timeout=idle, refresh_on=policy.refresh_on)
