@@ -262,7 +262,7 @@ class EntrypointGraph(CompiledStateGraph):
         end = channels[END]
         return end.get() if end.is_available() else None
 
-    def shown_update(self, update: dict[str, Any] | None) -> Any:
+    def task_update(self, update: Any, keys: Sequence[str]) -> Any:
         """The return value, as LangGraph streams an entrypoint's update."""
         return None if update is None else update.get(END)
 

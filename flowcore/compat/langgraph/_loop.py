@@ -885,7 +885,7 @@ class Run:
             update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
         # A low-level graph's single output channel and an entrypoint's return value
         # are shown bare; a StateGraph's update is the dict of its writes.
-        shown = self.graph.shown_update(self.graph.task_update(update, self.output_keys))
+        shown = self.graph.task_update(update, self.output_keys)
         if cached or task.id in self.cached_ids:
             self.emit("updates", {task.name: shown, "__metadata__": {"cached": True}})
         else:

@@ -377,7 +377,8 @@ class CompiledStateGraph:
         return update_writes(result, self.state_key_set)
 
     def task_update(self, update: Any, keys: Sequence[str]) -> Any:
-        """A node's ``updates`` chunk as streamed (a StateGraph's: the dict of its writes)."""
+        """A node's ``updates`` chunk as streamed (a StateGraph's: the dict of its writes;
+        a low-level graph and an entrypoint override it)."""
         return update
 
     # ----------------------------------------------------------- reading state
@@ -531,11 +532,6 @@ class CompiledStateGraph:
                     known = spec.action
             self._direct[name] = known
         return known
-
-    def shown_update(self, update: dict[str, Any] | None) -> Any:
-        """What ``stream_mode="updates"`` shows for one node's update (a functional
-        entrypoint shows its return value, not a dict)."""
-        return update
 
     def is_subgraph_node(self, name: str) -> bool:
         """Whether node ``name`` runs a compiled graph."""
