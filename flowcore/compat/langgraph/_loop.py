@@ -450,8 +450,15 @@ class Run:
             self.pending = [w for w in self.pending if w[0] == NULL_TASK_ID]
         forks = resuming and time_travel and self.metadata.get("source") not in ("update", "fork")
         carried: list[tuple[str, Any]] = []
+        superseded = addressed and not time_travel and await self._superseded()
         if command is not None:
             carried = await self._apply_command(command, store=not forks)
+        if superseded:
+            # A resume at a checkpoint the thread has moved past reruns the tasks that
+            # finished there (keeping the answers given), as a replay would.
+            self.pending = [
+                w for w in self.pending if w[0] == NULL_TASK_ID or w[1] in (INTERRUPT, RESUME)
+            ]
         null_writes = [(c, v) for t, c, v in self.pending if t == NULL_TASK_ID]
         if null_writes or carried:
             self.apply_writes([], extra=[*null_writes, *carried])
@@ -479,6 +486,14 @@ class Run:
         self.emit_values()
         self.pending = []
         await self._put_checkpoint("input")
+
+    async def _superseded(self) -> bool:
+        """Whether the thread has a later checkpoint than the one this run addressed."""
+        if self.saver is None:
+            return False
+        conf = {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}}
+        latest = await self.saver.aget_tuple(conf)
+        return latest is not None and latest.checkpoint["id"] != self.checkpoint.get("id")
 
     def _pending_interrupt_ids(self) -> list[str]:
         answered = {t for t, c, _ in self.pending if c not in (INTERRUPT, RESUME, ERROR)}
