@@ -472,8 +472,9 @@ class Run:
                 await self._put_checkpoint("fork")
             self.emit_values(force=True)
             return
-        if self.input is None or command is not None:
+        if self.input is None:
             raise EmptyInputError(f"Received no input for {START}")
+        # A Command on a new thread is the run's input too (its START task applies it).
         writes = self.graph.input_writes(self.input)
         if not writes:
             raise EmptyInputError(f"Received no input for {self.graph.input_keys}")

@@ -30,6 +30,7 @@ from flowcore.compat.langgraph._draw import DrawableGraph
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
+from flowcore.compat.langgraph._input_channel import InputValue
 from flowcore.compat.langgraph._loop import (
     ERROR,
     INTERRUPT,
@@ -214,7 +215,7 @@ class CompiledStateGraph:
         self.input_key_set = frozenset(self.input_keys)
         makers = self._channel_makers
         roles = self._roles
-        makers[START] = functools.partial(EphemeralValue, START)
+        makers[START] = functools.partial(InputValue, START)
         roles[START] = _ONE_STEP
         makers[TASKS] = functools.partial(_Topic, TASKS)
         roles[TASKS] = _ONE_STEP
