@@ -1132,7 +1132,7 @@ class CompiledStateGraph:
             for planned in run.prepare(for_execution=False):
                 scheduled.setdefault(planned.name, []).append(planned)
         tasks: list[Task] = []
-        for values, as_node, task_id in updates:
+        for index, (values, as_node, task_id) in enumerate(updates):
             if as_node is None:
                 raise InvalidUpdateError("as_node is required when applying multiple updates")
             if as_node not in self.nodes and as_node not in (START, END):
@@ -1140,7 +1140,7 @@ class CompiledStateGraph:
             planned_for = scheduled.get(as_node) or []
             stands_in = planned_for.pop(0) if planned_for and task_id is None else None
             task = self._update_task(
-                run, values, as_node, stands_in.id if stands_in is not None else task_id
+                run, values, as_node, stands_in.id if stands_in is not None else task_id, index
             )
             tasks.append(task)
             if saved is not None and task.id != NULL_TASK_ID:
@@ -1161,8 +1161,14 @@ class CompiledStateGraph:
         assert run.saved_config is not None
         return run.saved_config
 
-    def _update_task(self, run: Run, values: Any, as_node: str, task_id: str | None) -> Task:
-        """The task whose writes are ``values`` as node ``as_node`` returned them."""
+    def _update_task(
+        self, run: Run, values: Any, as_node: str, task_id: str | None, index: int = 0
+    ) -> Task:
+        """The task whose writes are ``values`` as node ``as_node`` returned them.
+
+        ``index`` is the update's place among those applied together: their writes
+        are folded in that order, whatever nodes they stand for.
+        """
         if as_node == END:
             writes: list[tuple[str, Any]] = []
         else:
@@ -1180,7 +1186,7 @@ class CompiledStateGraph:
         return Task(
             task_id or NULL_TASK_ID,
             as_node,
-            ("__pregel_update", as_node),
+            ("__pregel_update", index),
             None,
             (INTERRUPT,),
             writes,
