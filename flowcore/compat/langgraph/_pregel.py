@@ -1122,6 +1122,12 @@ class CompiledStateGraph:
             return await self._save_update(
                 run, conf, saver, "input", step + 1 if saved is not None else -1
             )
+        if updates[0].values is None and updates[0].as_node == END:
+            if len(updates) > 1:
+                raise InvalidUpdateError("Cannot apply multiple updates when clearing state")
+            if saved is not None:
+                self._clear_tasks(run, saved, step)
+            return await self._save_update(run, conf, saver, "update", step + 1)
         if len(updates) == 1 and updates[0].as_node is None:
             updates = [updates[0]._replace(as_node=self._guess_writer(run.checkpoint))]
         # An update stands in for a task the checkpoint had scheduled for its node: its
@@ -1149,6 +1155,27 @@ class CompiledStateGraph:
                 await saver.aput_writes(saved.config, encoded, task.id, path)
         run.apply_writes(tasks)
         return await self._save_update(run, conf, saver, "update", step + 1)
+
+    def _clear_tasks(self, run: Run, saved: Any, step: int) -> None:
+        """Close the checkpoint's superstep as if its tasks had all ended (``None`` as END).
+
+        What the checkpoint holds for it goes in: its Command writes, and the
+        writes of the tasks that finished (or that an update stood in for); the
+        tasks that did not finish end with no writes.
+        """
+        run.step = step + 1  # task ids depend on the step they run in
+        tasks = run.prepare(for_execution=False)
+        by_id = {task.id: task for task in tasks}
+        null_writes: list[tuple[str, Any]] = []
+        for task_id, chan, value in saved.pending_writes or ():
+            if chan in (INTERRUPT, RESUME, ERROR, NO_WRITES):
+                continue
+            write = (chan, self.decode_write(chan, value))
+            if task_id == NULL_TASK_ID:
+                null_writes.append(write)
+            elif task_id in by_id:
+                by_id[task_id].writes.append(write)
+        run.apply_writes(tasks, extra=null_writes)
 
     async def _save_update(
         self, run: Run, conf: Mapping[str, Any], saver: Any, source: str, step: int
