@@ -69,3 +69,10 @@ def test_a_pregel_graph_reads_back_its_delta_channel_per_checkpoint() -> None:
     logs = [state.values.get("log") for state in graph.get_state_history(config)]
     assert logs[0] == [0, 2, 5, 2]
     assert [0, 2] in logs
+
+
+def test_the_messages_reducer_gives_a_message_with_an_empty_id_a_fresh_one() -> None:
+    from flowcore.compat.langgraph import _messages_delta_reducer
+
+    out = _messages_delta_reducer([], [[{"role": "user", "content": "hi", "id": ""}]])
+    assert out[0].id

@@ -370,7 +370,7 @@ def messages_delta_reducer(state: Any, writes: Sequence[Any]) -> list[Any]:
     result: list[Any] = [_as_message(m) for m in state or ()]
     index = {m.id: i for i, m in enumerate(result) if m.id is not None}
     for message in map(_as_message, flat):
-        if message.id is None:
+        if not message.id:  # None or an empty id
             message.id = str(uuid.uuid4())
         if isinstance(message, RemoveMessage) or getattr(message, "type", None) == "remove":
             at = index.pop(message.id, None)
