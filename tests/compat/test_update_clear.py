@@ -47,3 +47,19 @@ def test_clearing_after_an_edit_keeps_the_edit() -> None:
     graph.update_state(head.config, {"log": ["edit"]}, as_node="q")
     cleared = graph.update_state(head.config, None, as_node=END)
     assert graph.get_state(cleared).values["log"] == ["in", "p", "edit"]
+
+
+def test_clearing_an_old_checkpoint_does_not_pick_up_an_edit_of_it() -> None:
+    builder = StateGraph(State)
+    builder.add_node("a", lambda state: {"log": ["a"]})
+    builder.add_node("b", lambda state: {"log": ["b"]})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"log": ["in"]}, config, interrupt_before=["b"])
+    base = graph.get_state(config)
+    graph.update_state(config, {"log": ["later"]}, as_node="a")
+    graph.update_state(base.config, {"log": ["edit"]}, as_node="b")
+    cleared = graph.update_state(base.config, None, as_node=END)
+    assert graph.get_state(cleared).values["log"] == ["in", "a"]

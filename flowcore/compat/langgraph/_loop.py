@@ -959,7 +959,12 @@ class Run:
             )
 
     def _has_delta_keys(self) -> bool:
-        return any(isinstance(channel, DeltaValue) for channel in self.channels.values())
+        """Whether the run wrote some ``DeltaChannel`` key (it has a version)."""
+        versions = self.checkpoint["channel_versions"]
+        return any(
+            isinstance(channel, DeltaValue) and name in versions
+            for name, channel in self.channels.items()
+        )
 
     async def _save_root(self) -> None:
         """Store the empty checkpoint a new thread starts from, as the run's first parent.

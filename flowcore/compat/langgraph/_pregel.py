@@ -1122,6 +1122,20 @@ class CompiledStateGraph:
             return await self._save_update(
                 run, conf, saver, "input", step + 1 if saved is not None else -1
             )
+        if updates[0].as_node == COPY:
+            if len(updates) > 1:
+                raise InvalidUpdateError("Cannot copy checkpoint with multiple updates")
+            if saved is None:
+                raise InvalidUpdateError("Cannot copy a non-existent checkpoint")
+            if isinstance(updates[0].values, list) and updates[0].values:
+                raise NotImplementedError(
+                    "copying a checkpoint and updating it in one call is not supported: "
+                    "pass the updates as the next superstep of bulk_update_state"
+                )
+            # The copy has the same values and the same parent: a fork to build on.
+            run.saved_config = saved.parent_config
+            run.saved_versions = {}
+            return await self._save_update(run, conf, saver, "fork", step + 1)
         if updates[0].values is None and updates[0].as_node == END:
             if len(updates) > 1:
                 raise InvalidUpdateError("Cannot apply multiple updates when clearing state")
@@ -1137,6 +1151,9 @@ class CompiledStateGraph:
             run.step = step + 1  # task ids depend on the step they run in
             for planned in run.prepare(for_execution=False):
                 scheduled.setdefault(planned.name, []).append(planned)
+        # The writes stand as the tasks' results on the checkpoint they build on, unless
+        # the thread has moved past it: its other children would read them too.
+        keeps_writes = saved is not None and not await _superseded(saver, conf, saved)
         tasks: list[Task] = []
         for index, (values, as_node, task_id) in enumerate(updates):
             if as_node is None:
@@ -1149,7 +1166,7 @@ class CompiledStateGraph:
                 run, values, as_node, stands_in.id if stands_in is not None else task_id, index
             )
             tasks.append(task)
-            if saved is not None and task.id != NULL_TASK_ID:
+            if keeps_writes and task.id != NULL_TASK_ID:
                 encoded = [(c, self.encode_write(c, v)) for c, v in task.writes]
                 path = stands_in.sort_key if stands_in is not None else ""
                 await saver.aput_writes(saved.config, encoded, task.id, path)
@@ -1498,6 +1515,19 @@ def _in_running_loop() -> bool:
 
 
 T = TypeVar("T")
+
+
+COPY = "__copy__"
+"""The ``as_node`` of an update that copies the checkpoint it addresses (a fork)."""
+
+
+async def _superseded(saver: Any, conf: Mapping[str, Any], saved: Any) -> bool:
+    """Whether the thread has a later checkpoint than ``saved`` (which ``conf`` addressed)."""
+    if not conf.get("checkpoint_id"):
+        return False
+    latest_conf = {k: v for k, v in conf.items() if k != "checkpoint_id"}
+    latest = await saver.aget_tuple({"configurable": latest_conf})
+    return latest is not None and latest.checkpoint["id"] != saved.checkpoint["id"]
 
 
 def _sync_call(make: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -1,0 +1,67 @@
+"""Spec: an update as ``__copy__`` forks the checkpoint it addresses.
+
+The copy holds the same values, has the same parent, and is the thread's
+newest checkpoint, so the next updates build on it; a superseded
+checkpoint's updates are not stored as its tasks' results.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from flowcore.compat.langgraph import (
+    START,
+    InMemorySaver,
+    InvalidUpdateError,
+    StateGraph,
+    StateUpdate,
+)
+
+
+class State(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+
+
+def _graph() -> Any:
+    builder = StateGraph(State)
+    builder.add_node("n", lambda state: {"log": ["out"]})
+    builder.add_edge(START, "n")
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def test_a_copy_forks_with_the_same_values_and_parent() -> None:
+    graph = _graph()
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"log": ["in-1"]}, config)
+    base = graph.get_state(config)
+    graph.invoke({"log": ["in-2"]}, config)
+
+    copied = graph.update_state(base.config, None, as_node="__copy__")
+
+    state = graph.get_state(copied)
+    assert state.values == base.values
+    assert state.parent_config == base.parent_config
+    assert state.metadata["source"] == "fork"
+    assert graph.get_state(config).config == state.config
+
+
+def test_a_bulk_update_after_a_copy_builds_on_the_copy() -> None:
+    graph = _graph()
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"log": ["in-1"]}, config)
+    base = graph.get_state(config)
+    graph.invoke({"log": ["in-2"]}, config)
+    forked = graph.bulk_update_state(
+        base.config,
+        [[StateUpdate(None, "__copy__")], [StateUpdate({"log": ["s2"]}, "n")]],
+    )
+    assert graph.get_state(forked).values["log"] == ["in-1", "out", "s2"]
+
+
+def test_a_thread_without_the_checkpoint_cannot_be_copied() -> None:
+    graph = _graph()
+    with pytest.raises(InvalidUpdateError):
+        graph.update_state({"configurable": {"thread_id": "none"}}, None, as_node="__copy__")
