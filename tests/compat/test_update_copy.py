@@ -65,3 +65,19 @@ def test_a_thread_without_the_checkpoint_cannot_be_copied() -> None:
     graph = _graph()
     with pytest.raises(InvalidUpdateError):
         graph.update_state({"configurable": {"thread_id": "none"}}, None, as_node="__copy__")
+
+
+def test_updates_given_with_a_copy_stand_in_for_the_copy_s_tasks() -> None:
+    graph = _graph()
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"log": ["in"]}, config)
+    before_n = next(s for s in graph.get_state_history(config) if s.next == ("n",))
+
+    updated = graph.update_state(before_n.config, [StateUpdate({"log": ["edit"]}, "n")], "__copy__")
+
+    state = graph.get_state(updated)
+    assert state.values["log"] == ["in", "edit"]
+    assert state.next == ()
+    copy = graph.get_state(state.parent_config)
+    assert copy.metadata["source"] == "fork"
+    assert [t.result for t in copy.tasks] == [{"log": ["edit"]}]

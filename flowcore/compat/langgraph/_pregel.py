@@ -1127,15 +1127,21 @@ class CompiledStateGraph:
                 raise InvalidUpdateError("Cannot copy checkpoint with multiple updates")
             if saved is None:
                 raise InvalidUpdateError("Cannot copy a non-existent checkpoint")
-            if isinstance(updates[0].values, list) and updates[0].values:
-                raise NotImplementedError(
-                    "copying a checkpoint and updating it in one call is not supported: "
-                    "pass the updates as the next superstep of bulk_update_state"
-                )
             # The copy has the same values and the same parent: a fork to build on.
             run.saved_config = saved.parent_config
             run.saved_versions = {}
-            return await self._save_update(run, conf, saver, "fork", step + 1)
+            copied = await self._save_update(run, conf, saver, "fork", step + 1)
+            then = updates[0].values
+            if not (isinstance(then, list) and then):
+                return copied
+            # Updates given with the copy: one superstep on it, standing in for its tasks.
+            for item in then:
+                if not isinstance(item, Sequence) or isinstance(item, str):
+                    raise InvalidUpdateError(f"Invalid update item: {item} when copying checkpoint")
+            return await self._update_superstep(
+                {**dict(config), "configurable": {**conf, **copied["configurable"]}},
+                [StateUpdate(item[0], item[1]) for item in then],
+            )
         if updates[0].values is None and updates[0].as_node == END:
             if len(updates) > 1:
                 raise InvalidUpdateError("Cannot apply multiple updates when clearing state")
