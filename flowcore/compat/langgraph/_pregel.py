@@ -57,6 +57,7 @@ from flowcore.compat.langgraph._records import (
 )
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._task_result import task_result
 from flowcore.compat.langgraph._types import (
     END,
     OVERWRITE,
@@ -965,7 +966,7 @@ class CompiledStateGraph:
                 finished.append(task)
             result = None
             if is_done:
-                result = {c: v for c, v in writes if c in self.stream_keys}
+                result = task_result(writes, self.stream_keys)
             error = entry["error"]
             out_tasks.append(
                 PregelTask(
@@ -1451,7 +1452,7 @@ class _ChunkFormatter:
             "id": task.id,
             "name": task.name,
             "error": repr(task.error) if end.outcome == "error" else None,
-            "result": {c: v for c, v in task.writes if c in keys},
+            "result": task_result(task.writes, keys),
             "interrupts": [
                 {
                     "value": i.value,
