@@ -1123,26 +1123,6 @@ class CompiledStateGraph:
             return await self._save_update(
                 run, conf, saver, "input", step + 1 if saved is not None else -1
             )
-        if updates[0].as_node == COPY:
-            if len(updates) > 1:
-                raise InvalidUpdateError("Cannot copy checkpoint with multiple updates")
-            if saved is None:
-                raise InvalidUpdateError("Cannot copy a non-existent checkpoint")
-            # The copy has the same values and the same parent: a fork to build on.
-            run.saved_config = saved.parent_config
-            run.saved_versions = {}
-            copied = await self._save_update(run, conf, saver, "fork", step + 1)
-            then = updates[0].values
-            if not (isinstance(then, list) and then):
-                return copied
-            # Updates given with the copy: one superstep on it, standing in for its tasks.
-            for item in then:
-                if not isinstance(item, Sequence) or isinstance(item, str):
-                    raise InvalidUpdateError(f"Invalid update item: {item} when copying checkpoint")
-            return await self._update_superstep(
-                {**dict(config), "configurable": {**conf, **copied["configurable"]}},
-                [StateUpdate(item[0], item[1]) for item in then],
-            )
         if updates[0].values is None and updates[0].as_node == END:
             if len(updates) > 1:
                 raise InvalidUpdateError("Cannot apply multiple updates when clearing state")
@@ -1522,10 +1502,6 @@ def _in_running_loop() -> bool:
 
 
 T = TypeVar("T")
-
-
-COPY = "__copy__"
-"""The ``as_node`` of an update that copies the checkpoint it addresses (a fork)."""
 
 
 async def _superseded(saver: Any, conf: Mapping[str, Any], saved: Any) -> bool:
