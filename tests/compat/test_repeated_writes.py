@@ -1,7 +1,6 @@
-"""Spec: a node that writes one key several times shows every write.
+"""Spec: a task that writes one key several times shows every write in its task result.
 
-Its ``updates`` chunk is then one single-key dict per write, in order, and
-its task result lists the key's writes under ``$writes``.
+The ``tasks`` stream lists the key's writes under ``$writes``, as LangGraph does.
 """
 
 from __future__ import annotations
@@ -25,19 +24,6 @@ def _graph() -> Any:
     )
     builder.add_edge(START, "one")
     return builder.compile()
-
-
-def test_the_updates_chunk_has_one_dict_per_write() -> None:
-    chunks = list(_graph().stream({"foo": []}, stream_mode="updates"))
-    assert chunks == [{"one": [{"foo": ["a"]}, {"foo": ["b"]}, {"bar": "x"}]}]
-
-
-def test_a_node_writing_each_key_once_shows_one_dict() -> None:
-    builder = StateGraph(State)
-    builder.add_node("one", lambda state: {"foo": ["a"], "bar": "x"})
-    builder.add_edge(START, "one")
-    chunks = list(builder.compile().stream({"foo": []}, stream_mode="updates"))
-    assert chunks == [{"one": {"foo": ["a"], "bar": "x"}}]
 
 
 def test_the_task_result_lists_repeated_writes() -> None:

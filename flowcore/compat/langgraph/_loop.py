@@ -907,13 +907,21 @@ class Run:
         if not mine:
             update = None
         elif self.graph.root_output:
-            # A root-state graph's update is the value its node wrote (each, when several).
-            update = mine[0][1] if len(mine) == 1 else [v for _, v in mine]
-        elif len({c for c, _ in mine}) < len(mine):
-            # A key written more than once: one single-key dict per write, in order.
-            update = [{chan: value} for chan, value in mine]
+            # A root-state graph's update is the value its node wrote (the last one).
+            update = mine[-1][1]
         else:
-            update = dict(mine)
+            update = {}
+            for chan, value in mine:
+                if chan in update:
+                    previous = update[chan]
+                    update[chan] = (
+                        [*previous, value]
+                        if isinstance(previous, _Multi)
+                        else _Multi([previous, value])
+                    )
+                else:
+                    update[chan] = value
+            update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
         # A low-level graph's single output channel and an entrypoint's return value
         # are shown bare; a StateGraph's update is the dict of its writes.
         shown = self.graph.task_update(update, self.output_keys)
@@ -1005,6 +1013,8 @@ class Run:
         self.deferred = []
 
 
+class _Multi(list[Any]):
+    """Several writes of one task to one key (shown as a list in ``updates``)."""
 
 
 def _is_interrupt_id(key: Any) -> bool:

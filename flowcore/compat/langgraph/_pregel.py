@@ -966,7 +966,7 @@ class CompiledStateGraph:
                 finished.append(task)
             result = None
             if is_done:
-                result = task_result(writes, self.stream_keys)
+                result = {c: v for c, v in writes if c in self.stream_keys}
             error = entry["error"]
             out_tasks.append(
                 PregelTask(
