@@ -37,6 +37,7 @@ from flowcore.compat.langgraph._errors import (
     ParentCommand,
 )
 from flowcore.compat.langgraph._node import (
+    TASKS,
     call_with_config,
     control_writes,
     retry_call,
@@ -65,6 +66,11 @@ from flowcore.compat.langgraph._records import (
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._types import START, Command, Interrupt
+from flowcore.compat.langgraph._untracked import (
+    persisted_writes,
+    stored_sends,
+    untracked_keys,
+)
 from flowcore.runtime import call_node, run_lease
 from flowcore.runtime.durability import Durability
 from flowcore.runtime.steps import StepWrites, run_supersteps
@@ -171,6 +177,8 @@ class Run:
         self.ns = checkpoint_ns
         self.thread_id = self.configurable.get("thread_id")
         self.saver = graph.checkpointer if self.thread_id is not None else None
+        # The UntrackedValue keys, whose writes are never stored (found at the first save).
+        self._untracked: frozenset[str] | None = None
         self.limit = int(config.get("recursion_limit", graph.default_recursion_limit))
         if self.limit < 1:
             raise ValueError("recursion_limit must be at least 1")
@@ -366,7 +374,10 @@ class Run:
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
         versions = self.checkpoint["channel_versions"]
-        self.checkpoint["channel_values"] = self.graph.snapshot_channels(self.channels)
+        values = self.graph.snapshot_channels(self.channels)
+        if TASKS in values and self._untracked_keys():
+            values[TASKS] = stored_sends(values[TASKS], self._untracked_keys())
+        self.checkpoint["channel_values"] = values
         self.checkpoint["ts"] = datetime.now(UTC).isoformat()
         self.checkpoint["updated_channels"] = sorted(self.updated)
         changed = {k: v for k, v in versions.items() if self.saved_versions.get(k) != v}
@@ -396,9 +407,21 @@ class Run:
             # Stored when the run ends (see _exit), on whichever checkpoint it ends at.
             self.deferred.append((task, writes))
             return
-        encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
+        encoded = self._encoded(writes)
         # The task path as savers store it is the task's sort key (computed once per task).
         await self._saves().writes(self.saved_config, encoded, task.id, task.sort_key, rides=last)
+
+    def _encoded(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """Writes as a saver stores them (none to an ``UntrackedValue`` key)."""
+        untracked = self._untracked_keys()
+        if untracked:
+            writes = persisted_writes(writes, untracked)
+        return [(c, self.graph.encode_write(c, v)) for c, v in writes]
+
+    def _untracked_keys(self) -> frozenset[str]:
+        if self._untracked is None:
+            self._untracked = untracked_keys(self.channels)
+        return self._untracked
 
     def _saves(self) -> RunSaves:
         # Opened at the first save: an open batch makes the saver settle it before each
@@ -429,7 +452,7 @@ class Run:
                 by_task.setdefault(task_id, []).append((chan, value))
             for task in [*self.tasks, *self.calls.values()]:
                 if task.id in by_task:
-                    encoded = [(c, self.graph.encode_write(c, v)) for c, v in by_task[task.id]]
+                    encoded = self._encoded(by_task[task.id])
                     await saves.hold_writes(encoded, task.id, task.sort_key)
         stored = await saves.close(self._checkpoint_call)
         if stored is not None:
@@ -450,8 +473,15 @@ class Run:
             self.pending = [w for w in self.pending if w[0] == NULL_TASK_ID]
         forks = resuming and time_travel and self.metadata.get("source") not in ("update", "fork")
         carried: list[tuple[str, Any]] = []
+        superseded = addressed and not time_travel and await self._superseded()
         if command is not None:
             carried = await self._apply_command(command, store=not forks)
+        if superseded:
+            # A resume at a checkpoint the thread has moved past reruns the tasks that
+            # finished there (keeping the answers given), as a replay would.
+            self.pending = [
+                w for w in self.pending if w[0] == NULL_TASK_ID or w[1] in (INTERRUPT, RESUME)
+            ]
         null_writes = [(c, v) for t, c, v in self.pending if t == NULL_TASK_ID]
         if null_writes or carried:
             self.apply_writes([], extra=[*null_writes, *carried])
@@ -465,8 +495,9 @@ class Run:
                 await self._put_checkpoint("fork")
             self.emit_values(force=True)
             return
-        if self.input is None or command is not None:
+        if self.input is None:
             raise EmptyInputError(f"Received no input for {START}")
+        # A Command on a new thread is the run's input too (its START task applies it).
         writes = self.graph.input_writes(self.input)
         if not writes:
             raise EmptyInputError(f"Received no input for {self.graph.input_keys}")
@@ -479,6 +510,14 @@ class Run:
         self.emit_values()
         self.pending = []
         await self._put_checkpoint("input")
+
+    async def _superseded(self) -> bool:
+        """Whether the thread has a later checkpoint than the one this run addressed."""
+        if self.saver is None:
+            return False
+        conf = {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}}
+        latest = await self.saver.aget_tuple(conf)
+        return latest is not None and latest.checkpoint["id"] != self.checkpoint.get("id")
 
     def _pending_interrupt_ids(self) -> list[str]:
         answered = {t for t, c, _ in self.pending if c not in (INTERRUPT, RESUME, ERROR)}
@@ -513,7 +552,7 @@ class Run:
             return writes
         self.pending.extend((NULL_TASK_ID, c, v) for c, v in writes)
         if self.saver is not None and self.saved_config is not None:
-            encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
+            encoded = self._encoded(writes)
             await self.saver.aput_writes(self.saved_config, encoded, NULL_TASK_ID, "")
         return []
 
@@ -943,7 +982,12 @@ class Run:
             )
 
     def _has_delta_keys(self) -> bool:
-        return any(isinstance(channel, DeltaValue) for channel in self.channels.values())
+        """Whether the run wrote some ``DeltaChannel`` key (it has a version)."""
+        versions = self.checkpoint["channel_versions"]
+        return any(
+            isinstance(channel, DeltaValue) and name in versions
+            for name, channel in self.channels.items()
+        )
 
     async def _save_root(self) -> None:
         """Store the empty checkpoint a new thread starts from, as the run's first parent.
@@ -964,7 +1008,7 @@ class Run:
             # No new checkpoint (a resumed run that paused again in the same step):
             # the writes belong to the checkpoint it resumed from.
             for task, writes in self.deferred:
-                encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
+                encoded = self._encoded(writes)
                 await self.saver.aput_writes(self.saved_config, encoded, task.id, task.sort_key)
         self.deferred = []
 

@@ -30,6 +30,7 @@ from flowcore.compat.langgraph._draw import DrawableGraph
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
+from flowcore.compat.langgraph._input_channel import InputValue
 from flowcore.compat.langgraph._loop import (
     ERROR,
     INTERRUPT,
@@ -56,6 +57,7 @@ from flowcore.compat.langgraph._records import (
 )
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._task_result import task_result
 from flowcore.compat.langgraph._types import (
     END,
     OVERWRITE,
@@ -214,7 +216,7 @@ class CompiledStateGraph:
         self.input_key_set = frozenset(self.input_keys)
         makers = self._channel_makers
         roles = self._roles
-        makers[START] = functools.partial(EphemeralValue, START)
+        makers[START] = functools.partial(InputValue, START)
         roles[START] = _ONE_STEP
         makers[TASKS] = functools.partial(_Topic, TASKS)
         roles[TASKS] = _ONE_STEP
@@ -1121,6 +1123,12 @@ class CompiledStateGraph:
             return await self._save_update(
                 run, conf, saver, "input", step + 1 if saved is not None else -1
             )
+        if updates[0].values is None and updates[0].as_node == END:
+            if len(updates) > 1:
+                raise InvalidUpdateError("Cannot apply multiple updates when clearing state")
+            if saved is not None:
+                self._clear_tasks(run, saved, step)
+            return await self._save_update(run, conf, saver, "update", step + 1)
         if len(updates) == 1 and updates[0].as_node is None:
             updates = [updates[0]._replace(as_node=self._guess_writer(run.checkpoint))]
         # An update stands in for a task the checkpoint had scheduled for its node: its
@@ -1130,8 +1138,11 @@ class CompiledStateGraph:
             run.step = step + 1  # task ids depend on the step they run in
             for planned in run.prepare(for_execution=False):
                 scheduled.setdefault(planned.name, []).append(planned)
+        # The writes stand as the tasks' results on the checkpoint they build on, unless
+        # the thread has moved past it: its other children would read them too.
+        keeps_writes = saved is not None and not await _superseded(saver, conf, saved)
         tasks: list[Task] = []
-        for values, as_node, task_id in updates:
+        for index, (values, as_node, task_id) in enumerate(updates):
             if as_node is None:
                 raise InvalidUpdateError("as_node is required when applying multiple updates")
             if as_node not in self.nodes and as_node not in (START, END):
@@ -1139,15 +1150,36 @@ class CompiledStateGraph:
             planned_for = scheduled.get(as_node) or []
             stands_in = planned_for.pop(0) if planned_for and task_id is None else None
             task = self._update_task(
-                run, values, as_node, stands_in.id if stands_in is not None else task_id
+                run, values, as_node, stands_in.id if stands_in is not None else task_id, index
             )
             tasks.append(task)
-            if saved is not None and task.id != NULL_TASK_ID:
+            if keeps_writes and task.id != NULL_TASK_ID:
                 encoded = [(c, self.encode_write(c, v)) for c, v in task.writes]
                 path = stands_in.sort_key if stands_in is not None else ""
                 await saver.aput_writes(saved.config, encoded, task.id, path)
         run.apply_writes(tasks)
         return await self._save_update(run, conf, saver, "update", step + 1)
+
+    def _clear_tasks(self, run: Run, saved: Any, step: int) -> None:
+        """Close the checkpoint's superstep as if its tasks had all ended (``None`` as END).
+
+        What the checkpoint holds for it goes in: its Command writes, and the
+        writes of the tasks that finished (or that an update stood in for); the
+        tasks that did not finish end with no writes.
+        """
+        run.step = step + 1  # task ids depend on the step they run in
+        tasks = run.prepare(for_execution=False)
+        by_id = {task.id: task for task in tasks}
+        null_writes: list[tuple[str, Any]] = []
+        for task_id, chan, value in saved.pending_writes or ():
+            if chan in (INTERRUPT, RESUME, ERROR, NO_WRITES):
+                continue
+            write = (chan, self.decode_write(chan, value))
+            if task_id == NULL_TASK_ID:
+                null_writes.append(write)
+            elif task_id in by_id:
+                by_id[task_id].writes.append(write)
+        run.apply_writes(tasks, extra=null_writes)
 
     async def _save_update(
         self, run: Run, conf: Mapping[str, Any], saver: Any, source: str, step: int
@@ -1160,8 +1192,14 @@ class CompiledStateGraph:
         assert run.saved_config is not None
         return run.saved_config
 
-    def _update_task(self, run: Run, values: Any, as_node: str, task_id: str | None) -> Task:
-        """The task whose writes are ``values`` as node ``as_node`` returned them."""
+    def _update_task(
+        self, run: Run, values: Any, as_node: str, task_id: str | None, index: int = 0
+    ) -> Task:
+        """The task whose writes are ``values`` as node ``as_node`` returned them.
+
+        ``index`` is the update's place among those applied together: their writes
+        are folded in that order, whatever nodes they stand for.
+        """
         if as_node == END:
             writes: list[tuple[str, Any]] = []
         else:
@@ -1179,7 +1217,7 @@ class CompiledStateGraph:
         return Task(
             task_id or NULL_TASK_ID,
             as_node,
-            ("__pregel_update", as_node),
+            ("__pregel_update", index),
             None,
             (INTERRUPT,),
             writes,
@@ -1394,7 +1432,7 @@ class _ChunkFormatter:
             "id": task.id,
             "name": task.name,
             "error": repr(task.error) if end.outcome == "error" else None,
-            "result": {c: v for c, v in task.writes if c in keys},
+            "result": task_result(task.writes, keys),
             "interrupts": [
                 {
                     "value": i.value,
@@ -1464,6 +1502,15 @@ def _in_running_loop() -> bool:
 
 
 T = TypeVar("T")
+
+
+async def _superseded(saver: Any, conf: Mapping[str, Any], saved: Any) -> bool:
+    """Whether the thread has a later checkpoint than ``saved`` (which ``conf`` addressed)."""
+    if not conf.get("checkpoint_id"):
+        return False
+    latest_conf = {k: v for k, v in conf.items() if k != "checkpoint_id"}
+    latest = await saver.aget_tuple({"configurable": latest_conf})
+    return latest is not None and latest.checkpoint["id"] != saved.checkpoint["id"]
 
 
 def _sync_call(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
