@@ -76,6 +76,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
         "GraphRecursionError",
         "InvalidUpdateError",
         "NodeTimeoutError",
+        "ParentCommand",
     ),
     "langgraph.config": ("get_config", "get_stream_writer"),
     "langgraph.func": ("entrypoint", "task"),

@@ -22,6 +22,7 @@ from flowcore.compat.langgraph._errors import (
     GraphRecursionError,
     InvalidUpdateError,
     NodeTimeoutError,
+    ParentCommand,
 )
 from flowcore.compat.langgraph._func import EntrypointGraph, entrypoint, task
 from flowcore.compat.langgraph._graph import StateGraph
@@ -122,6 +123,7 @@ __all__ = [
     "NodeBuilder",
     "NodeTimeoutError",
     "Overwrite",
+    "ParentCommand",
     "PersistentDict",
     "Pregel",
     "PregelTask",

@@ -706,10 +706,9 @@ class Run:
             self._task_result(task, "interrupt")
             return task
         except ParentCommand as exc:
-            if self.parent_scope is None:
-                task.error = InvalidUpdateError("There is no parent graph")
-            else:
-                task.error = exc
+            # With no parent graph to take it, the command reaches the caller (as in
+            # LangGraph): a graph may be run as another's node by code of its own.
+            task.error = exc
             self._task_result(task, "parent_command")
             return task
         except asyncio.CancelledError:
@@ -744,6 +743,57 @@ class Run:
                 self.emit("task_end", TaskEnd(self.step, task, "done", self.output_keys))
         return task
 
+    async def _node_result(self, task: Task, scope: TaskScope, spec: Any) -> Any:
+        """What node ``task.name`` returned, through its retry policy and time limits."""
+        graph = self.graph
+        action = spec.action
+        if "messages_seen" in self.wants:
+            self.emit("messages_seen", task.input)
+        # A Send's own timeout needs the timed path, even for a node that has none.
+        direct = graph.direct_call(task.name) if task.timeout is None else None
+        if direct is not None:
+            scope.calls = 0
+            result = await call_node(direct, True, (task.input,))
+        elif (
+            spec.retry is None
+            and spec.timeout is None
+            and task.timeout is None
+            and not hasattr(action, "_arun_subgraph")
+        ):
+            # Nothing to retry and no subgraph: the plain call, without the wrappers.
+            scope.calls = 0
+            result = await call_with_config(
+                action,
+                task.input,
+                scope.get_config,
+                {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                graph.call_shape(action),
+            )
+        else:
+            task.attempts = 0
+
+            async def attempt() -> Any:
+                scope.calls = 0
+                task.attempts += 1
+                if hasattr(action, "_arun_subgraph"):
+                    try:
+                        return await action._arun_subgraph(task.input, scope, self)
+                    except ParentCommand as exc:
+                        # A node of the subgraph addressed this graph: it is this
+                        # node's result.
+                        return replace(exc.command, graph=None)
+                return await call_with_config(
+                    action,
+                    task.input,
+                    scope.get_config,
+                    {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                    graph.call_shape(action),
+                )
+
+            timeout = task.timeout or spec.timeout
+            result = await retry_call(attempt, spec.retry, timeout, task.name)
+        return result
+
     def _task_result(self, task: Task, outcome: Outcome) -> None:
         """Record how a task that did not return ended (its error, pause or stop is in it)."""
         if task.name != START and "task_end" in self.wants:
@@ -757,54 +807,11 @@ class Run:
             writes.extend(control_writes(result))
         else:
             spec = graph.nodes[task.name]
-            action = spec.action
-
-            if "messages_seen" in self.wants:
-                self.emit("messages_seen", task.input)
-
-            # A Send's own timeout needs the timed path, even for a node that has none.
-            direct = graph.direct_call(task.name) if task.timeout is None else None
-            if direct is not None:
-                scope.calls = 0
-                result = await call_node(direct, True, (task.input,))
-            elif (
-                spec.retry is None
-                and spec.timeout is None
-                and task.timeout is None
-                and not hasattr(action, "_arun_subgraph")
-            ):
-                # Nothing to retry and no subgraph: the plain call, without the wrappers.
-                scope.calls = 0
-                result = await call_with_config(
-                    action,
-                    task.input,
-                    scope.get_config,
-                    {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
-                    graph.call_shape(action),
-                )
-            else:
-                task.attempts = 0
-
-                async def attempt() -> Any:
-                    scope.calls = 0
-                    task.attempts += 1
-                    if hasattr(action, "_arun_subgraph"):
-                        try:
-                            return await action._arun_subgraph(task.input, scope, self)
-                        except ParentCommand as exc:
-                            # A node of the subgraph addressed this graph: it is this
-                            # node's result.
-                            return replace(exc.command, graph=None)
-                    return await call_with_config(
-                        action,
-                        task.input,
-                        scope.get_config,
-                        {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
-                        graph.call_shape(action),
-                    )
-
-                timeout = task.timeout or spec.timeout
-                result = await retry_call(attempt, spec.retry, timeout, task.name)
+            try:
+                result = await self._node_result(task, scope, spec)
+            except ParentCommand as exc:
+                # A graph the node's code ran addressed its parent: this graph.
+                result = replace(exc.command, graph=None)
             if type(result) is dict and graph.dict_results:
                 # The usual state update: no Command in it, so no control writes.
                 keys = graph.state_key_set
