@@ -77,6 +77,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
         "InvalidUpdateError",
         "NodeTimeoutError",
         "ParentCommand",
+        "is_invalid_resume",
     ),
     "langgraph.config": ("get_config", "get_stream_writer"),
     "langgraph.func": ("entrypoint", "task"),

@@ -26,6 +26,7 @@ from flowcore.compat.langgraph._errors import (
 )
 from flowcore.compat.langgraph._func import EntrypointGraph, entrypoint, task
 from flowcore.compat.langgraph._graph import StateGraph
+from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
 from flowcore.compat.langgraph._lowlevel import Pregel
 from flowcore.compat.langgraph._messages import (
     REMOVE_ALL_MESSAGES,
@@ -154,6 +155,7 @@ __all__ = [
     "get_runtime",
     "get_stream_writer",
     "interrupt",
+    "is_invalid_resume",
     "message_to_dict",
     "messages_from_dict",
     "messages_to_dict",

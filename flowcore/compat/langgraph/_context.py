@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from flowcore.compat.langgraph._errors import GraphInterrupt
+from flowcore.compat.langgraph._interrupt_options import ResponseSchema
 from flowcore.compat.langgraph._types import Interrupt
 from flowcore.runtime.answers import UNANSWERED, Answers
 
@@ -143,11 +144,13 @@ def set_scope(scope: TaskScope | None) -> contextvars.Token[TaskScope | None]:
     return _SCOPE.set(scope)
 
 
-def interrupt(value: Any) -> Any:
+def interrupt(value: Any, *, response_schema: Any = None) -> Any:
     """Pause the run and surface ``value``; when resumed, return the answer.
 
     The node re-runs from its start on resume, so code before the call runs
-    again; the n-th call in a node returns the n-th answer.
+    again; the n-th call in a node returns the n-th answer. ``response_schema``
+    (a JSON Schema dict, or a pydantic model, ``TypedDict`` or dataclass that
+    also validates the answer) is shown with the pause; see ``_interrupt_options``.
 
     Example:
         >>> # def approve(state):
@@ -155,10 +158,12 @@ def interrupt(value: Any) -> Any:
         >>> #     return {"approved": answer == "yes"}
     """
     scope = current_scope()
+    schema = None if response_schema is None else ResponseSchema.of(response_schema)
     index, answer = scope.ask()
     if answer is not UNANSWERED:
-        return answer
-    raise GraphInterrupt((Interrupt(value, scope.interrupt_id(index)),))
+        return answer if schema is None else schema.check(answer)
+    shown = None if schema is None else schema.shown
+    raise GraphInterrupt((Interrupt(value, scope.interrupt_id(index), response_schema=shown),))
 
 
 def get_stream_writer() -> Callable[[Any], None]:

@@ -36,6 +36,7 @@ from flowcore.compat.langgraph._errors import (
     InvalidUpdateError,
     ParentCommand,
 )
+from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
 from flowcore.compat.langgraph._node import (
     call_with_config,
     control_writes,
@@ -606,8 +607,12 @@ class Run:
         return task if task.done else None
 
     def stops(self, task: Task) -> bool:
-        """Any failure stops the step's other tasks; the first (in time) is the run's error."""
-        if task.error is None:
+        """Any failure stops the step's other tasks; the first (in time) is the run's error.
+
+        An answer that did not fit its interrupt's schema lets the others finish
+        (their answers may have started side effects); the run fails after the step.
+        """
+        if task.error is None or is_invalid_resume(task.error):
             return False
         if self.failure is None:
             self.failure = task.error

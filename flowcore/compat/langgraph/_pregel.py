@@ -98,6 +98,14 @@ class _Topic(Channel):
         self.value = [_send_from(s) for s in stored] if stored else MISSING
 
 
+def _interrupt_plain(interrupt: Interrupt) -> dict[str, Any]:
+    """An interrupt as a saver stores it (its schema only when it has one)."""
+    plain = {"value": interrupt.value, "id": interrupt.id}
+    if interrupt.response_schema is not None:
+        plain["response_schema"] = interrupt.response_schema
+    return plain
+
+
 def _send_plain(send: Send) -> dict[str, Any]:
     """A Send as plain data (its timeout only when it has one: older saves have none)."""
     plain: dict[str, Any] = {"node": send.node, "arg": _plain(send.arg)}
@@ -346,7 +354,7 @@ class CompiledStateGraph:
     def encode_write(self, channel: str, value: Any) -> Any:
         """A pending write as a saver stores it (interrupts and sends as plain data)."""
         if channel == INTERRUPT:
-            return [{"value": i.value, "id": i.id} for i in value]
+            return [_interrupt_plain(i) for i in value]
         if channel == TASKS and isinstance(value, Send):
             return {"__send__": _send_plain(value)}
         if isinstance(value, Overwrite):
@@ -358,7 +366,9 @@ class CompiledStateGraph:
         """The inverse of :meth:`encode_write`."""
         if channel == INTERRUPT and isinstance(value, list):
             return [
-                Interrupt(v["value"], v["id"]) if isinstance(v, dict) and "id" in v else v
+                Interrupt(v["value"], v["id"], response_schema=v.get("response_schema"))
+                if isinstance(v, dict) and "id" in v
+                else v
                 for v in value
             ]
         if channel == TASKS and isinstance(value, dict) and "__send__" in value:
