@@ -75,6 +75,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
         "GraphInterrupt",
         "GraphRecursionError",
         "InvalidUpdateError",
+        "NodeError",
         "NodeTimeoutError",
         "ParentCommand",
         "is_invalid_resume",

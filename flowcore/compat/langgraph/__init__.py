@@ -14,6 +14,7 @@ from flowcore.compat.langgraph._channel_api import (
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
 from flowcore.compat.langgraph._delta import DeltaChannel
 from flowcore.compat.langgraph._delta import messages_delta_reducer as _messages_delta_reducer
+from flowcore.compat.langgraph._error_handlers import NodeError
 from flowcore.compat.langgraph._errors import (
     EmptyChannelError,
     EmptyInputError,
@@ -122,6 +123,7 @@ __all__ = [
     "MessagesState",
     "NamedBarrierValue",
     "NodeBuilder",
+    "NodeError",
     "NodeTimeoutError",
     "Overwrite",
     "ParentCommand",

@@ -28,6 +28,13 @@ from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, set_scope
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._durable import CheckpointCall, RunSaves, copy_checkpoint
+from flowcore.compat.langgraph._error_handlers import (
+    ERROR_SOURCE,
+    NodeError,
+    failure_from_record,
+    failure_record,
+    run_handled,
+)
 from flowcore.compat.langgraph._errors import (
     EmptyInputError,
     GraphDrained,
@@ -482,7 +489,9 @@ class Run:
         await self._put_checkpoint("input")
 
     def _pending_interrupt_ids(self) -> list[str]:
-        answered = {t for t, c, _ in self.pending if c not in (INTERRUPT, RESUME, ERROR)}
+        answered = {
+            t for t, c, _ in self.pending if c not in (INTERRUPT, RESUME, ERROR, ERROR_SOURCE)
+        }
         return [
             i.id
             for t, c, v in self.pending
@@ -562,7 +571,11 @@ class Run:
             for chan, value in saved:
                 if chan == RESUME:
                     task.resume = list(value) if isinstance(value, list) else [value]
-            done = [(c, v) for c, v in saved if c not in (INTERRUPT, RESUME, ERROR)]
+            done = [(c, v) for c, v in saved if c not in (INTERRUPT, RESUME, ERROR, ERROR_SOURCE)]
+            for chan, value in saved:
+                if chan == ERROR_SOURCE:
+                    # The node failed and its handler took over: the handler runs again.
+                    task.handled = failure_from_record(value)
             if done:
                 task.writes = [(c, v) for c, v in done if c != NO_WRITES]
                 task.done = True
@@ -731,6 +744,9 @@ class Run:
             del token
         task.done = True
         stored = task.writes or [(NO_WRITES, None)]
+        if task.handled is not None:
+            # Saved first when the node failed: kept first, so the writes after it are new.
+            stored = [(ERROR_SOURCE, failure_record(task.handled)), *stored]
         if scope.given:  # the answers the task was given or took (scope.resume)
             stored = [*stored, (RESUME, list(scope.resume))]
         if self.saver is not None:
@@ -799,6 +815,13 @@ class Run:
             result = await retry_call(attempt, spec.retry, timeout, task.name)
         return result
 
+    async def record_failure(self, task: Task, failure: NodeError) -> None:
+        """Save that ``task``'s node failed and its error handler takes over."""
+        marker = [(ERROR_SOURCE, failure_record(failure))]
+        if self.saver is not None:
+            await self._put_writes(task, marker)
+            self.pending.extend((task.id, c, v) for c, v in marker)
+
     def _task_result(self, task: Task, outcome: Outcome) -> None:
         """Record how a task that did not return ended (its error, pause or stop is in it)."""
         if task.name != START and "task_end" in self.wants:
@@ -813,7 +836,19 @@ class Run:
         else:
             spec = graph.nodes[task.name]
             try:
-                result = await self._node_result(task, scope, spec)
+                # Graphs built without a StateGraph (Pregel, entrypoints) have no handlers.
+                handler = getattr(spec, "error_handler", None)
+                if handler is None:
+                    result = await self._node_result(task, scope, spec)
+                else:
+                    result = await run_handled(
+                        self,
+                        task,
+                        scope,
+                        handler,
+                        lambda: self._node_result(task, scope, spec),
+                        {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                    )
             except ParentCommand as exc:
                 # A graph the node's code ran addressed its parent: this graph.
                 result = replace(exc.command, graph=None)
@@ -832,6 +867,9 @@ class Run:
                         raise ParentCommand(replace(parent_commands[0], graph=None))
                 writes = graph.result_writes(task.name, result)
                 writes.extend(control_writes(result))
+        if task.handled is not None:
+            # The handler's result stands for the node's: the failed node's edges do not fire.
+            return writes
         writes.extend(graph.static_writes[task.name])
         for branch in graph.branches.get(task.name, ()):
             fresh = graph.local_read(task.name, self.channels, writes)

@@ -27,6 +27,7 @@ from flowcore.compat.langgraph._channels import (
 from flowcore.compat.langgraph._context import TaskScope, running_scope
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
+from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
@@ -961,7 +962,7 @@ class CompiledStateGraph:
                 entry["error"] = value
             elif chan == INTERRUPT:
                 entry["interrupts"] = [i for i in value if isinstance(i, Interrupt)]
-            elif chan != RESUME:
+            elif chan not in (RESUME, ERROR_SOURCE):
                 entry["writes"].append((chan, value))
         finished = []
         out_tasks: list[PregelTask] = []
