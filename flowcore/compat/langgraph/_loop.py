@@ -521,9 +521,12 @@ class Run:
             raise EmptyInputError("Received empty Command input")
         if not writes or not store:
             return writes
+        # Savers keep the first write at each position of a task: the null task's
+        # writes accumulate, so an earlier resume's update keeps its slot.
+        earlier = [(c, v) for t, c, v in self.pending if t == NULL_TASK_ID]
         self.pending.extend((NULL_TASK_ID, c, v) for c, v in writes)
         if self.saver is not None and self.saved_config is not None:
-            encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
+            encoded = [(c, self.graph.encode_write(c, v)) for c, v in [*earlier, *writes]]
             await self.saver.aput_writes(self.saved_config, encoded, NULL_TASK_ID, "")
         return []
 
