@@ -78,6 +78,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
         "NodeError",
         "NodeTimeoutError",
         "ParentCommand",
+        "UnknownInterruptError",
         "is_invalid_resume",
     ),
     "langgraph.config": ("get_config", "get_stream_writer"),

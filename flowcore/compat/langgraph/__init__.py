@@ -24,6 +24,7 @@ from flowcore.compat.langgraph._errors import (
     InvalidUpdateError,
     NodeTimeoutError,
     ParentCommand,
+    UnknownInterruptError,
 )
 from flowcore.compat.langgraph._func import EntrypointGraph, entrypoint, task
 from flowcore.compat.langgraph._graph import StateGraph
@@ -147,6 +148,7 @@ __all__ = [
     "ToolMessage",
     "ToolNode",
     "Topic",
+    "UnknownInterruptError",
     "UntrackedValue",
     "_messages_delta_reducer",
     "add_messages",

@@ -72,6 +72,7 @@ from flowcore.compat.langgraph._records import (
 )
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
 from flowcore.compat.langgraph._savers_shell import SaverShell
+from flowcore.compat.langgraph._strict_resume import check_resume, strict_resume_on
 from flowcore.compat.langgraph._types import START, Command, Interrupt
 from flowcore.runtime import call_node, run_lease
 from flowcore.runtime.durability import Durability
@@ -504,14 +505,18 @@ class Run:
             if self.saver is None:
                 raise RuntimeError("Cannot use Command(resume=...) without checkpointer")
             resume = command.resume
-            if isinstance(resume, dict) and all(_is_interrupt_id(k) for k in resume):
+            by_id = isinstance(resume, dict) and all(_is_interrupt_id(k) for k in resume)
+            # Strict only at the thread's head, for the graph the caller ran (not a child run).
+            strict = (
+                strict_resume_on(self.configurable)
+                and self.parent_scope is None
+                and "checkpoint_id" not in self.configurable
+            )
+            if strict or not by_id:
+                check_resume(resume, by_id, self._pending_interrupt_ids(), strict=strict)
+            if by_id:
                 self.resume_by_id.update(resume)
             else:
-                if len(self._pending_interrupt_ids()) > 1:
-                    raise RuntimeError(
-                        "When there are multiple pending interrupts, you must specify the "
-                        "interrupt id when resuming."
-                    )
                 self.null_resume.append(resume)
         writes: list[tuple[str, Any]] = []
         if command.update is not None:
