@@ -157,3 +157,19 @@ def test_an_interrupt_is_not_a_failure() -> None:
 
     assert [i.value for i in paused["__interrupt__"]] == ["ok?"]
     assert graph.invoke(Command(resume="yes"), config) == {"log": ["yes"]}
+
+
+def test_a_handler_may_be_named_as_a_breakpoint() -> None:
+    builder: StateGraph[Log] = StateGraph(Log)
+    builder.add_node("fails", _fail("boom"), error_handler=lambda s: {"log": ["handled"]})
+    builder.add_edge(START, "fails")
+    graph = builder.compile(
+        checkpointer=InMemorySaver(), interrupt_before=["__error_handler__fails"]
+    )
+    config = {"configurable": {"thread_id": "named"}}
+
+    # The handler runs inside the failed node's task, so the run does not stop before it.
+    assert graph.invoke({"log": []}, config) == {"log": ["handled"]}
+
+    with pytest.raises(ValueError, match="__error_handler__other"):
+        builder.compile(interrupt_before=["__error_handler__other"])
