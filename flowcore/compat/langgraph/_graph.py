@@ -453,9 +453,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                     raise ValueError(f"Found edge ending at unknown node `{target}`")
         # LangGraph lists error handlers as nodes, so they may be named here; a handler
         # runs within its failed node's task, so no step starts at one.
-        handlers = {
-            spec.error_handler.name for spec in self.nodes.values() if spec.error_handler
-        }
+        handlers = {spec.error_handler.name for spec in self.nodes.values() if spec.error_handler}
         for name in interrupt or ():
             if name not in self.nodes and name != "*" and name not in handlers:
                 raise ValueError(f"Interrupt node `{name}` not found")

@@ -44,6 +44,7 @@ from flowcore.compat.langgraph._loop import (
 from flowcore.compat.langgraph._node import (
     TASKS,
     branch_channel,
+    called_from_sync,
     control_writes,
     describe_callable,
     target_writes,
@@ -1480,12 +1481,12 @@ T = TypeVar("T")
 def _sync_call(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine to completion from sync code (in a helper thread inside a running loop)."""
     if not _in_running_loop():
-        return asyncio.run(make())
+        return asyncio.run(called_from_sync(make()))
     box: dict[str, Any] = {}
 
     def target() -> None:  # a fresh loop of its own, beside the caller's
         try:
-            box["value"] = asyncio.run(make())
+            box["value"] = asyncio.run(called_from_sync(make()))
         except BaseException as exc:  # handed back to the caller's thread
             box["error"] = exc
 
@@ -1520,7 +1521,7 @@ def _sync_iter(make: Callable[[], AsyncIterator[Any]]) -> Iterator[Any]:
 
     def target() -> None:
         try:
-            asyncio.run(pump())
+            asyncio.run(called_from_sync(pump()))
         except BaseException as exc:
             items.put(("error", exc))
         else:
