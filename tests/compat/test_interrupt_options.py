@@ -134,3 +134,30 @@ def test_a_legacy_namespace_gives_langgraphs_id() -> None:
     assert legacy.id == "f1fa625689ec006a5b32b76863e22a6c"
     assert Interrupt.from_ns("v", "a:b|c:d").id == Interrupt("v", ns=["a:b", "c:d"]).id
     assert Interrupt("v", id="given", ns=["x"]).id == "given"
+
+
+def test_interrupt_ids_are_langgraphs_and_each_question_of_a_task_has_its_own() -> None:
+    xxhash = pytest.importorskip("xxhash")
+
+    class Log(TypedDict, total=False):
+        log: Annotated[list[str], operator.add]
+
+    def ask_twice(state: Log) -> Log:
+        return {"log": [f"{interrupt('first?')},{interrupt('second?')}"]}
+
+    builder: StateGraph[Log] = StateGraph(Log)
+    builder.add_node("ask", ask_twice)
+    builder.add_edge(START, "ask")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "ids"}}
+    graph.invoke({"log": []}, config)
+    state = graph.get_state(config)
+    (first,) = state.interrupts
+    task_ns = f"ask:{state.tasks[0].id}"
+
+    graph.invoke(Command(resume={first.id: "1"}), config)
+    (second,) = graph.get_state(config).interrupts
+
+    assert first.id == xxhash.xxh3_128_hexdigest(task_ns.encode())
+    assert second.id == xxhash.xxh3_128_hexdigest(f"{task_ns}|1".encode())
+    assert graph.invoke(Command(resume={second.id: "2"}), config) == {"log": ["1,2"]}

@@ -15,6 +15,14 @@ from flowcore.runtime.answers import UNANSWERED, Answers
 
 __all__ = ["TaskScope", "current_scope", "get_config", "get_stream_writer", "interrupt"]
 
+_xxh3: Callable[[bytes], str] | None
+try:  # LangGraph's interrupt ids (see TaskScope.interrupt_id); optional
+    from xxhash import xxh3_128_hexdigest as _found
+
+    _xxh3 = _found
+except ImportError:  # pragma: no cover - xxhash comes with LangGraph installs
+    _xxh3 = None
+
 
 class ScopeHost(Protocol):
     """The run a task belongs to, as its scope needs it."""
@@ -117,8 +125,20 @@ class TaskScope(Answers):
         return self.host.task_runtime(self)
 
     def interrupt_id(self, index: int) -> str:
-        """A stable id for the ``index``-th pause of this task."""
-        return hashlib.sha256(f"{self.task_id}|{index}".encode()).hexdigest()[:32]
+        """A stable id for the pause of this task that its ``index``-th answer will fill.
+
+        LangGraph's id when the optional ``xxhash`` package is there (the hash of
+        the task's checkpoint namespace, and of how many answers it has), so
+        ids match across the two; else a SHA-256 of the task id and ``index``.
+        """
+        ns = getattr(self.host, "ns", None)
+        if _xxh3 is None or not isinstance(ns, str):
+            return hashlib.sha256(f"{self.task_id}|{index}".encode()).hexdigest()[:32]
+        task_ns = (
+            f"{ns}|{self.task.name}:{self.task_id}" if ns else f"{self.task.name}:{self.task_id}"
+        )
+        digest: str = _xxh3((f"{task_ns}|{index}" if index else task_ns).encode())
+        return digest
 
 
 _SCOPE: contextvars.ContextVar[TaskScope | None] = contextvars.ContextVar(
@@ -163,7 +183,9 @@ def interrupt(value: Any, *, response_schema: Any = None) -> Any:
     if answer is not UNANSWERED:
         return answer if schema is None else schema.check(answer)
     shown = None if schema is None else schema.shown
-    raise GraphInterrupt((Interrupt(value, scope.interrupt_id(index), response_schema=shown),))
+    # Numbered by the answers the task already has: the slot this pause's answer fills.
+    slot = min(index, len(scope.resume))
+    raise GraphInterrupt((Interrupt(value, scope.interrupt_id(slot), response_schema=shown),))
 
 
 def get_stream_writer() -> Callable[[Any], None]:
