@@ -75,6 +75,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
         "GraphInterrupt",
         "GraphRecursionError",
         "InvalidUpdateError",
+        "NodeCancelledError",
         "NodeError",
         "NodeTimeoutError",
         "ParentCommand",

@@ -18,6 +18,7 @@ __all__ = [
     "GraphInterrupt",
     "GraphRecursionError",
     "InvalidUpdateError",
+    "NodeCancelledError",
     "NodeTimeoutError",
     "ParentCommand",
     "UnknownInterruptError",
@@ -181,3 +182,19 @@ class UnknownInterruptError(Exception):
         self.reason = reason
         self.interrupt_ids = tuple(interrupt_ids)
         self.pending_ids = tuple(pending_ids)
+
+
+class NodeCancelledError(Exception):
+    """A node's own code raised ``asyncio.CancelledError`` (the run did not cancel it).
+
+    It fails the run as any other error of the node would; a task the run
+    cancels (a sibling failed, the caller went away) is not one.
+
+    Example:
+        >>> NodeCancelledError("fetch").node
+        'fetch'
+    """
+
+    def __init__(self, node: str, message: str | None = None) -> None:
+        super().__init__(message or f"Node {node!r} raised asyncio.CancelledError")
+        self.node = node

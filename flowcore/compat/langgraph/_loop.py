@@ -41,6 +41,7 @@ from flowcore.compat.langgraph._errors import (
     GraphInterrupt,
     GraphRecursionError,
     InvalidUpdateError,
+    NodeCancelledError,
     ParentCommand,
 )
 from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
@@ -860,6 +861,12 @@ class Run:
             except ParentCommand as exc:
                 # A graph the node's code ran addressed its parent: this graph.
                 result = replace(exc.command, graph=None)
+            except asyncio.CancelledError as exc:
+                current = asyncio.current_task()
+                if current is None or current.cancelling():
+                    raise  # the run cancelled the task
+                # Raised by the node's own code: a failure of the node, not a stop.
+                raise NodeCancelledError(task.name) from exc
             if type(result) is dict and graph.dict_results:
                 # The usual state update: no Command in it, so no control writes.
                 keys = graph.state_key_set
