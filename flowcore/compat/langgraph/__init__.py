@@ -14,6 +14,7 @@ from flowcore.compat.langgraph._channel_api import (
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
 from flowcore.compat.langgraph._delta import DeltaChannel
 from flowcore.compat.langgraph._delta import messages_delta_reducer as _messages_delta_reducer
+from flowcore.compat.langgraph._error_handlers import NodeError
 from flowcore.compat.langgraph._errors import (
     EmptyChannelError,
     EmptyInputError,
@@ -21,10 +22,14 @@ from flowcore.compat.langgraph._errors import (
     GraphInterrupt,
     GraphRecursionError,
     InvalidUpdateError,
+    NodeCancelledError,
     NodeTimeoutError,
+    ParentCommand,
+    UnknownInterruptError,
 )
 from flowcore.compat.langgraph._func import EntrypointGraph, entrypoint, task
 from flowcore.compat.langgraph._graph import StateGraph
+from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
 from flowcore.compat.langgraph._lowlevel import Pregel
 from flowcore.compat.langgraph._messages import (
     REMOVE_ALL_MESSAGES,
@@ -120,8 +125,11 @@ __all__ = [
     "MessagesState",
     "NamedBarrierValue",
     "NodeBuilder",
+    "NodeCancelledError",
+    "NodeError",
     "NodeTimeoutError",
     "Overwrite",
+    "ParentCommand",
     "PersistentDict",
     "Pregel",
     "PregelTask",
@@ -142,6 +150,7 @@ __all__ = [
     "ToolMessage",
     "ToolNode",
     "Topic",
+    "UnknownInterruptError",
     "UntrackedValue",
     "_messages_delta_reducer",
     "add_messages",
@@ -152,6 +161,7 @@ __all__ = [
     "get_runtime",
     "get_stream_writer",
     "interrupt",
+    "is_invalid_resume",
     "message_to_dict",
     "messages_from_dict",
     "messages_to_dict",

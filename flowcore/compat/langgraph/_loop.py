@@ -28,14 +28,23 @@ from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, set_scope
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._durable import CheckpointCall, RunSaves, copy_checkpoint
+from flowcore.compat.langgraph._error_handlers import (
+    ERROR_SOURCE,
+    NodeError,
+    failure_from_record,
+    failure_record,
+    run_handled,
+)
 from flowcore.compat.langgraph._errors import (
     EmptyInputError,
     GraphDrained,
     GraphInterrupt,
     GraphRecursionError,
     InvalidUpdateError,
+    NodeCancelledError,
     ParentCommand,
 )
+from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
 from flowcore.compat.langgraph._node import (
     TASKS,
     call_with_config,
@@ -65,6 +74,7 @@ from flowcore.compat.langgraph._records import (
 )
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
 from flowcore.compat.langgraph._savers_shell import SaverShell
+from flowcore.compat.langgraph._strict_resume import check_resume, strict_resume_on
 from flowcore.compat.langgraph._types import START, Command, Interrupt
 from flowcore.compat.langgraph._untracked import (
     persisted_writes,
@@ -520,7 +530,9 @@ class Run:
         return latest is not None and latest.checkpoint["id"] != self.checkpoint.get("id")
 
     def _pending_interrupt_ids(self) -> list[str]:
-        answered = {t for t, c, _ in self.pending if c not in (INTERRUPT, RESUME, ERROR)}
+        answered = {
+            t for t, c, _ in self.pending if c not in (INTERRUPT, RESUME, ERROR, ERROR_SOURCE)
+        }
         return [
             i.id
             for t, c, v in self.pending
@@ -533,14 +545,18 @@ class Run:
             if self.saver is None:
                 raise RuntimeError("Cannot use Command(resume=...) without checkpointer")
             resume = command.resume
-            if isinstance(resume, dict) and all(_is_interrupt_id(k) for k in resume):
+            by_id = isinstance(resume, dict) and all(_is_interrupt_id(k) for k in resume)
+            # Strict only at the thread's head, for the graph the caller ran (not a child run).
+            strict = (
+                strict_resume_on(self.configurable)
+                and self.parent_scope is None
+                and "checkpoint_id" not in self.configurable
+            )
+            if strict or not by_id:
+                check_resume(resume, by_id, self._pending_interrupt_ids(), strict=strict)
+            if by_id:
                 self.resume_by_id.update(resume)
             else:
-                if len(self._pending_interrupt_ids()) > 1:
-                    raise RuntimeError(
-                        "When there are multiple pending interrupts, you must specify the "
-                        "interrupt id when resuming."
-                    )
                 self.null_resume.append(resume)
         writes: list[tuple[str, Any]] = []
         if command.update is not None:
@@ -550,9 +566,12 @@ class Run:
             raise EmptyInputError("Received empty Command input")
         if not writes or not store:
             return writes
+        # Savers keep the first write at each position of a task: the null task's
+        # writes accumulate, so an earlier resume's update keeps its slot.
+        earlier = [(c, v) for t, c, v in self.pending if t == NULL_TASK_ID]
         self.pending.extend((NULL_TASK_ID, c, v) for c, v in writes)
         if self.saver is not None and self.saved_config is not None:
-            encoded = self._encoded(writes)
+            encoded = self._encoded([*earlier, *writes])
             await self.saver.aput_writes(self.saved_config, encoded, NULL_TASK_ID, "")
         return []
 
@@ -600,7 +619,11 @@ class Run:
             for chan, value in saved:
                 if chan == RESUME:
                     task.resume = list(value) if isinstance(value, list) else [value]
-            done = [(c, v) for c, v in saved if c not in (INTERRUPT, RESUME, ERROR)]
+            done = [(c, v) for c, v in saved if c not in (INTERRUPT, RESUME, ERROR, ERROR_SOURCE)]
+            for chan, value in saved:
+                if chan == ERROR_SOURCE:
+                    # The node failed and its handler took over: the handler runs again.
+                    task.handled = failure_from_record(value)
             if done:
                 task.writes = [(c, v) for c, v in done if c != NO_WRITES]
                 task.done = True
@@ -645,8 +668,12 @@ class Run:
         return task if task.done else None
 
     def stops(self, task: Task) -> bool:
-        """Any failure stops the step's other tasks; the first (in time) is the run's error."""
-        if task.error is None:
+        """Any failure stops the step's other tasks; the first (in time) is the run's error.
+
+        An answer that did not fit its interrupt's schema lets the others finish
+        (their answers may have started side effects); the run fails after the step.
+        """
+        if task.error is None or is_invalid_resume(task.error):
             return False
         if self.failure is None:
             self.failure = task.error
@@ -745,10 +772,9 @@ class Run:
             self._task_result(task, "interrupt")
             return task
         except ParentCommand as exc:
-            if self.parent_scope is None:
-                task.error = InvalidUpdateError("There is no parent graph")
-            else:
-                task.error = exc
+            # With no parent graph to take it, the command reaches the caller (as in
+            # LangGraph): a graph may be run as another's node by code of its own.
+            task.error = exc
             self._task_result(task, "parent_command")
             return task
         except asyncio.CancelledError:
@@ -766,6 +792,9 @@ class Run:
             del token
         task.done = True
         stored = task.writes or [(NO_WRITES, None)]
+        if task.handled is not None:
+            # Saved first when the node failed: kept first, so the writes after it are new.
+            stored = [(ERROR_SOURCE, failure_record(task.handled)), *stored]
         if scope.given:  # the answers the task was given or took (scope.resume)
             stored = [*stored, (RESUME, list(scope.resume))]
         if self.saver is not None:
@@ -783,6 +812,64 @@ class Run:
                 self.emit("task_end", TaskEnd(self.step, task, "done", self.output_keys))
         return task
 
+    async def _node_result(self, task: Task, scope: TaskScope, spec: Any) -> Any:
+        """What node ``task.name`` returned, through its retry policy and time limits."""
+        graph = self.graph
+        action = spec.action
+        if "messages_seen" in self.wants:
+            self.emit("messages_seen", task.input)
+        # A Send's own timeout needs the timed path, even for a node that has none.
+        direct = graph.direct_call(task.name) if task.timeout is None else None
+        if direct is not None:
+            scope.calls = 0
+            result = await call_node(direct, True, (task.input,))
+        elif (
+            spec.retry is None
+            and spec.timeout is None
+            and task.timeout is None
+            and not hasattr(action, "_arun_subgraph")
+        ):
+            # Nothing to retry and no subgraph: the plain call, without the wrappers.
+            scope.calls = 0
+            result = await call_with_config(
+                action,
+                task.input,
+                scope.get_config,
+                {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                graph.call_shape(action),
+            )
+        else:
+            task.attempts = 0
+
+            async def attempt() -> Any:
+                scope.calls = 0
+                task.attempts += 1
+                if hasattr(action, "_arun_subgraph"):
+                    try:
+                        return await action._arun_subgraph(task.input, scope, self)
+                    except ParentCommand as exc:
+                        # A node of the subgraph addressed this graph: it is this
+                        # node's result.
+                        return replace(exc.command, graph=None)
+                return await call_with_config(
+                    action,
+                    task.input,
+                    scope.get_config,
+                    {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                    graph.call_shape(action),
+                )
+
+            timeout = task.timeout or spec.timeout
+            result = await retry_call(attempt, spec.retry, timeout, task.name)
+        return result
+
+    async def record_failure(self, task: Task, failure: NodeError) -> None:
+        """Save that ``task``'s node failed and its error handler takes over."""
+        marker = [(ERROR_SOURCE, failure_record(failure))]
+        if self.saver is not None:
+            await self._put_writes(task, marker)
+            self.pending.extend((task.id, c, v) for c, v in marker)
+
     def _task_result(self, task: Task, outcome: Outcome) -> None:
         """Record how a task that did not return ended (its error, pause or stop is in it)."""
         if task.name != START and "task_end" in self.wants:
@@ -796,54 +883,29 @@ class Run:
             writes.extend(control_writes(result))
         else:
             spec = graph.nodes[task.name]
-            action = spec.action
-
-            if "messages_seen" in self.wants:
-                self.emit("messages_seen", task.input)
-
-            # A Send's own timeout needs the timed path, even for a node that has none.
-            direct = graph.direct_call(task.name) if task.timeout is None else None
-            if direct is not None:
-                scope.calls = 0
-                result = await call_node(direct, True, (task.input,))
-            elif (
-                spec.retry is None
-                and spec.timeout is None
-                and task.timeout is None
-                and not hasattr(action, "_arun_subgraph")
-            ):
-                # Nothing to retry and no subgraph: the plain call, without the wrappers.
-                scope.calls = 0
-                result = await call_with_config(
-                    action,
-                    task.input,
-                    scope.get_config,
-                    {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
-                    graph.call_shape(action),
-                )
-            else:
-                task.attempts = 0
-
-                async def attempt() -> Any:
-                    scope.calls = 0
-                    task.attempts += 1
-                    if hasattr(action, "_arun_subgraph"):
-                        try:
-                            return await action._arun_subgraph(task.input, scope, self)
-                        except ParentCommand as exc:
-                            # A node of the subgraph addressed this graph: it is this
-                            # node's result.
-                            return replace(exc.command, graph=None)
-                    return await call_with_config(
-                        action,
-                        task.input,
-                        scope.get_config,
+            try:
+                # Graphs built without a StateGraph (Pregel, entrypoints) have no handlers.
+                handler = getattr(spec, "error_handler", None)
+                if handler is None:
+                    result = await self._node_result(task, scope, spec)
+                else:
+                    result = await run_handled(
+                        self,
+                        task,
+                        scope,
+                        handler,
+                        lambda: self._node_result(task, scope, spec),
                         {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
-                        graph.call_shape(action),
                     )
-
-                timeout = task.timeout or spec.timeout
-                result = await retry_call(attempt, spec.retry, timeout, task.name)
+            except ParentCommand as exc:
+                # A graph the node's code ran addressed its parent: this graph.
+                result = replace(exc.command, graph=None)
+            except asyncio.CancelledError as exc:
+                current = asyncio.current_task()
+                if current is None or current.cancelling():
+                    raise  # the run cancelled the task
+                # Raised by the node's own code: a failure of the node, not a stop.
+                raise NodeCancelledError(task.name) from exc
             if type(result) is dict and graph.dict_results:
                 # The usual state update: no Command in it, so no control writes.
                 keys = graph.state_key_set
@@ -859,6 +921,9 @@ class Run:
                         raise ParentCommand(replace(parent_commands[0], graph=None))
                 writes = graph.result_writes(task.name, result)
                 writes.extend(control_writes(result))
+        if task.handled is not None:
+            # The handler's result stands for the node's: the failed node's edges do not fire.
+            return writes
         writes.extend(graph.static_writes[task.name])
         for branch in graph.branches.get(task.name, ()):
             fresh = graph.local_read(task.name, self.channels, writes)

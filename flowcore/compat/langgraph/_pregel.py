@@ -27,6 +27,7 @@ from flowcore.compat.langgraph._channels import (
 from flowcore.compat.langgraph._context import TaskScope, running_scope
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
+from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
@@ -44,6 +45,7 @@ from flowcore.compat.langgraph._loop import (
 from flowcore.compat.langgraph._node import (
     TASKS,
     branch_channel,
+    called_from_sync,
     control_writes,
     describe_callable,
     target_writes,
@@ -98,6 +100,14 @@ class _Topic(Channel):
 
     def restore(self, stored: Any) -> None:
         self.value = [_send_from(s) for s in stored] if stored else MISSING
+
+
+def _interrupt_plain(interrupt: Interrupt) -> dict[str, Any]:
+    """An interrupt as a saver stores it (its schema only when it has one)."""
+    plain = {"value": interrupt.value, "id": interrupt.id}
+    if interrupt.response_schema is not None:
+        plain["response_schema"] = interrupt.response_schema
+    return plain
 
 
 def _send_plain(send: Send) -> dict[str, Any]:
@@ -348,7 +358,7 @@ class CompiledStateGraph:
     def encode_write(self, channel: str, value: Any) -> Any:
         """A pending write as a saver stores it (interrupts and sends as plain data)."""
         if channel == INTERRUPT:
-            return [{"value": i.value, "id": i.id} for i in value]
+            return [_interrupt_plain(i) for i in value]
         if channel == TASKS and isinstance(value, Send):
             return {"__send__": _send_plain(value)}
         if isinstance(value, Overwrite):
@@ -360,7 +370,9 @@ class CompiledStateGraph:
         """The inverse of :meth:`encode_write`."""
         if channel == INTERRUPT and isinstance(value, list):
             return [
-                Interrupt(v["value"], v["id"]) if isinstance(v, dict) and "id" in v else v
+                Interrupt(v["value"], v["id"], response_schema=v.get("response_schema"))
+                if isinstance(v, dict) and "id" in v
+                else v
                 for v in value
             ]
         if channel == TASKS and isinstance(value, dict) and "__send__" in value:
@@ -953,7 +965,7 @@ class CompiledStateGraph:
                 entry["error"] = value
             elif chan == INTERRUPT:
                 entry["interrupts"] = [i for i in value if isinstance(i, Interrupt)]
-            elif chan != RESUME:
+            elif chan not in (RESUME, ERROR_SOURCE):
                 entry["writes"].append((chan, value))
         finished = []
         out_tasks: list[PregelTask] = []
@@ -1516,12 +1528,12 @@ async def _superseded(saver: Any, conf: Mapping[str, Any], saved: Any) -> bool:
 def _sync_call(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine to completion from sync code (in a helper thread inside a running loop)."""
     if not _in_running_loop():
-        return asyncio.run(make())
+        return asyncio.run(called_from_sync(make()))
     box: dict[str, Any] = {}
 
     def target() -> None:  # a fresh loop of its own, beside the caller's
         try:
-            box["value"] = asyncio.run(make())
+            box["value"] = asyncio.run(called_from_sync(make()))
         except BaseException as exc:  # handed back to the caller's thread
             box["error"] = exc
 
@@ -1556,7 +1568,7 @@ def _sync_iter(make: Callable[[], AsyncIterator[Any]]) -> Iterator[Any]:
 
     def target() -> None:
         try:
-            asyncio.run(pump())
+            asyncio.run(called_from_sync(pump()))
         except BaseException as exc:
             items.put(("error", exc))
         else:
