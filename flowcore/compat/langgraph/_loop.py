@@ -281,7 +281,7 @@ class Run:
     # ------------------------------------------------------------ persistence
     def _ckpt_config(self) -> dict[str, Any]:
         conf = {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
-        if "checkpoint_id" in self.configurable and not self.ns:
+        if "checkpoint_id" in self.configurable:
             conf["checkpoint_id"] = self.configurable["checkpoint_id"]
         return {"configurable": conf}
 
@@ -323,7 +323,8 @@ class Run:
         else:
             after = self.checkpoint.get("id") or self.last_checkpoint_id
             self.checkpoint = {**self.checkpoint, "id": new_checkpoint_id(after)}
-        self.metadata = {"source": source, "step": self.step, "parents": {}}
+        parents = dict(self.configurable.get("checkpoint_map") or {})
+        self.metadata = {"source": source, "step": self.step, "parents": parents}
         if self.saver is not None and self.durability != "exit":
             await self._save()
         else:
@@ -441,7 +442,8 @@ class Run:
         has_state = bool(self.checkpoint["channel_versions"])
         command = self.input if isinstance(self.input, Command) else None
         resuming = has_state and (self.input is None or command is not None or self.force_resume)
-        addressed = "checkpoint_id" in self.configurable and self.parent_scope is None
+        # A subgraph's config holds an id only when a checkpoint_map addressed it.
+        addressed = "checkpoint_id" in self.configurable
         time_travel = addressed and not (command is not None and command.resume is not None)
         if time_travel:
             self.replay_of = str(self.configurable["checkpoint_id"])

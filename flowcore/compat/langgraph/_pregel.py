@@ -56,6 +56,13 @@ from flowcore.compat.langgraph._records import (
 )
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._subgraph_travel import (
+    CHECKPOINT_MAP,
+    address_root,
+    child_map,
+    subgraph_at,
+    with_checkpoint_map,
+)
 from flowcore.compat.langgraph._types import (
     END,
     OVERWRITE,
@@ -567,6 +574,9 @@ class CompiledStateGraph:
         control: RunControl | None = None,
     ) -> Run:
         config = dict(config or {})
+        if (config.get("configurable") or {}).get("checkpoint_ns"):
+            # A subgraph's config: the root replays from where the map says it stood.
+            config["configurable"] = address_root(config["configurable"])
         before = self.interrupt_before_nodes if interrupt_before is None else interrupt_before
         after = self.interrupt_after_nodes if interrupt_after is None else interrupt_after
         if before == "*":
@@ -843,6 +853,13 @@ class CompiledStateGraph:
             "configurable": {**parent.configurable, "checkpoint_ns": ns},
         }
         config["configurable"].pop("checkpoint_id", None)
+        config["configurable"][CHECKPOINT_MAP] = found = child_map(
+            parent.configurable, parent.ns, parent.checkpoint.get("id")
+        )
+        if ns in found and ns not in parent.entered:
+            # Addressed by a subgraph snapshot's config: replay from that very checkpoint.
+            config["configurable"]["checkpoint_id"] = found[ns]
+            parent.entered.add(ns)
         run = Run(
             self,
             value,
@@ -861,7 +878,13 @@ class CompiledStateGraph:
         run.resume_by_id = parent.resume_by_id
         run.context, run.control = parent.context, parent.control
         run.replay_of, run.entered = parent.replay_of, parent.entered
-        if self.own_history and parent.replay_of is not None and ns not in parent.entered:
+        addressed = "checkpoint_id" in config["configurable"]
+        if (
+            self.own_history
+            and parent.replay_of is not None
+            and ns not in parent.entered
+            and not addressed
+        ):
             # Its one history runs on past the replayed checkpoint: the replay's first
             # entry goes on from where it stood then (or from nothing, if it had not run).
             parent.entered.add(ns)
@@ -884,7 +907,14 @@ class CompiledStateGraph:
         Example:
             >>> # snapshot = await app.aget_state({"configurable": {"thread_id": "t1"}})
         """
-        return await self._state_with(self._saver(), config, subgraphs=subgraphs)
+        saver = self._saver()
+        sub = subgraph_at(self, (config.get("configurable") or {}).get("checkpoint_ns") or "")
+        if sub is not None:
+            snapshot: StateSnapshot = await sub._state_with(
+                sub.checkpointer or saver, config, subgraphs=subgraphs
+            )
+            return snapshot
+        return await self._state_with(saver, config, subgraphs=subgraphs)
 
     async def _state_with(
         self, saver: Any, config: Mapping[str, Any], *, subgraphs: bool
@@ -984,10 +1014,10 @@ class CompiledStateGraph:
         return StateSnapshot(
             values,
             next_names,
-            saved.config,
+            with_checkpoint_map(saved.config, saved.metadata),
             saved.metadata,
             saved.checkpoint.get("ts"),
-            saved.parent_config,
+            with_checkpoint_map(saved.parent_config, saved.metadata),
             tuple(out_tasks),
             tuple(i for t in out_tasks for i in t.interrupts),
         )
@@ -1055,16 +1085,36 @@ class CompiledStateGraph:
             >>> # app.bulk_update_state(config, [[StateUpdate({"n": 1}, "a"),
             >>> #                                 StateUpdate({"n": 2}, "b")]])
         """
+        return await self._bulk_update_with(None, config, supersteps)
+
+    async def _bulk_update_with(
+        self,
+        saver: Any,
+        config: Mapping[str, Any],
+        supersteps: Sequence[Sequence[StateUpdate]],
+        *,
+        route: bool = True,
+    ) -> dict[str, Any]:
+        """:meth:`abulk_update_state` on ``saver`` (``None``: this graph's own)."""
         if not supersteps:
             raise ValueError("No supersteps provided")
         if any(not updates for updates in supersteps):
             raise ValueError("No updates provided")
-        made: dict[str, Any] = {}
+        saver = saver or self._saver()
+        ns = (config.get("configurable") or {}).get("checkpoint_ns") or ""
+        sub = subgraph_at(self, ns) if route else None
+        if sub is not None:
+            # A subgraph's config: the update is the subgraph's, on this graph's saver.
+            made: dict[str, Any] = await sub._bulk_update_with(
+                sub.checkpointer or saver, config, supersteps, route=False
+            )
+            return made
+        made = {}
         for updates in supersteps:
             # Each superstep starts from the checkpoint the one before made.
             conf = {**dict(config.get("configurable") or {}), **made.get("configurable", {})}
             made = await self._update_superstep(
-                {**dict(config), "configurable": conf}, [StateUpdate(*u) for u in updates]
+                {**dict(config), "configurable": conf}, [StateUpdate(*u) for u in updates], saver
             )
         return made
 
@@ -1079,9 +1129,8 @@ class CompiledStateGraph:
         return _sync_call(lambda: self.abulk_update_state(config, supersteps))
 
     async def _update_superstep(
-        self, config: Mapping[str, Any], updates: list[StateUpdate]
+        self, config: Mapping[str, Any], updates: list[StateUpdate], saver: Any
     ) -> dict[str, Any]:
-        saver = self._saver()
         conf = dict(config.get("configurable") or {})
         conf.setdefault("checkpoint_ns", "")
         saved = await saver.aget_tuple({"configurable": conf})
@@ -1158,7 +1207,8 @@ class CompiledStateGraph:
         run.ns = conf.get("checkpoint_ns", "")
         await run._put_checkpoint(source)
         assert run.saved_config is not None
-        return run.saved_config
+        made: dict[str, Any] = with_checkpoint_map(run.saved_config, run.metadata)
+        return made
 
     def _update_task(self, run: Run, values: Any, as_node: str, task_id: str | None) -> Task:
         """The task whose writes are ``values`` as node ``as_node`` returned them."""

@@ -1,0 +1,90 @@
+"""Time travel into a subgraph: a subgraph snapshot's config handed back to the root graph."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+from flowcore.compat.langgraph import START, Command, InMemorySaver, StateGraph, interrupt
+
+
+class State(TypedDict):
+    value: Annotated[list[str], operator.add]
+
+
+def _graph(called: list[str]) -> Any:
+    def step_a(state: State) -> State:
+        called.append("step_a")
+        return {"value": ["a"]}
+
+    def ask(state: State) -> State:
+        called.append("ask")
+        return {"value": [f"ask:{interrupt('Question?')}"]}
+
+    inner = (
+        StateGraph(State)
+        .add_node("step_a", step_a)
+        .add_node("ask", ask)
+        .add_edge(START, "step_a")
+        .add_edge("step_a", "ask")
+        .compile(checkpointer=True)
+    )
+    return (
+        StateGraph(State)
+        .add_node("inner", inner)
+        .add_edge(START, "inner")
+        .compile(checkpointer=InMemorySaver())
+    )
+
+
+def _paused_then_done(called: list[str]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    graph = _graph(called)
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"value": []}, config)
+    parent = graph.get_state(config, subgraphs=True)
+    sub_config = parent.tasks[0].state.config
+    graph.invoke(Command(resume="first"), config)
+    return graph, config, sub_config
+
+
+def test_a_subgraph_snapshot_config_maps_each_namespace_to_its_checkpoint() -> None:
+    graph = _graph([])
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"value": []}, config)
+
+    parent = graph.get_state(config, subgraphs=True)
+    sub = parent.tasks[0].state.config["configurable"]
+
+    assert sub["checkpoint_ns"] == "inner"
+    assert sub["checkpoint_map"] == {
+        "": parent.config["configurable"]["checkpoint_id"],
+        "inner": sub["checkpoint_id"],
+    }
+
+
+def test_invoking_the_root_with_a_subgraph_config_replays_the_subgraph_from_there() -> None:
+    called: list[str] = []
+    graph, config, sub_config = _paused_then_done(called)
+    assert graph.get_state(config).values == {"value": ["a", "ask:first"]}
+    called.clear()
+
+    replayed = graph.invoke(None, sub_config)
+
+    assert replayed["__interrupt__"][0].value == "Question?"
+    assert called == ["ask"]
+    assert graph.invoke(Command(resume="second"), config) == {"value": ["a", "ask:second"]}
+
+
+def test_updating_a_subgraph_config_forks_the_subgraph() -> None:
+    called: list[str] = []
+    graph, _, sub_config = _paused_then_done(called)
+    called.clear()
+
+    fork = graph.update_state(sub_config, {"value": ["forked"]})
+
+    assert fork["configurable"]["checkpoint_ns"] == "inner"
+    assert fork["configurable"]["checkpoint_map"]["inner"] == fork["configurable"]["checkpoint_id"]
+    assert graph.get_state(fork).values == {"value": ["a", "forked"]}
+    result = graph.invoke(None, fork)
+    assert result["__interrupt__"][0].value == "Question?"
+    assert called == ["ask"]
