@@ -88,3 +88,22 @@ def test_updating_a_subgraph_config_forks_the_subgraph() -> None:
     result = graph.invoke(None, fork)
     assert result["__interrupt__"][0].value == "Question?"
     assert called == ["ask"]
+
+
+def test_a_copy_is_a_sibling_fork_that_asks_again() -> None:
+    called: list[str] = []
+    graph = _graph(called)
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"value": []}, config)
+    paused = graph.get_state(config)
+
+    copy = graph.update_state(paused.config, None, as_node="__copy__")
+    copied = graph.get_state(copy)
+
+    assert copied.metadata["source"] == "fork"
+    assert copied.values == paused.values
+    assert copied.next == paused.next
+    assert copied.parent_config == paused.parent_config
+    called.clear()
+    assert graph.invoke(None, copy)["__interrupt__"][0].value == "Question?"
+    assert called == ["ask"]

@@ -24,6 +24,7 @@ from flowcore.compat.langgraph._channels import (
     NamedBarrierValue,
     clear,
 )
+from flowcore.compat.langgraph._copy_fork import COPY, copy_checkpoint_update
 from flowcore.compat.langgraph._context import TaskScope, running_scope
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
@@ -1160,6 +1161,8 @@ class CompiledStateGraph:
         else:
             run.checkpoint = empty_checkpoint()
             step = -1
+        if any(u.as_node == COPY for u in updates):
+            return await copy_checkpoint_update(self, run, saved, config, saver, updates)
         if any(u.as_node == INPUT_NODE for u in updates):
             # As a run's input: the START channel gets it, as invoke() would write it.
             if len(updates) > 1:
