@@ -106,4 +106,64 @@ def test_a_copy_is_a_sibling_fork_that_asks_again() -> None:
     assert copied.parent_config == paused.parent_config
     called.clear()
     assert graph.invoke(None, copy)["__interrupt__"][0].value == "Question?"
-    assert called == ["ask"]
+    # The subgraph goes back to where it stood at the copy's parent: it had not run.
+    assert called == ["step_a", "ask"]
+
+
+class Parent(TypedDict):
+    results: Annotated[list[str], operator.add]
+
+
+def _stateful_parent(seen: list[list[str]]) -> Any:
+    def step(state: State) -> State:
+        seen.append(list(state["value"]))
+        return {"value": [f"got:{interrupt('q')}"]}
+
+    sub = (
+        StateGraph(State).add_node("step", step).add_edge(START, "step").compile(checkpointer=True)
+    )
+
+    def first(state: Parent) -> Parent:
+        return {"results": ["p"]}
+
+    return (
+        StateGraph(Parent)
+        .add_node("first", first)
+        .add_node("sub", sub)
+        .add_edge(START, "first")
+        .add_edge("first", "sub")
+        .compile(checkpointer=InMemorySaver())
+    )
+
+
+def _two_rounds(graph: Any, config: dict[str, Any]) -> Any:
+    for answer in ("one", "two"):
+        graph.invoke({"results": []}, config)
+        graph.invoke(Command(resume=answer), config)
+    history = list(graph.get_state_history(config))
+    return next(s for s in history if s.next == ("sub",))
+
+
+def test_replaying_the_parent_gives_a_stateful_subgraph_its_state_of_then() -> None:
+    seen: list[list[str]] = []
+    graph = _stateful_parent(seen)
+    config = {"configurable": {"thread_id": "t"}}
+    before_second = _two_rounds(graph, config)
+    seen.clear()
+
+    replayed = graph.invoke(None, before_second.config)
+
+    assert "__interrupt__" in replayed
+    assert seen == [["got:one"]]
+
+
+def test_a_parent_fork_gives_a_stateful_subgraph_its_state_at_the_forked_checkpoint() -> None:
+    seen: list[list[str]] = []
+    graph = _stateful_parent(seen)
+    config = {"configurable": {"thread_id": "t"}}
+    before_second = _two_rounds(graph, config)
+    fork = graph.update_state(before_second.config, {"results": ["forked"]})
+    seen.clear()
+
+    assert "__interrupt__" in graph.invoke(None, fork)
+    assert seen == [["got:one"]]

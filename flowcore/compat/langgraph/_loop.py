@@ -447,6 +447,10 @@ class Run:
         time_travel = addressed and not (command is not None and command.resume is not None)
         if time_travel:
             self.replay_of = str(self.configurable["checkpoint_id"])
+            if self.metadata.get("source") in ("update", "fork") and self.parent_config:
+                # A fork is newer than what its subgraphs did after its parent: they
+                # go back to where they stood at the parent.
+                self.replay_of = str(self.parent_config["configurable"]["checkpoint_id"])
         if time_travel:
             # Replaying from a past checkpoint re-runs its tasks and re-asks its questions.
             self.pending = [w for w in self.pending if w[0] == NULL_TASK_ID]

@@ -890,6 +890,8 @@ class CompiledStateGraph:
             # entry goes on from where it stood then (or from nothing, if it had not run).
             parent.entered.add(ns)
             run.as_of = parent.replay_of
+            # It takes its input anew (its state then is the base), not a resume.
+            run.force_resume = False
         run.wants = parent.wants
         await run.execute()
         return run.graph.read_output(run.channels)
