@@ -12,6 +12,7 @@ from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_h
 from typing_extensions import TypeVar
 
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._subgraph_detect import find_subgraph
 from flowcore.compat.langgraph._types import END, START, RetryPolicy, TimeoutPolicy
 
 __all__ = ["BranchSpec", "NodeRunnable", "NodeSpec", "StateGraph"]
@@ -42,6 +43,17 @@ class NodeSpec:
             True
         """
         return NodeRunnable(self.action, self.name)
+
+    @property
+    def subgraphs(self) -> list[Any]:
+        """The compiled graph this node runs, if any, as a list (see ``_subgraph_detect``).
+
+        Example:
+            >>> NodeSpec("a", len, None).subgraphs
+            []
+        """
+        found = find_subgraph(self.action)
+        return [] if found is None else [found]
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,10 +57,12 @@ from flowcore.compat.langgraph._records import (
 )
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._subgraph_detect import iter_subgraphs
 from flowcore.compat.langgraph._subgraph_travel import (
     CHECKPOINT_MAP,
     address_root,
     child_map,
+    stable_ns,
     subgraph_at,
     with_checkpoint_map,
 )
@@ -190,6 +192,8 @@ class CompiledStateGraph:
         self.checkpointer = checkpointer if checkpointer not in (False, True) else None
         # checkpointer=True: as a subgraph, one history per parent thread (see _history_ns).
         self.own_history = checkpointer is True
+        # checkpointer=False: never a subgraph with checkpoints (see _subgraph_detect).
+        self.opted_out = checkpointer is False
         self.store = store
         self.cache = NodeCache(cache) if cache is not None else None
         self.interrupt_before_nodes = interrupt_before
@@ -897,6 +901,23 @@ class CompiledStateGraph:
         return run.graph.read_output(run.channels)
 
     # ------------------------------------------------------------ inspection
+    def get_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> Iterator[tuple[str, Any]]:
+        """``(namespace, subgraph)`` for each node that runs a graph (see ``_subgraph_detect``).
+
+        Example:
+            >>> # dict(app.get_subgraphs(recurse=True))
+        """
+        return iter_subgraphs(self, namespace, recurse)
+
+    async def aget_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """The async form of :meth:`get_subgraphs`."""
+        for item in iter_subgraphs(self, namespace, recurse):
+            yield item
+
     def _saver(self) -> Any:
         if self.checkpointer is None:
             raise ValueError("No checkpointer set")
@@ -1106,6 +1127,9 @@ class CompiledStateGraph:
         saver = saver or self._saver()
         ns = (config.get("configurable") or {}).get("checkpoint_ns") or ""
         sub = subgraph_at(self, ns) if route else None
+        if route and ns and sub is None:
+            # This graph's nodes and channels would write the wrong state there.
+            raise ValueError(f"Subgraph {stable_ns(ns)} not found")
         if sub is not None:
             # A subgraph's config: the update is the subgraph's, on this graph's saver.
             made: dict[str, Any] = await sub._bulk_update_with(

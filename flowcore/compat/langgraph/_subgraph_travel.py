@@ -23,10 +23,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from flowcore.compat.langgraph._subgraph_detect import iter_subgraphs
+
 __all__ = [
     "CHECKPOINT_MAP",
     "address_root",
     "child_map",
+    "stable_ns",
     "subgraph_at",
     "with_checkpoint_map",
 ]
@@ -93,11 +96,18 @@ def with_checkpoint_map(
     return {**dict(config), "configurable": conf}
 
 
-def subgraph_at(graph: Any, ns: str) -> Any | None:
-    """The compiled subgraph of ``graph`` that namespace ``ns`` names, or ``None``.
+def stable_ns(ns: str) -> str:
+    """Namespace ``ns`` without task ids (and the numbered parts of repeated calls).
 
-    Each part's node name (before ``:``) picks a node whose action is a
-    compiled graph, from the graph the part before picked.
+    Example:
+        >>> stable_ns("research:1f2a|review:9c|3")
+        'research|review'
+    """
+    return "|".join(part.split(":")[0] for part in ns.split("|") if part and not part.isdigit())
+
+
+def subgraph_at(graph: Any, ns: str) -> Any | None:
+    """The subgraph of ``graph`` (declared or detected) that namespace ``ns`` names, or ``None``.
 
     Example:
         >>> subgraph_at(object(), "") is None
@@ -105,12 +115,6 @@ def subgraph_at(graph: Any, ns: str) -> Any | None:
     """
     if not ns:
         return None
-    current = graph
-    for part in ns.split("|"):
-        nodes = getattr(current, "nodes", None)
-        spec = nodes.get(part.split(":")[0]) if isinstance(nodes, Mapping) else None
-        action = getattr(spec, "action", None)
-        if action is None or not hasattr(action, "_state_with"):
-            return None
-        current = action
-    return current
+    for _, found in iter_subgraphs(graph, stable_ns(ns), recurse=True):
+        return found
+    return None
