@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from flowcore.checkpoint import ThreadLease
 from flowcore.compat.langgraph._calls import run_with_calls, tasks_defined
 from flowcore.compat.langgraph._channels import MISSING, Channel
-from flowcore.compat.langgraph._context import TaskScope, set_scope
+from flowcore.compat.langgraph._context import TaskScope, running_scope, set_scope
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._durable import CheckpointCall, RunSaves, copy_checkpoint
 from flowcore.compat.langgraph._errors import (
@@ -664,6 +664,9 @@ class Run:
             list(task.resume),
             self.null_resume if self.parent_scope is None else self.parent_scope.null_resume,
         )
+        # A child run may run its tasks inline in its parent task's context: the
+        # parent's scope comes back when this task ends.
+        outer = running_scope()
         token = set_scope(scope)
         try:
             if task.name != START and node is None:
@@ -729,7 +732,7 @@ class Run:
             self._task_result(task, "error")
             return task
         finally:
-            set_scope(None)
+            set_scope(outer)
             del token
         task.done = True
         stored = task.writes or [(NO_WRITES, None)]

@@ -852,7 +852,12 @@ class CompiledStateGraph:
         return "|".join(part.split(":")[0] for part in ns.split("|"))
 
     async def _arun_subgraph(self, value: Any, scope: TaskScope, parent: Run) -> Any:
-        ns = self._history_ns(f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|"))
+        ns = f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|")
+        if scope.graphs_run:
+            # A task's later graphs each keep a history of their own.
+            ns = f"{ns}|{scope.graphs_run}"
+        scope.graphs_run += 1
+        ns = self._history_ns(ns)
         config = {
             **parent.config,
             "configurable": {**parent.configurable, "checkpoint_ns": ns},
