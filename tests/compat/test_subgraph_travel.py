@@ -167,3 +167,22 @@ def test_a_parent_fork_gives_a_stateful_subgraph_its_state_at_the_forked_checkpo
 
     assert "__interrupt__" in graph.invoke(None, fork)
     assert seen == [["got:one"]]
+
+
+def test_an_update_after_a_runs_input_is_taken_as_more_input() -> None:
+    graph = (
+        StateGraph(Parent)
+        .add_node("first", lambda state: {"results": ["p"]})
+        .add_edge(START, "first")
+        .compile(checkpointer=InMemorySaver())
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"results": []}, config)
+    graph.invoke({"results": []}, config)
+    after_input = next(s for s in graph.get_state_history(config) if s.next == ("first",))
+
+    fork = graph.update_state(after_input.config, {"results": ["forked"]})
+
+    # The input's edges still lead on: the node it scheduled runs after the update.
+    assert graph.get_state(fork).next == ("first",)
+    assert graph.invoke(None, fork) == {"results": ["p", "forked", "p"]}

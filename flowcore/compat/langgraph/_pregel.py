@@ -1284,7 +1284,12 @@ class CompiledStateGraph:
             return next(iter(self.nodes))
         seen = checkpoint.get("versions_seen") or {}
         last = sorted(
-            (_sortable(v), n) for n, s in seen.items() if n in self.nodes for v in s.values()
+            (_sortable(v), n)
+            for n, s in seen.items()
+            # START counts: after a run's input, it is the last writer (its edges then
+            # lead to the nodes the input scheduled).
+            if n in self.nodes or n == START
+            for v in s.values()
         )
         if not last:
             return START
