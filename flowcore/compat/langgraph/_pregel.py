@@ -1280,9 +1280,9 @@ class CompiledStateGraph:
         return _sync_call(lambda: self.aupdate_state(config, values, as_node, task_id))
 
     def _guess_writer(self, checkpoint: Mapping[str, Any]) -> str:
-        if len(self.nodes) == 1:
-            return next(iter(self.nodes))
         seen = checkpoint.get("versions_seen") or {}
+        if len(self.nodes) == 1 and START not in seen:
+            return next(iter(self.nodes))
         last = sorted(
             (_sortable(v), n)
             for n, s in seen.items()
