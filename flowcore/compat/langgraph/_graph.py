@@ -18,6 +18,7 @@ from flowcore.compat.langgraph._error_handlers import (
     handler_node_name,
 )
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._subgraph_detect import find_subgraph
 from flowcore.compat.langgraph._types import END, START, RetryPolicy, TimeoutPolicy
 
 __all__ = ["BranchSpec", "NodeRunnable", "NodeSpec", "StateGraph"]
@@ -50,6 +51,17 @@ class NodeSpec:
             True
         """
         return NodeRunnable(self.action, self.name)
+
+    @property
+    def subgraphs(self) -> list[Any]:
+        """The compiled graph this node runs, if any, as a list (see ``_subgraph_detect``).
+
+        Example:
+            >>> NodeSpec("a", len, None).subgraphs
+            []
+        """
+        found = find_subgraph(self.action)
+        return [] if found is None else [found]
 
 
 @dataclass(frozen=True, slots=True)

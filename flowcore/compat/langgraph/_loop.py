@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from flowcore.checkpoint import ThreadLease
 from flowcore.compat.langgraph._calls import run_with_calls, tasks_defined
 from flowcore.compat.langgraph._channels import MISSING, Channel
-from flowcore.compat.langgraph._context import TaskScope, set_scope
+from flowcore.compat.langgraph._context import TaskScope, running_scope, set_scope
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._durable import CheckpointCall, RunSaves, copy_checkpoint
 from flowcore.compat.langgraph._error_handlers import (
@@ -299,7 +299,7 @@ class Run:
     # ------------------------------------------------------------ persistence
     def _ckpt_config(self) -> dict[str, Any]:
         conf = {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
-        if "checkpoint_id" in self.configurable and not self.ns:
+        if "checkpoint_id" in self.configurable:
             conf["checkpoint_id"] = self.configurable["checkpoint_id"]
         return {"configurable": conf}
 
@@ -341,7 +341,8 @@ class Run:
         else:
             after = self.checkpoint.get("id") or self.last_checkpoint_id
             self.checkpoint = {**self.checkpoint, "id": new_checkpoint_id(after)}
-        self.metadata = {"source": source, "step": self.step, "parents": {}}
+        parents = dict(self.configurable.get("checkpoint_map") or {})
+        self.metadata = {"source": source, "step": self.step, "parents": parents}
         if self.saver is not None and self.durability != "exit":
             await self._save()
         else:
@@ -474,10 +475,15 @@ class Run:
         has_state = bool(self.checkpoint["channel_versions"])
         command = self.input if isinstance(self.input, Command) else None
         resuming = has_state and (self.input is None or command is not None or self.force_resume)
-        addressed = "checkpoint_id" in self.configurable and self.parent_scope is None
+        # A subgraph's config holds an id only when a checkpoint_map addressed it.
+        addressed = "checkpoint_id" in self.configurable
         time_travel = addressed and not (command is not None and command.resume is not None)
         if time_travel:
             self.replay_of = str(self.configurable["checkpoint_id"])
+            if self.metadata.get("source") in ("update", "fork") and self.parent_config:
+                # A fork is newer than what its subgraphs did after its parent: they
+                # go back to where they stood at the parent.
+                self.replay_of = str(self.parent_config["configurable"]["checkpoint_id"])
         if time_travel:
             # Replaying from a past checkpoint re-runs its tasks and re-asks its questions.
             self.pending = [w for w in self.pending if w[0] == NULL_TASK_ID]
@@ -724,6 +730,9 @@ class Run:
             list(task.resume),
             self.null_resume if self.parent_scope is None else self.parent_scope.null_resume,
         )
+        # A child run may run its tasks inline in its parent task's context: the
+        # parent's scope comes back when this task ends.
+        outer = running_scope()
         token = set_scope(scope)
         try:
             if task.name != START and node is None:
@@ -788,7 +797,7 @@ class Run:
             self._task_result(task, "error")
             return task
         finally:
-            set_scope(None)
+            set_scope(outer)
             del token
         task.done = True
         stored = task.writes or [(NO_WRITES, None)]

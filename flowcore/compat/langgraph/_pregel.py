@@ -25,6 +25,7 @@ from flowcore.compat.langgraph._channels import (
     clear,
 )
 from flowcore.compat.langgraph._context import TaskScope, running_scope
+from flowcore.compat.langgraph._copy_fork import COPY, copy_checkpoint_update
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
 from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
@@ -59,6 +60,15 @@ from flowcore.compat.langgraph._records import (
 )
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._subgraph_detect import iter_subgraphs
+from flowcore.compat.langgraph._subgraph_travel import (
+    CHECKPOINT_MAP,
+    address_root,
+    child_map,
+    stable_ns,
+    subgraph_at,
+    with_checkpoint_map,
+)
 from flowcore.compat.langgraph._task_result import task_result
 from flowcore.compat.langgraph._types import (
     END,
@@ -194,6 +204,8 @@ class CompiledStateGraph:
         self.checkpointer = checkpointer if checkpointer not in (False, True) else None
         # checkpointer=True: as a subgraph, one history per parent thread (see _history_ns).
         self.own_history = checkpointer is True
+        # checkpointer=False: never a subgraph with checkpoints (see _subgraph_detect).
+        self.opted_out = checkpointer is False
         self.store = store
         self.cache = NodeCache(cache) if cache is not None else None
         self.interrupt_before_nodes = interrupt_before
@@ -581,6 +593,9 @@ class CompiledStateGraph:
         control: RunControl | None = None,
     ) -> Run:
         config = dict(config or {})
+        if (config.get("configurable") or {}).get("checkpoint_ns"):
+            # A subgraph's config: the root replays from where the map says it stood.
+            config["configurable"] = address_root(config["configurable"])
         before = self.interrupt_before_nodes if interrupt_before is None else interrupt_before
         after = self.interrupt_after_nodes if interrupt_after is None else interrupt_after
         if before == "*":
@@ -851,12 +866,24 @@ class CompiledStateGraph:
         return "|".join(part.split(":")[0] for part in ns.split("|"))
 
     async def _arun_subgraph(self, value: Any, scope: TaskScope, parent: Run) -> Any:
-        ns = self._history_ns(f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|"))
+        ns = f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|")
+        if scope.graphs_run:
+            # A task's later graphs each keep a history of their own.
+            ns = f"{ns}|{scope.graphs_run}"
+        scope.graphs_run += 1
+        ns = self._history_ns(ns)
         config = {
             **parent.config,
             "configurable": {**parent.configurable, "checkpoint_ns": ns},
         }
         config["configurable"].pop("checkpoint_id", None)
+        config["configurable"][CHECKPOINT_MAP] = found = child_map(
+            parent.configurable, parent.ns, parent.checkpoint.get("id")
+        )
+        if ns in found and ns not in parent.entered:
+            # Addressed by a subgraph snapshot's config: replay from that very checkpoint.
+            config["configurable"]["checkpoint_id"] = found[ns]
+            parent.entered.add(ns)
         run = Run(
             self,
             value,
@@ -875,16 +902,41 @@ class CompiledStateGraph:
         run.resume_by_id = parent.resume_by_id
         run.context, run.control = parent.context, parent.control
         run.replay_of, run.entered = parent.replay_of, parent.entered
-        if self.own_history and parent.replay_of is not None and ns not in parent.entered:
+        addressed = "checkpoint_id" in config["configurable"]
+        if (
+            self.own_history
+            and parent.replay_of is not None
+            and ns not in parent.entered
+            and not addressed
+        ):
             # Its one history runs on past the replayed checkpoint: the replay's first
             # entry goes on from where it stood then (or from nothing, if it had not run).
             parent.entered.add(ns)
             run.as_of = parent.replay_of
+            # It takes its input anew (its state then is the base), not a resume.
+            run.force_resume = False
         run.wants = parent.wants
         await run.execute()
         return run.graph.read_output(run.channels)
 
     # ------------------------------------------------------------ inspection
+    def get_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> Iterator[tuple[str, Any]]:
+        """``(namespace, subgraph)`` for each node that runs a graph (see ``_subgraph_detect``).
+
+        Example:
+            >>> # dict(app.get_subgraphs(recurse=True))
+        """
+        return iter_subgraphs(self, namespace, recurse)
+
+    async def aget_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """The async form of :meth:`get_subgraphs`."""
+        for item in iter_subgraphs(self, namespace, recurse):
+            yield item
+
     def _saver(self) -> Any:
         if self.checkpointer is None:
             raise ValueError("No checkpointer set")
@@ -898,7 +950,14 @@ class CompiledStateGraph:
         Example:
             >>> # snapshot = await app.aget_state({"configurable": {"thread_id": "t1"}})
         """
-        return await self._state_with(self._saver(), config, subgraphs=subgraphs)
+        saver = self._saver()
+        sub = subgraph_at(self, (config.get("configurable") or {}).get("checkpoint_ns") or "")
+        if sub is not None:
+            snapshot: StateSnapshot = await sub._state_with(
+                sub.checkpointer or saver, config, subgraphs=subgraphs
+            )
+            return snapshot
+        return await self._state_with(saver, config, subgraphs=subgraphs)
 
     async def _state_with(
         self, saver: Any, config: Mapping[str, Any], *, subgraphs: bool
@@ -998,10 +1057,10 @@ class CompiledStateGraph:
         return StateSnapshot(
             values,
             next_names,
-            saved.config,
+            with_checkpoint_map(saved.config, saved.metadata),
             saved.metadata,
             saved.checkpoint.get("ts"),
-            saved.parent_config,
+            with_checkpoint_map(saved.parent_config, saved.metadata),
             tuple(out_tasks),
             tuple(i for t in out_tasks for i in t.interrupts),
         )
@@ -1069,16 +1128,39 @@ class CompiledStateGraph:
             >>> # app.bulk_update_state(config, [[StateUpdate({"n": 1}, "a"),
             >>> #                                 StateUpdate({"n": 2}, "b")]])
         """
+        return await self._bulk_update_with(None, config, supersteps)
+
+    async def _bulk_update_with(
+        self,
+        saver: Any,
+        config: Mapping[str, Any],
+        supersteps: Sequence[Sequence[StateUpdate]],
+        *,
+        route: bool = True,
+    ) -> dict[str, Any]:
+        """:meth:`abulk_update_state` on ``saver`` (``None``: this graph's own)."""
         if not supersteps:
             raise ValueError("No supersteps provided")
         if any(not updates for updates in supersteps):
             raise ValueError("No updates provided")
-        made: dict[str, Any] = {}
+        saver = saver or self._saver()
+        ns = (config.get("configurable") or {}).get("checkpoint_ns") or ""
+        sub = subgraph_at(self, ns) if route else None
+        if route and ns and sub is None:
+            # This graph's nodes and channels would write the wrong state there.
+            raise ValueError(f"Subgraph {stable_ns(ns)} not found")
+        if sub is not None:
+            # A subgraph's config: the update is the subgraph's, on this graph's saver.
+            made: dict[str, Any] = await sub._bulk_update_with(
+                sub.checkpointer or saver, config, supersteps, route=False
+            )
+            return made
+        made = {}
         for updates in supersteps:
             # Each superstep starts from the checkpoint the one before made.
             conf = {**dict(config.get("configurable") or {}), **made.get("configurable", {})}
             made = await self._update_superstep(
-                {**dict(config), "configurable": conf}, [StateUpdate(*u) for u in updates]
+                {**dict(config), "configurable": conf}, [StateUpdate(*u) for u in updates], saver
             )
         return made
 
@@ -1093,9 +1175,8 @@ class CompiledStateGraph:
         return _sync_call(lambda: self.abulk_update_state(config, supersteps))
 
     async def _update_superstep(
-        self, config: Mapping[str, Any], updates: list[StateUpdate]
+        self, config: Mapping[str, Any], updates: list[StateUpdate], saver: Any
     ) -> dict[str, Any]:
-        saver = self._saver()
         conf = dict(config.get("configurable") or {})
         conf.setdefault("checkpoint_ns", "")
         saved = await saver.aget_tuple({"configurable": conf})
@@ -1125,6 +1206,8 @@ class CompiledStateGraph:
         else:
             run.checkpoint = empty_checkpoint()
             step = -1
+        if any(u.as_node == COPY for u in updates):
+            return await copy_checkpoint_update(self, run, saved, config, saver, updates)
         if any(u.as_node == INPUT_NODE for u in updates):
             # As a run's input: the START channel gets it, as invoke() would write it.
             if len(updates) > 1:
@@ -1202,7 +1285,8 @@ class CompiledStateGraph:
         run.ns = conf.get("checkpoint_ns", "")
         await run._put_checkpoint(source)
         assert run.saved_config is not None
-        return run.saved_config
+        made: dict[str, Any] = with_checkpoint_map(run.saved_config, run.metadata)
+        return made
 
     def _update_task(
         self, run: Run, values: Any, as_node: str, task_id: str | None, index: int = 0
@@ -1246,11 +1330,16 @@ class CompiledStateGraph:
         return _sync_call(lambda: self.aupdate_state(config, values, as_node, task_id))
 
     def _guess_writer(self, checkpoint: Mapping[str, Any]) -> str:
-        if len(self.nodes) == 1:
-            return next(iter(self.nodes))
         seen = checkpoint.get("versions_seen") or {}
+        if len(self.nodes) == 1 and START not in seen:
+            return next(iter(self.nodes))
         last = sorted(
-            (_sortable(v), n) for n, s in seen.items() if n in self.nodes for v in s.values()
+            (_sortable(v), n)
+            for n, s in seen.items()
+            # START counts: after a run's input, it is the last writer (its edges then
+            # lead to the nodes the input scheduled).
+            if n in self.nodes or n == START
+            for v in s.values()
         )
         if not last:
             return START
