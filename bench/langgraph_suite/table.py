@@ -65,7 +65,15 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
         "StateSnapshot",
         "StateUpdate",
         "TimeoutPolicy",
+        "TracePolicy",
         "interrupt",
+        "omit_payload",
+    ),
+    "langgraph.callbacks": (
+        "GraphCallbackHandler",
+        "GraphInterruptEvent",
+        "GraphLifecycleStatus",
+        "GraphResumeEvent",
     ),
     "langgraph.constants": ("END", "START"),
     "langgraph.errors": (

@@ -1,6 +1,12 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
 from flowcore.compat.langgraph._cache import CachePolicy
+from flowcore.compat.langgraph._callbacks import (
+    GraphCallbackHandler,
+    GraphInterruptEvent,
+    GraphLifecycleStatus,
+    GraphResumeEvent,
+)
 from flowcore.compat.langgraph._channel_api import (
     AnyValue,
     BaseChannel,
@@ -66,6 +72,7 @@ from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
 from flowcore.compat.langgraph._savers_sync import SqliteSaver
 from flowcore.compat.langgraph._state import IsLastStep, RemainingSteps
 from flowcore.compat.langgraph._tooling import InjectedState
+from flowcore.compat.langgraph._trace_policy import TracePolicy, omit_payload
 from flowcore.compat.langgraph._types import (
     END,
     START,
@@ -106,9 +113,13 @@ __all__ = [
     "EntrypointGraph",
     "EphemeralValue",
     "ExecutionInfo",
+    "GraphCallbackHandler",
     "GraphDrained",
     "GraphInterrupt",
+    "GraphInterruptEvent",
+    "GraphLifecycleStatus",
     "GraphRecursionError",
+    "GraphResumeEvent",
     "HumanMessage",
     "InMemorySaver",
     "InjectedState",
@@ -142,6 +153,7 @@ __all__ = [
     "ToolMessage",
     "ToolNode",
     "Topic",
+    "TracePolicy",
     "UntrackedValue",
     "_messages_delta_reducer",
     "add_messages",
@@ -155,6 +167,7 @@ __all__ = [
     "message_to_dict",
     "messages_from_dict",
     "messages_to_dict",
+    "omit_payload",
     "task",
     "tools_condition",
 ]

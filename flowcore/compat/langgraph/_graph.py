@@ -12,6 +12,7 @@ from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_h
 from typing_extensions import TypeVar
 
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._trace_policy import TracePolicy
 from flowcore.compat.langgraph._types import END, START, RetryPolicy, TimeoutPolicy
 
 __all__ = ["BranchSpec", "NodeRunnable", "NodeSpec", "StateGraph"]
@@ -32,6 +33,7 @@ class NodeSpec:
     destinations: tuple[str, ...] | None = None
     cache_policy: Any = None
     timeout: TimeoutPolicy | None = None
+    trace_policy: TracePolicy | None = None
 
     @property
     def runnable(self) -> NodeRunnable:
@@ -181,12 +183,15 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         cache_policy: Any = None,
         destinations: dict[str, str] | tuple[str, ...] | None = None,
         timeout: float | timedelta | TimeoutPolicy | None = None,
+        trace_policy: TracePolicy | None = None,
         **legacy: Any,
     ) -> Self:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
 
         ``timeout`` (seconds, a ``timedelta`` or a :class:`TimeoutPolicy`) caps
-        each attempt of the node, which must then be async.
+        each attempt of the node, which must then be async. ``trace_policy``
+        changes what tracers record of the node's input and output (see
+        :class:`TracePolicy`).
 
         Example:
             >>> # graph.add_node("summarize", summarize, retry_policy=RetryPolicy())
@@ -228,7 +233,16 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         # A dict of destinations maps node names to edge labels: only the names matter here.
         dests = tuple(destinations) if destinations is not None else None
         self.nodes[node] = NodeSpec(
-            node, action, schema, defer, retry_policy, metadata, dests, cache_policy, timeout_policy
+            node,
+            action,
+            schema,
+            defer,
+            retry_policy,
+            metadata,
+            dests,
+            cache_policy,
+            timeout_policy,
+            trace_policy,
         )
         return self
 

@@ -29,6 +29,11 @@ from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
+from flowcore.compat.langgraph._events_v2 import (
+    astream_events_v1,
+    astream_events_v2,
+    merge_bound_config,
+)
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
 from flowcore.compat.langgraph._loop import (
     ERROR,
@@ -658,6 +663,25 @@ class CompiledStateGraph:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await worker
 
+    def astream_events(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        version: str = "v2",
+        **kwargs: Any,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """LangChain's run events of a run (``version`` "v2" or "v1"; see ``_events_v2``).
+
+        Example:
+            >>> # async for event in app.astream_events({"n": 1}, version="v2"): ...
+        """
+        if version == "v3":
+            raise NotImplementedError("astream_events(version='v3') is not supported yet")
+        if version == "v1":
+            return astream_events_v1(self, input, config, **kwargs)
+        return astream_events_v2(self, input, config, **kwargs)
+
     def run_stream(
         self,
         input: Any,
@@ -1275,6 +1299,13 @@ class _Configured:
 
     def astream(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         return self.graph.astream(input, self._merge(config), **kw)
+
+    def astream_events(
+        self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any
+    ) -> Any:
+        merged = merge_bound_config(self.config, config)
+        merged["configurable"] = self._merge(config)["configurable"]
+        return self.graph.astream_events(input, merged, **kw)
 
 
 def _plain(arg: Any) -> Any:
