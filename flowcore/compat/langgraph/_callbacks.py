@@ -79,7 +79,7 @@ class GraphResumeEvent:
     checkpoint_ns: tuple[str, ...]
 
 
-class GraphCallbackHandler(_Base):  # type: ignore[misc]
+class GraphCallbackHandler(_Base):
     """Subclass and override :meth:`on_interrupt` / :meth:`on_resume` (sync or async).
 
     Example:
