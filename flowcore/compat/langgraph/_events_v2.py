@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Any, Protocol
 
 __all__ = ["astream_events_v1", "astream_events_v2", "merge_bound_config"]
@@ -74,8 +75,9 @@ async def astream_events_v2(
     stream = module._astream_events_implementation_v2(
         _AsRunnable(graph), input, dict(config) if config is not None else None, **kwargs
     )
-    async for event in stream:
-        yield dict(event)
+    async with aclosing(stream):
+        async for event in stream:
+            yield dict(event)
 
 
 async def astream_events_v1(
@@ -91,13 +93,12 @@ async def astream_events_v1(
     stream = module._astream_events_implementation_v1(
         _AsRunnable(graph), input, dict(config) if config is not None else None, **kwargs
     )
-    async for event in stream:
-        yield dict(event)
+    async with aclosing(stream):
+        async for event in stream:
+            yield dict(event)
 
 
-def merge_bound_config(
-    bound: Mapping[str, Any], given: Mapping[str, Any] | None
-) -> dict[str, Any]:
+def merge_bound_config(bound: Mapping[str, Any], given: Mapping[str, Any] | None) -> dict[str, Any]:
     """A ``with_config`` graph's bound config under a call's config, callbacks kept from both.
 
     Example:

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowcore.compat.langgraph._callbacks import (
     GraphInterruptEvent,
@@ -40,11 +41,13 @@ from flowcore.compat.langgraph._trace_policy import recorded_payload
 if TYPE_CHECKING:
     from flowcore.compat.langgraph._loop import Run, Task
 
-__all__ = ["RunObserver", "observe"]
+__all__ = ["RunObserver", "call_arguments", "observe"]
 
 _STATUSES = frozenset(
     {"input", "pending", "done", "interrupt_before", "interrupt_after", "out_of_steps"}
 )
+
+T = TypeVar("T")
 
 NodeCall = Callable[[Callable[[Any], None]], Awaitable[list[tuple[str, Any]]]]
 
@@ -89,6 +92,19 @@ def _config_metadata(config: Mapping[str, Any]) -> dict[str, Any]:
     return metadata
 
 
+def call_arguments(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """A ``@task`` call's arguments by parameter name, as its trace run shows its input.
+
+    Example:
+        >>> call_arguments(lambda number, scale=2: 0, (1,), {})
+        {'number': 1}
+    """
+    try:
+        return dict(inspect.signature(func).bind_partial(*args, **kwargs).arguments)
+    except (TypeError, ValueError):
+        return {"args": list(args), **dict(kwargs)}
+
+
 async def _one(value: Any) -> AsyncIterator[Any]:
     yield value
 
@@ -119,16 +135,14 @@ class RunObserver:
         configured = module.AsyncCallbackManager.configure(
             inheritable_callbacks=self.callbacks,
             inheritable_tags=None if run.parent_scope is not None else config.get("tags"),
-            inheritable_metadata=None
-            if run.parent_scope is not None
-            else _config_metadata(config),
+            inheritable_metadata=None if run.parent_scope is not None else _config_metadata(config),
         )
         if "ls_integration" not in configured.metadata:
             configured.add_metadata({"ls_integration": "langgraph"})
         self.manager = await configured.on_chain_start(
             None,
             run.input,
-            name=config.get("run_name") or run.graph.name,
+            name=config.get("run_name") or getattr(run.graph, "trace_name", None) or run.graph.name,
             run_id=config.get("run_id") if run.parent_scope is None else None,
         )
 
@@ -203,24 +217,73 @@ class RunObserver:
         """Run ``call`` (the loop's node call) inside a chain run of ``task``."""
         if self.manager is None:
             return await call(lambda result: None)
+        graph = self.run.graph
+        spec = graph.nodes.get(task.name)
+        parent = self.manager.get_child(f"graph:step:{step}")
+        shown = getattr(graph, "trace_output", None)
+        if shown is not None:
+            # An entrypoint's node shows the function's return value, not its channel writes.
+            inner = call
+
+            def call(seen: Callable[[Any], None]) -> Awaitable[list[tuple[str, Any]]]:
+                return inner(lambda result: seen(shown(result)))
+
+        return await self._traced(
+            task, step, parent, task.input, getattr(spec, "trace_policy", None), call
+        )
+
+    async def call_task(
+        self, call: Task, step: int, owner_id: str, shown: Any, run_call: Callable[[], Awaitable[T]]
+    ) -> T:
+        """Run one ``@task`` call (``run_call``) inside a chain run under its caller's run."""
+        parent = self.task_callbacks(owner_id)
+        if parent is None:
+            return await run_call()
+
+        async def body(seen: Callable[[Any], None]) -> T:
+            value = await run_call()
+            seen(value)
+            return value
+
+        # LangGraph's call path: (PUSH, the caller's path, the call's number, True).
+        owner_ns = str(self.tasks[owner_id][1]["metadata"].get("langgraph_checkpoint_ns", ""))
+        where = {
+            "langgraph_path": (call.path[0], tuple(call.path[1:-1]), call.path[-1], True),
+            "langgraph_checkpoint_ns": f"{owner_ns}|{call.name}:{call.id}".lstrip("|"),
+        }
+        return await self._traced(call, step, parent, shown, None, body, where)
+
+    async def _traced(
+        self,
+        task: Task,
+        step: int,
+        parent: Any,
+        shown: Any,
+        policy: Any,
+        call: Callable[[Callable[[Any], None]], Awaitable[T]],
+        where: Mapping[str, Any] | None = None,
+    ) -> T:
+        """Run ``call`` inside a chain run of ``task``, a child of the callbacks ``parent``.
+
+        ``where`` replaces metadata keys of the task's config.
+        """
         run = self.run
-        spec = run.graph.nodes.get(task.name)
-        policy = getattr(spec, "trace_policy", None)
         config = run.graph.task_config(run.config, task, step, run.ns)
         config.pop("run_id", None)
-        module = _langchain()
-        manager = module.AsyncCallbackManager.configure(
-            inheritable_callbacks=self.manager.get_child(f"graph:step:{step}"),
+        if where:
+            config["metadata"] = {**config["metadata"], **where}
+        manager = _langchain().AsyncCallbackManager.configure(
+            inheritable_callbacks=parent,
             inheritable_metadata=dict(config.get("metadata") or {}),
         )
-        task_run = await self._start_task(manager, task, policy)
+        task_run = await self._start_task(manager, task.name, shown, policy)
         node_config = {**config, "callbacks": task_run.get_child("seq:step:1")}
         self.tasks[task.id] = (task_run, node_config)
         seen: list[Any] = []
         var = _child_config_var()
         token = var.set(node_config)
         try:
-            writes = await call(seen.append)
+            outcome = await call(seen.append)
         except BaseException as exc:
             var.reset(token)
             self.tasks.pop(task.id, None)
@@ -234,16 +297,16 @@ class RunObserver:
                 async for _ in handler.tap_output_aiter(task_run.run_id, _one(output)):
                     pass
         await self._end_task(task_run, output, policy)
-        return writes
+        return outcome
 
-    async def _start_task(self, manager: Any, task: Task, policy: Any) -> Any:
+    async def _start_task(self, manager: Any, name: str, shown: Any, policy: Any) -> Any:
         process = None if policy is None else policy.process_inputs
-        recorded = recorded_payload(task.input, process)
-        if recorded is task.input:
-            return await manager.on_chain_start(None, task.input, name=task.name)
+        recorded = recorded_payload(shown, process)
+        if recorded is shown:
+            return await manager.on_chain_start(None, shown, name=name)
         real, tracers = _split(manager)
-        task_run = await real.on_chain_start(None, task.input, name=task.name)
-        await tracers.on_chain_start(None, recorded, name=task.name, run_id=task_run.run_id)
+        task_run = await real.on_chain_start(None, shown, name=name)
+        await tracers.on_chain_start(None, recorded, name=name, run_id=task_run.run_id)
         task_run.handlers = list(manager.handlers)
         return task_run
 
