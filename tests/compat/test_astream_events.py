@@ -120,3 +120,23 @@ async def test_callbacks_bound_with_config_are_kept() -> None:
     graph = _graph().with_config({"callbacks": [handler]})
     await _events(graph, {"value": 1})
     assert handler.names == ["LangGraph", "a", "b"]
+
+
+async def test_a_graph_composes_into_a_langchain_chain() -> None:
+    runnables = pytest.importorskip("langchain_core.runnables")
+    chain = _graph() | runnables.RunnableLambda(lambda out: out["value"] * 10)
+    assert await chain.ainvoke({"value": 1}) == 30
+    assert chain.invoke({"value": 1}) == 30
+    # A mapping on the left becomes LangChain's parallel step feeding the graph.
+    fed = {"value": runnables.RunnableLambda(lambda n: n + 1)} | _graph()
+    assert fed.invoke(5) == {"value": 8}
+
+    ends = [
+        e
+        async for e in (_graph() | runnables.RunnablePassthrough()).astream_events(
+            {"value": 1}, version="v2"
+        )
+        if e["event"] == "on_chain_end" and e["name"] == "LangGraph"
+    ]
+    # The graph's run nests under the chain's and ends with the output state.
+    assert [(e["data"]["output"], len(e["parent_ids"])) for e in ends] == [({"value": 3}, 1)]

@@ -59,6 +59,7 @@ from flowcore.compat.langgraph._records import (
     TaskEnd,
     kinds_for_modes,
 )
+from flowcore.compat.langgraph._runnable import as_runnable
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import (
@@ -682,6 +683,14 @@ class CompiledStateGraph:
             return astream_events_v1(self, input, config, **kwargs)
         return astream_events_v2(self, input, config, **kwargs)
 
+    def __or__(self, other: Any) -> Any:
+        """``graph | other``: a LangChain chain whose first step is this graph."""
+        return as_runnable(self) | other
+
+    def __ror__(self, other: Any) -> Any:
+        """``other | graph``: a LangChain chain whose last step is this graph."""
+        return other | as_runnable(self)
+
     def run_stream(
         self,
         input: Any,
@@ -1300,9 +1309,7 @@ class _Configured:
     def astream(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         return self.graph.astream(input, self._merge(config), **kw)
 
-    def astream_events(
-        self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any
-    ) -> Any:
+    def astream_events(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         merged = merge_bound_config(self.config, config)
         merged["configurable"] = self._merge(config)["configurable"]
         return self.graph.astream_events(input, merged, **kw)
