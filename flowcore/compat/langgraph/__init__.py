@@ -71,6 +71,7 @@ from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
 from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
 from flowcore.compat.langgraph._savers_sync import SqliteSaver
 from flowcore.compat.langgraph._state import IsLastStep, RemainingSteps
+from flowcore.compat.langgraph._tool_stream import ToolRuntime
 from flowcore.compat.langgraph._tooling import InjectedState
 from flowcore.compat.langgraph._trace_policy import TracePolicy, omit_payload
 from flowcore.compat.langgraph._types import (
@@ -152,6 +153,7 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolNode",
+    "ToolRuntime",
     "Topic",
     "TracePolicy",
     "UntrackedValue",

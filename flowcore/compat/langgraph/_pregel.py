@@ -62,6 +62,7 @@ from flowcore.compat.langgraph._records import (
 from flowcore.compat.langgraph._runnable import as_runnable
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._tool_stream import tools_stream_handler, with_handler
 from flowcore.compat.langgraph._types import (
     END,
     OVERWRITE,
@@ -626,6 +627,9 @@ class CompiledStateGraph:
         def sink(ns: tuple[str, ...], kind: str, payload: Any) -> None:
             for item in formatter.format(ns, kind, payload):
                 out.put_nowait(item)
+
+        if "tools" in modes:
+            config = with_handler(config, tools_stream_handler(_on_loop(sink), subgraphs=subgraphs))
 
         run = self._run(
             input,
@@ -1354,6 +1358,20 @@ def _unplain(arg: Any) -> Any:
     return arg
 
 
+def _on_loop(sink: Sink) -> Callable[[tuple[str, ...], Any], None]:
+    """``tools`` chunks into ``sink``, handed over to the running loop from worker threads."""
+    loop = asyncio.get_running_loop()
+    home = threading.get_ident()
+
+    def emit(ns: tuple[str, ...], payload: Any) -> None:
+        if threading.get_ident() == home:
+            sink(ns, "tools", payload)
+        else:
+            loop.call_soon_threadsafe(sink, ns, "tools", payload)
+
+    return emit
+
+
 def _nobody(ns: tuple[str, ...], kind: str, payload: Any) -> None:
     """The sink of a run made to read or edit a thread: nobody reads its records."""
 
@@ -1397,6 +1415,8 @@ class _ChunkFormatter:
             return []
         if kind in ("values", "updates") and kind in self.modes:
             return [self._wrap(ns, kind, payload)]
+        if kind == "tools" and "tools" in self.modes:
+            return [self._wrap(ns, "tools", payload)]
         if kind == "custom" and "custom" in self.modes:
             return [self._wrap(ns, "custom", payload.data)]
         if kind in ("messages_seen", "messages_from"):
