@@ -11,10 +11,11 @@ time it is needed: flowcore does not import LangChain until then.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-__all__ = ["as_runnable"]
+__all__ = ["as_runnable", "runnable_action"]
 
 
 @functools.cache
@@ -53,3 +54,25 @@ def as_runnable(graph: Any) -> Any:
         >>> # chain = as_runnable(app) | RunnablePassthrough()
     """
     return _runnable_class()(graph)
+
+
+def runnable_action(action: Any) -> Any:
+    """A node function that runs LangChain runnable ``action``, or None when it is not one.
+
+    A LangChain runnable (a tool, a ``RunnableLambda``, a chain) added as a
+    node runs as LangGraph runs it: ``await action.ainvoke(state, config)``.
+
+    Example:
+        >>> runnable_action(len) is None
+        True
+    """
+    module = sys.modules.get("langchain_core.runnables")
+    if module is None or not isinstance(action, module.Runnable):
+        return None
+
+    async def run(state: Any, config: Any) -> Any:
+        return await action.ainvoke(state, config)
+
+    run.__name__ = str(action.get_name())
+    run.__wrapped_runnable__ = action  # type: ignore[attr-defined]
+    return run
