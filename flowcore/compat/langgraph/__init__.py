@@ -1,6 +1,12 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
 from flowcore.compat.langgraph._cache import CachePolicy
+from flowcore.compat.langgraph._callbacks import (
+    GraphCallbackHandler,
+    GraphInterruptEvent,
+    GraphLifecycleStatus,
+    GraphResumeEvent,
+)
 from flowcore.compat.langgraph._channel_api import (
     AnyValue,
     BaseChannel,
@@ -70,7 +76,9 @@ from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
 from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
 from flowcore.compat.langgraph._savers_sync import SqliteSaver
 from flowcore.compat.langgraph._state import IsLastStep, RemainingSteps
+from flowcore.compat.langgraph._tool_stream import ToolRuntime
 from flowcore.compat.langgraph._tooling import InjectedState
+from flowcore.compat.langgraph._trace_policy import TracePolicy, omit_payload
 from flowcore.compat.langgraph._types import (
     END,
     START,
@@ -111,9 +119,13 @@ __all__ = [
     "EntrypointGraph",
     "EphemeralValue",
     "ExecutionInfo",
+    "GraphCallbackHandler",
     "GraphDrained",
     "GraphInterrupt",
+    "GraphInterruptEvent",
+    "GraphLifecycleStatus",
     "GraphRecursionError",
+    "GraphResumeEvent",
     "HumanMessage",
     "InMemorySaver",
     "InjectedState",
@@ -149,7 +161,9 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolNode",
+    "ToolRuntime",
     "Topic",
+    "TracePolicy",
     "UnknownInterruptError",
     "UntrackedValue",
     "_messages_delta_reducer",
@@ -165,6 +179,7 @@ __all__ = [
     "message_to_dict",
     "messages_from_dict",
     "messages_to_dict",
+    "omit_payload",
     "task",
     "tools_condition",
 ]

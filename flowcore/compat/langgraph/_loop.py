@@ -75,6 +75,7 @@ from flowcore.compat.langgraph._records import (
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._strict_resume import check_resume, strict_resume_on
+from flowcore.compat.langgraph._tracing import RunObserver, observe
 from flowcore.compat.langgraph._types import START, Command, Interrupt
 from flowcore.compat.langgraph._untracked import (
     persisted_writes,
@@ -250,6 +251,9 @@ class Run:
         # Namespaces of subgraphs with a history of their own entered by this replay
         # (shared with its child runs): only a first entry goes back in time.
         self.entered: set[str] = set()
+        # The run's LangChain and graph-lifecycle callbacks (see _tracing): None when
+        # its config has none, so an untraced run pays nothing for them.
+        self.observer: RunObserver | None = None
 
     def emit(self, kind: str, payload: Any) -> None:
         """Hand one record of this run's event stream to its sink (see ``_records``).
@@ -294,7 +298,9 @@ class Run:
 
     def scope_config(self, task: Task, step: int) -> dict[str, Any]:
         """The config task ``task`` of superstep ``step`` receives, when it asks for it."""
-        return self.graph.task_config(self.config, task, step, self.ns)
+        config = self.graph.task_config(self.config, task, step, self.ns)
+        observer = self.observer
+        return config if observer is None else observer.node_config(task, config)
 
     # ------------------------------------------------------------ persistence
     def _ckpt_config(self) -> dict[str, Any]:
@@ -885,6 +891,17 @@ class Run:
             self.emit("task_end", TaskEnd(self.step, task, outcome, self.output_keys))
 
     async def _call_node(self, task: Task, scope: TaskScope) -> list[tuple[str, Any]]:
+        observer = self.observer
+        if observer is None or task.name == START:
+            return await self._node_writes(task, scope, None)
+        return await observer.call_node(
+            task, self.step, lambda seen: self._node_writes(task, scope, seen)
+        )
+
+    async def _node_writes(
+        self, task: Task, scope: TaskScope, seen: Callable[[Any], None] | None
+    ) -> list[tuple[str, Any]]:
+        """Call the task's node; its writes. ``seen`` is handed what the node returned."""
         graph = self.graph
         if task.name == START:
             result = task.input
@@ -930,6 +947,8 @@ class Run:
                         raise ParentCommand(replace(parent_commands[0], graph=None))
                 writes = graph.result_writes(task.name, result)
                 writes.extend(control_writes(result))
+            if seen is not None:
+                seen(result)
         if task.handled is not None:
             # The handler's result stands for the node's: the failed node's edges do not fire.
             return writes
@@ -1014,8 +1033,22 @@ class Run:
         does not lease); a run that finds it held raises ``ThreadBusyError``.
         """
         self.loop, self.loop_thread = asyncio.get_running_loop(), threading.get_ident()
-        async with self._lease():
-            await self._execute()
+        if "callbacks" not in self.config and self.parent_scope is None:
+            async with self._lease():
+                await self._execute()
+            return
+        observer = self.observer = await observe(self)
+        if observer is None:
+            async with self._lease():
+                await self._execute()
+            return
+        try:
+            async with self._lease():
+                await self._execute()
+        except BaseException as exc:
+            await observer.failed(exc)
+            raise
+        await observer.finished()
 
     def _lease(self) -> contextlib.AbstractAsyncContextManager[ThreadLease | None]:
         saver = self.saver
@@ -1034,6 +1067,8 @@ class Run:
             else:
                 await self._close_saves()
             raise
+        if self.resuming and self.observer is not None:
+            await self.observer.resumed()
         try:
             await run_supersteps(self, limit=self.max_concurrency or None)
         except GraphInterrupt:

@@ -31,6 +31,11 @@ from flowcore.compat.langgraph._draw import DrawableGraph
 from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
+from flowcore.compat.langgraph._events_v2 import (
+    astream_events_v1,
+    astream_events_v2,
+    merge_bound_config,
+)
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
 from flowcore.compat.langgraph._input_channel import InputValue
 from flowcore.compat.langgraph._loop import (
@@ -58,6 +63,7 @@ from flowcore.compat.langgraph._records import (
     TaskEnd,
     kinds_for_modes,
 )
+from flowcore.compat.langgraph._runnable import as_runnable
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._subgraph_detect import iter_subgraphs
@@ -70,6 +76,7 @@ from flowcore.compat.langgraph._subgraph_travel import (
     with_checkpoint_map,
 )
 from flowcore.compat.langgraph._task_result import task_result
+from flowcore.compat.langgraph._tool_stream import tools_stream_handler, with_handler
 from flowcore.compat.langgraph._types import (
     END,
     OVERWRITE,
@@ -650,6 +657,9 @@ class CompiledStateGraph:
             for item in formatter.format(ns, kind, payload):
                 out.put_nowait(item)
 
+        if "tools" in modes:
+            config = with_handler(config, tools_stream_handler(_on_loop(sink), subgraphs=subgraphs))
+
         run = self._run(
             input,
             config,
@@ -686,6 +696,33 @@ class CompiledStateGraph:
                 worker.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await worker
+
+    def astream_events(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        version: str = "v2",
+        **kwargs: Any,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """LangChain's run events of a run (``version`` "v2" or "v1"; see ``_events_v2``).
+
+        Example:
+            >>> # async for event in app.astream_events({"n": 1}, version="v2"): ...
+        """
+        if version == "v3":
+            raise NotImplementedError("astream_events(version='v3') is not supported yet")
+        if version == "v1":
+            return astream_events_v1(self, input, config, **kwargs)
+        return astream_events_v2(self, input, config, **kwargs)
+
+    def __or__(self, other: Any) -> Any:
+        """``graph | other``: a LangChain chain whose first step is this graph."""
+        return as_runnable(self) | other
+
+    def __ror__(self, other: Any) -> Any:
+        """``other | graph``: a LangChain chain whose last step is this graph."""
+        return other | as_runnable(self)
 
     def run_stream(
         self,
@@ -1415,6 +1452,11 @@ class _Configured:
     def astream(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         return self.graph.astream(input, self._merge(config), **kw)
 
+    def astream_events(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        merged = merge_bound_config(self.config, config)
+        merged["configurable"] = self._merge(config)["configurable"]
+        return self.graph.astream_events(input, merged, **kw)
+
 
 def _plain(arg: Any) -> Any:
     """A Send's argument as savers store it: a Command (or Send) in it as plain data."""
@@ -1453,6 +1495,20 @@ def _unplain(arg: Any) -> Any:
                 graph=fields["graph"], update=fields["update"], resume=fields["resume"], goto=goto
             )
     return arg
+
+
+def _on_loop(sink: Sink) -> Callable[[tuple[str, ...], Any], None]:
+    """``tools`` chunks into ``sink``, handed over to the running loop from worker threads."""
+    loop = asyncio.get_running_loop()
+    home = threading.get_ident()
+
+    def emit(ns: tuple[str, ...], payload: Any) -> None:
+        if threading.get_ident() == home:
+            sink(ns, "tools", payload)
+        else:
+            loop.call_soon_threadsafe(sink, ns, "tools", payload)
+
+    return emit
 
 
 def _nobody(ns: tuple[str, ...], kind: str, payload: Any) -> None:
@@ -1498,6 +1554,8 @@ class _ChunkFormatter:
             return []
         if kind in ("values", "updates") and kind in self.modes:
             return [self._wrap(ns, kind, payload)]
+        if kind == "tools" and "tools" in self.modes:
+            return [self._wrap(ns, "tools", payload)]
         if kind == "custom" and "custom" in self.modes:
             return [self._wrap(ns, "custom", payload.data)]
         if kind in ("messages_seen", "messages_from"):
