@@ -65,6 +65,28 @@ from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
 from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
 from flowcore.compat.langgraph._savers_sync import SqliteSaver
 from flowcore.compat.langgraph._state import IsLastStep, RemainingSteps
+from flowcore.compat.langgraph._stream_v3 import GraphOutput
+from flowcore.compat.langgraph._stream_v3_channel import StreamChannel
+from flowcore.compat.langgraph._stream_v3_messages import MessagesTransformer
+from flowcore.compat.langgraph._stream_v3_run import (
+    AsyncGraphRunStream,
+    AsyncSubgraphRunStream,
+    GraphRunStream,
+    SubgraphRunStream,
+)
+from flowcore.compat.langgraph._stream_v3_transformers import (
+    CheckpointsTransformer,
+    CustomTransformer,
+    DebugTransformer,
+    LifecyclePayload,
+    LifecycleTransformer,
+    SubgraphStatus,
+    SubgraphTransformer,
+    TasksTransformer,
+    UpdatesTransformer,
+    ValuesTransformer,
+)
+from flowcore.compat.langgraph._stream_v3_types import ProtocolEvent, StreamTransformer
 from flowcore.compat.langgraph._tooling import InjectedState
 from flowcore.compat.langgraph._types import (
     END,
@@ -90,7 +112,9 @@ __all__ = [
     "AgentState",
     "AnyMessage",
     "AnyValue",
+    "AsyncGraphRunStream",
     "AsyncSqliteSaver",
+    "AsyncSubgraphRunStream",
     "BaseChannel",
     "BaseCheckpointSaver",
     "BaseMessage",
@@ -98,8 +122,11 @@ __all__ = [
     "CachePolicy",
     "ChannelWriteEntry",
     "CheckpointTuple",
+    "CheckpointsTransformer",
     "Command",
     "CompiledStateGraph",
+    "CustomTransformer",
+    "DebugTransformer",
     "DeltaChannel",
     "EmptyChannelError",
     "EmptyInputError",
@@ -108,7 +135,9 @@ __all__ = [
     "ExecutionInfo",
     "GraphDrained",
     "GraphInterrupt",
+    "GraphOutput",
     "GraphRecursionError",
+    "GraphRunStream",
     "HumanMessage",
     "InMemorySaver",
     "InjectedState",
@@ -116,8 +145,11 @@ __all__ = [
     "InvalidUpdateError",
     "IsLastStep",
     "LastValue",
+    "LifecyclePayload",
+    "LifecycleTransformer",
     "MemorySaver",
     "MessagesState",
+    "MessagesTransformer",
     "NamedBarrierValue",
     "NodeBuilder",
     "NodeTimeoutError",
@@ -125,6 +157,7 @@ __all__ = [
     "PersistentDict",
     "Pregel",
     "PregelTask",
+    "ProtocolEvent",
     "RemainingSteps",
     "RemoveMessage",
     "RetryPolicy",
@@ -136,13 +169,21 @@ __all__ = [
     "StateGraph",
     "StateSnapshot",
     "StateUpdate",
+    "StreamChannel",
+    "StreamTransformer",
+    "SubgraphRunStream",
+    "SubgraphStatus",
+    "SubgraphTransformer",
     "SystemMessage",
+    "TasksTransformer",
     "TimeoutPolicy",
     "ToolCall",
     "ToolMessage",
     "ToolNode",
     "Topic",
     "UntrackedValue",
+    "UpdatesTransformer",
+    "ValuesTransformer",
     "_messages_delta_reducer",
     "add_messages",
     "convert_to_messages",

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import hashlib
+import importlib
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
@@ -56,6 +57,12 @@ from flowcore.compat.langgraph._records import (
 )
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._stream_v3 import (
+    ainvoke_v2,
+    astream_events_v3,
+    part_of_chunk,
+    stream_events_v3,
+)
 from flowcore.compat.langgraph._types import (
     END,
     OVERWRITE,
@@ -165,6 +172,8 @@ class CompiledStateGraph:
 
     # What stream() streams when no stream_mode is given (a low-level Pregel: "values").
     stream_mode = "updates"
+    # compile(transformers=...): the v3 stream transformers every stream_events run adds.
+    stream_transformers: tuple[Any, ...] = ()
 
     def __init__(
         self,
@@ -600,9 +609,12 @@ class CompiledStateGraph:
         output_keys: Sequence[str] | None = None,
         context: Any = None,
         control: RunControl | None = None,
+        version: str = "v1",
         **_: Any,
     ) -> AsyncIterator[Any]:
         """Run and yield stream chunks as they happen (``stream_mode`` as in LangGraph).
+
+        ``version="v2"`` yields typed-dict stream parts (``type``, ``ns``, ``data``).
 
         Example:
             >>> # async for chunk in app.astream({"n": 1}, stream_mode="updates"): ...
@@ -615,7 +627,7 @@ class CompiledStateGraph:
         single = isinstance(stream_mode, str) or stream_mode is None
         out: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
-        formatter = _ChunkFormatter(modes, single=single, subgraphs=subgraphs)
+        formatter = _ChunkFormatter(modes, single=single and version != "v2", subgraphs=subgraphs)
 
         def sink(ns: tuple[str, ...], kind: str, payload: Any) -> None:
             for item in formatter.format(ns, kind, payload):
@@ -650,7 +662,7 @@ class CompiledStateGraph:
                 item = await out.get()
                 if item is done:
                     break
-                yield item
+                yield item if version != "v2" else part_of_chunk(item, subgraphs)
             await worker
         finally:
             if not worker.done():
@@ -716,6 +728,34 @@ class CompiledStateGraph:
             },
         )
 
+    def stream_events(
+        self, input: Any, config: Mapping[str, Any] | None = None, *, version: str = "v2", **kw: Any
+    ) -> Any:
+        """``version="v3"``: a :class:`~flowcore.compat.langgraph._stream_v3_run.GraphRunStream`.
+
+        Example:
+            >>> # run = app.stream_events({"n": 1}, version="v3"); run.output
+        """
+        if version != "v3":
+            raise NotImplementedError(f"stream_events(version={version!r}) is not available")
+        return stream_events_v3(self, input, config, **kw)
+
+    def astream_events(
+        self, input: Any, config: Mapping[str, Any] | None = None, *, version: str = "v2", **kw: Any
+    ) -> Any:
+        """``version="v3"``: an awaitable of an ``AsyncGraphRunStream``; v1/v2: callback events.
+
+        Example:
+            >>> # run = await app.astream_events({"n": 1}, version="v3")
+        """
+        if version == "v3":
+            return astream_events_v3(self, input, config, **kw)
+        try:
+            events = importlib.import_module("flowcore.compat.langgraph._events_v2")
+        except ImportError:
+            raise NotImplementedError(f"astream_events(version={version!r})") from None
+        return events.astream_events_v2(self, input, config, version=version, **kw)
+
     def stream(
         self,
         input: Any,
@@ -748,6 +788,8 @@ class CompiledStateGraph:
         Example:
             >>> # result = await app.ainvoke({"messages": [("user", "hi")]})
         """
+        if kwargs.pop("version", "v1") == "v2":
+            return await ainvoke_v2(self, input, config, stream_mode, kwargs)
         calling = self._calling_task(config, stream_mode, kwargs)
         if calling is not None:
             return await self._arun_subgraph(input, *calling)
