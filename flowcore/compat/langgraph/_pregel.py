@@ -662,7 +662,7 @@ class CompiledStateGraph:
                 item = await out.get()
                 if item is done:
                     break
-                yield item if version != "v2" else part_of_chunk(item, subgraphs)
+                yield item if version != "v2" else part_of_chunk(item, subgraphs, self)
             await worker
         finally:
             if not worker.done():
@@ -1435,7 +1435,8 @@ class _ChunkFormatter:
         payload = {
             "id": task.id,
             "name": task.name,
-            "error": repr(task.error) if end.outcome == "error" else None,
+            # The exception itself, as LangGraph streams it (str() gives its message).
+            "error": task.error if end.outcome == "error" else None,
             "result": {c: v for c, v in task.writes if c in keys},
             "interrupts": [
                 {

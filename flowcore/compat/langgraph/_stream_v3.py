@@ -90,13 +90,53 @@ def as_part(ns: tuple[str, ...], mode: str, data: Any) -> dict[str, Any]:
     return {"type": mode, "ns": ns, "data": data}
 
 
-def part_of_chunk(chunk: Any, subgraphs: bool) -> dict[str, Any]:
-    """The v2 part of a multi-mode chunk (``(ns, mode, data)``, or ``(mode, data)`` at the root)."""
+def part_of_chunk(chunk: Any, subgraphs: bool, graph: Any = None) -> dict[str, Any]:
+    """The v2 part of a multi-mode chunk (``(ns, mode, data)``, or ``(mode, data)`` at the root).
+
+    At the root, a dataclass or pydantic state is given as its own class
+    (``values``: the output schema; ``checkpoints`` / ``debug`` checkpoints:
+    the state schema), as LangGraph's v2 parts do.
+    """
     if subgraphs:
         ns, mode, data = chunk
-        return as_part(tuple(ns), mode, data)
-    mode, data = chunk
-    return as_part((), mode, data)
+        ns = tuple(ns)
+    else:
+        (mode, data), ns = chunk, ()
+    part = as_part(ns, mode, data)
+    if graph is not None and not ns:
+        _coerce_part(graph, part)
+    return part
+
+
+def _typed(info: Any, values: Any) -> Any:
+    if info is None or info.kind not in ("pydantic", "dataclass") or not isinstance(values, dict):
+        return values
+    try:
+        return info.coerce(values)
+    except Exception:  # partial state (before every key is set): left a dict
+        return values
+
+
+def _coerce_part(graph: Any, part: dict[str, Any]) -> None:
+    infos = getattr(graph, "infos", None)
+    builder = getattr(graph, "builder", None)
+    if not infos or builder is None:
+        return
+    mode = part["type"]
+    if mode == "values":
+        part["data"] = _typed(infos.get(getattr(builder, "output_schema", None)), part["data"])
+        return
+    data = part["data"]
+    if mode == "debug" and isinstance(data, dict) and data.get("type") == "checkpoint":
+        part["data"] = {**data, "payload": _typed_checkpoint(graph, data.get("payload"))}
+    elif mode == "checkpoints":
+        part["data"] = _typed_checkpoint(graph, data)
+
+
+def _typed_checkpoint(graph: Any, data: Any) -> Any:
+    if not isinstance(data, dict) or "__start__" in (data.get("next") or ()):
+        return data
+    return {**data, "values": _typed(getattr(graph, "state_info", None), data.get("values"))}
 
 
 async def ainvoke_v2(
@@ -115,7 +155,9 @@ async def ainvoke_v2(
     if isinstance(result, dict) and _INTERRUPT in result:
         result = dict(result)
         interrupts = tuple(result.pop(_INTERRUPT) or ())
-    return GraphOutput(value=result, interrupts=interrupts)
+    infos = getattr(graph, "infos", None) or {}
+    schema = getattr(getattr(graph, "builder", None), "output_schema", None)
+    return GraphOutput(value=_typed(infos.get(schema), result), interrupts=interrupts)
 
 
 def normalize_transformer_factories(
@@ -193,13 +235,24 @@ def stream_events_v3(
     input: Any,
     config: Mapping[str, Any] | None = None,
     *,
+    interrupt_before: Any = None,
+    interrupt_after: Any = None,
+    control: Any = None,
     transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
     **kwargs: Any,
 ) -> GraphRunStream:
     """A sync v3 run of ``graph``: nothing runs until the handle is read."""
     mux = _mux_for(graph, config, transformers, kwargs, is_async=False)
     parts = graph.stream(
-        input, config, stream_mode=_required_modes(mux), subgraphs=True, version="v2", **kwargs
+        input,
+        config,
+        stream_mode=_required_modes(mux),
+        subgraphs=True,
+        version="v2",
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+        control=control,
+        **kwargs,
     )
     return GraphRunStream(iter(parts), mux)
 
@@ -209,12 +262,23 @@ async def astream_events_v3(
     input: Any,
     config: Mapping[str, Any] | None = None,
     *,
+    interrupt_before: Any = None,
+    interrupt_after: Any = None,
+    control: Any = None,
     transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
     **kwargs: Any,
 ) -> AsyncGraphRunStream:
     """An async v3 run of ``graph``: nothing runs until the handle is read."""
     mux = _mux_for(graph, config, transformers, kwargs, is_async=True)
     parts = graph.astream(
-        input, config, stream_mode=_required_modes(mux), subgraphs=True, version="v2", **kwargs
+        input,
+        config,
+        stream_mode=_required_modes(mux),
+        subgraphs=True,
+        version="v2",
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+        control=control,
+        **kwargs,
     )
     return AsyncGraphRunStream(parts.__aiter__(), mux)

@@ -144,7 +144,7 @@ class StreamTransformer(ABC):
             asyncio.get_running_loop()
         except RuntimeError:
             raise RuntimeError(
-                f"{type(self).__name__}.schedule() needs a running event loop: use "
+                f"{type(self).__name__}.schedule() requires a running event loop: use "
                 "astream_events(version='v3'), and set requires_async=True on the class."
             ) from None
         task = asyncio.ensure_future(_logged(coro) if on_error == "log" else coro)
