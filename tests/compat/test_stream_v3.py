@@ -213,3 +213,20 @@ def test_abort_stops_the_run_and_closes_projections() -> None:
         first = next(iter(run.values))
     assert first["value"] == "x"
     assert run._mux._events._closed
+
+
+def test_messages_projection_gives_a_finished_stream_per_whole_message() -> None:
+    pytest.importorskip("langchain_core.language_models.chat_model_stream")
+    from flowcore.compat.langgraph import AIMessage, MessagesState
+
+    def reply(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content="hello there", id="m1")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("reply", reply)
+    graph.add_edge(START, "reply")
+    run = graph.compile().stream_events({"messages": [("user", "hi")]}, version="v3")
+    (stream,) = list(run.messages)
+    assert stream.node == "reply"
+    assert stream.message_id == "m1"
+    assert stream.output.text == "hello there"

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -31,19 +32,43 @@ __all__ = ["MessagesTransformer"]
 _STREAMS = "langchain_core.language_models.chat_model_stream"
 
 
+def _langchain_messages() -> Any:
+    """``langchain_core.messages``, imported on first need; ``None`` when not installed."""
+    module = sys.modules.get("langchain_core.messages")
+    if module is None:
+        try:
+            module = importlib.import_module("langchain_core.messages")
+        except ImportError:
+            return None
+    return module
+
+
 def _langchain_message(payload: Any) -> Any:
     """``payload`` as a LangChain message when it is one of ours (or LangChain's)."""
+    from flowcore.compat.langgraph._messages import BaseMessage as Own
+
     module = sys.modules.get("langchain_core.messages")
+    if module is None and isinstance(payload, Own):
+        module = _langchain_messages()
     if module is None:
         return None
     if isinstance(payload, module.BaseMessage):
         return payload
-    from flowcore.compat.langgraph._messages import BaseMessage as Own
     from flowcore.compat.langgraph._messages_langchain import to_langchain
 
     if isinstance(payload, Own):
         return to_langchain([payload], module)[0]
     return None
+
+
+def _has_streams() -> bool:
+    if _STREAMS in sys.modules:
+        return True
+    try:
+        importlib.import_module(_STREAMS)
+    except ImportError:
+        return False
+    return True
 
 
 class MessagesTransformer(StreamTransformer):
@@ -71,8 +96,6 @@ class MessagesTransformer(StreamTransformer):
         self._apump_fn = fn
 
     def _new_stream(self, *, node: str | None, message_id: str | None) -> Any:
-        import importlib
-
         streams = importlib.import_module(_STREAMS)
         if self._apump_fn is not None or self._pump_fn is None:
             stream = streams.AsyncChatModelStream(namespace=[], node=node, message_id=message_id)
@@ -86,6 +109,8 @@ class MessagesTransformer(StreamTransformer):
     def process(self, event: ProtocolEvent) -> bool:
         if event["method"] != "messages" or event["params"]["namespace"] != self._scope_list:
             return True
+        if not _has_streams():
+            return True  # no LangChain (or one without ChatModelStream): nothing to build
         payload, metadata = event["params"]["data"]
         metadata = metadata or {}
         node = metadata.get("langgraph_node")
