@@ -24,6 +24,7 @@ from flowcore.compat.langgraph import (
     StreamChannel,
     StreamTransformer,
     SubgraphRunStream,
+    get_config,
     get_stream_writer,
     interrupt,
 )
@@ -230,3 +231,14 @@ def test_messages_projection_gives_a_finished_stream_per_whole_message() -> None
     assert stream.node == "reply"
     assert stream.message_id == "m1"
     assert stream.output.text == "hello there"
+
+
+def test_with_config_graphs_stream_v3_with_their_config() -> None:
+    def read(state: State) -> dict[str, Any]:
+        return {"value": get_config()["configurable"]["who"]}
+
+    graph = StateGraph(State)
+    graph.add_node("read", read)
+    graph.add_edge(START, "read")
+    app = graph.compile().with_config({"configurable": {"who": "me"}})
+    assert app.stream_events(START_STATE, version="v3").output["value"] == "me"

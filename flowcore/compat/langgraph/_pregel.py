@@ -1318,6 +1318,12 @@ class _Configured:
     def astream(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         return self.graph.astream(input, self._merge(config), **kw)
 
+    def stream_events(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        return self.graph.stream_events(input, self._merge(config), **kw)
+
+    def astream_events(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        return self.graph.astream_events(input, self._merge(config), **kw)
+
 
 def _plain(arg: Any) -> Any:
     """A Send's argument as savers store it: a Command (or Send) in it as plain data."""
