@@ -217,6 +217,8 @@ def test_abort_stops_the_run_and_closes_projections() -> None:
 
 
 def test_messages_projection_gives_a_finished_stream_per_whole_message() -> None:
+    # Reading run.messages as LangChain streams: the caller loads LangChain, flowcore never does.
+    # Reading run.messages as LangChain streams: the caller loads LangChain, flowcore never does.
     pytest.importorskip("langchain_core.language_models.chat_model_stream")
     from flowcore.compat.langgraph import AIMessage, MessagesState
 

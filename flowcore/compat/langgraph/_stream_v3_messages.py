@@ -8,9 +8,10 @@ reasoning and tool calls are LangChain's own reading of the message. It also
 routes LangChain's streaming protocol events (``{"event": "message-start",
 ...}`` payloads, by the ``run_id`` in their metadata) into live streams.
 
-LangChain is optional: without ``langchain_core`` installed the projection
-stays empty (nothing could build a ``ChatModelStream``), and flowcore's own
-message classes are handed over as LangChain messages when it is.
+flowcore never imports LangChain: the projection is built with the
+``ChatModelStream`` module the caller has loaded (reading ``run.messages`` as
+LangChain streams means importing it), and stays empty otherwise. flowcore's
+own message classes are handed over as LangChain messages.
 
 Example:
     >>> MessagesTransformer().required_stream_modes
@@ -19,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -30,45 +30,23 @@ from flowcore.compat.langgraph._stream_v3_types import ProtocolEvent, StreamTran
 __all__ = ["MessagesTransformer"]
 
 _STREAMS = "langchain_core.language_models.chat_model_stream"
-
-
-def _langchain_messages() -> Any:
-    """``langchain_core.messages``, imported on first need; ``None`` when not installed."""
-    module = sys.modules.get("langchain_core.messages")
-    if module is None:
-        try:
-            module = importlib.import_module("langchain_core.messages")
-        except ImportError:
-            return None
-    return module
+# Loaded by the streams module, which uses it.
+_BRIDGE = "langchain_core.language_models._compat_bridge"
 
 
 def _langchain_message(payload: Any) -> Any:
     """``payload`` as a LangChain message when it is one of ours (or LangChain's)."""
     from flowcore.compat.langgraph._messages import BaseMessage as Own
+    from flowcore.compat.langgraph._messages_langchain import to_langchain
 
     module = sys.modules.get("langchain_core.messages")
-    if module is None and isinstance(payload, Own):
-        module = _langchain_messages()
     if module is None:
         return None
     if isinstance(payload, module.BaseMessage):
         return payload
-    from flowcore.compat.langgraph._messages_langchain import to_langchain
-
     if isinstance(payload, Own):
         return to_langchain([payload], module)[0]
     return None
-
-
-def _has_streams() -> bool:
-    if _STREAMS in sys.modules:
-        return True
-    try:
-        importlib.import_module(_STREAMS)
-    except ImportError:
-        return False
-    return True
 
 
 class MessagesTransformer(StreamTransformer):
@@ -95,8 +73,7 @@ class MessagesTransformer(StreamTransformer):
     def _bind_apump(self, fn: Callable[[], Awaitable[bool]]) -> None:
         self._apump_fn = fn
 
-    def _new_stream(self, *, node: str | None, message_id: str | None) -> Any:
-        streams = importlib.import_module(_STREAMS)
+    def _new_stream(self, streams: Any, *, node: str | None, message_id: str | None) -> Any:
         if self._apump_fn is not None or self._pump_fn is None:
             stream = streams.AsyncChatModelStream(namespace=[], node=node, message_id=message_id)
             if self._apump_fn is not None:
@@ -109,21 +86,25 @@ class MessagesTransformer(StreamTransformer):
     def process(self, event: ProtocolEvent) -> bool:
         if event["method"] != "messages" or event["params"]["namespace"] != self._scope_list:
             return True
-        if not _has_streams():
-            return True  # no LangChain (or one without ChatModelStream): nothing to build
+        streams = sys.modules.get(_STREAMS)
+        if streams is None:
+            return True  # LangChain's ChatModelStream is not loaded: nothing to build
         payload, metadata = event["params"]["data"]
         metadata = metadata or {}
         node = metadata.get("langgraph_node")
         if isinstance(payload, dict) and "event" in payload:
-            self._route_event(payload, run_id=str(metadata.get("run_id", "")), node=node)
+            run_id = str(metadata.get("run_id", ""))
+            self._route_event(streams, payload, run_id=run_id, node=node)
             return True
         message = _langchain_message(payload)
         if message is None or "Chunk" in type(message).__name__ or message.type == "tool":
             return True
-        self._route_whole(message, node=node)
+        self._route_whole(streams, message, node=node)
         return True
 
-    def _route_event(self, event: dict[str, Any], *, run_id: str, node: str | None) -> None:
+    def _route_event(
+        self, streams: Any, event: dict[str, Any], *, run_id: str, node: str | None
+    ) -> None:
         kind = event.get("event")
         if kind == "message-start":
             if event.get("role") == "tool":
@@ -131,7 +112,7 @@ class MessagesTransformer(StreamTransformer):
                 return
             message_id = event.get("message_id")
             stream = self._new_stream(
-                node=node, message_id=None if message_id is None else str(message_id)
+                streams, node=node, message_id=None if message_id is None else str(message_id)
             )
             self._by_run[run_id] = stream
             self._log.push(stream)
@@ -145,11 +126,12 @@ class MessagesTransformer(StreamTransformer):
             if kind == "message-finish":
                 del self._by_run[run_id]
 
-    def _route_whole(self, message: Any, *, node: str | None) -> None:
-        from langchain_core.language_models._compat_bridge import message_to_events
-
-        stream = self._new_stream(node=node, message_id=message.id)
-        for event in message_to_events(message, message_id=message.id):
+    def _route_whole(self, streams: Any, message: Any, *, node: str | None) -> None:
+        bridge = sys.modules.get(_BRIDGE)
+        if bridge is None:
+            return
+        stream = self._new_stream(streams, node=node, message_id=message.id)
+        for event in bridge.message_to_events(message, message_id=message.id):
             stream.dispatch(event)
         self._log.push(stream)
 
