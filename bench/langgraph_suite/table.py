@@ -57,6 +57,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.types": (
         "CachePolicy",
         "Command",
+        "GraphOutput",
         "Interrupt",
         "Overwrite",
         "PregelTask",
@@ -135,6 +136,45 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.channels.named_barrier_value": ("NamedBarrierValue",),
     "langgraph.channels.topic": ("Topic",),
     "langgraph.channels.untracked_value": ("UntrackedValue",),
+    # The v3 stream protocol (stream_events(version="v3")): its public modules.
+    "langgraph.stream": (
+        "AsyncGraphRunStream",
+        "AsyncSubgraphRunStream",
+        "CheckpointsTransformer",
+        "CustomTransformer",
+        "DebugTransformer",
+        "GraphRunStream",
+        "LifecyclePayload",
+        "LifecycleTransformer",
+        "ProtocolEvent",
+        "StreamChannel",
+        "StreamTransformer",
+        "SubgraphRunStream",
+        "SubgraphStatus",
+        "SubgraphTransformer",
+        "TasksTransformer",
+        "UpdatesTransformer",
+    ),
+    "langgraph.stream.run_stream": (
+        "AsyncGraphRunStream",
+        "AsyncSubgraphRunStream",
+        "GraphRunStream",
+        "SubgraphRunStream",
+    ),
+    "langgraph.stream.stream_channel": ("StreamChannel",),
+    "langgraph.stream.transformers": (
+        "CheckpointsTransformer",
+        "CustomTransformer",
+        "DebugTransformer",
+        "LifecyclePayload",
+        "LifecycleTransformer",
+        "MessagesTransformer",
+        "SubgraphStatus",
+        "SubgraphTransformer",
+        "TasksTransformer",
+        "UpdatesTransformer",
+        "ValuesTransformer",
+    ),
 }
 
 # The checkpoint library, real in both runs: the saver interface and its data types

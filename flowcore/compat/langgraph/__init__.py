@@ -76,6 +76,28 @@ from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
 from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
 from flowcore.compat.langgraph._savers_sync import SqliteSaver
 from flowcore.compat.langgraph._state import IsLastStep, RemainingSteps
+from flowcore.compat.langgraph._stream_v3 import GraphOutput
+from flowcore.compat.langgraph._stream_v3_channel import StreamChannel
+from flowcore.compat.langgraph._stream_v3_messages import MessagesTransformer
+from flowcore.compat.langgraph._stream_v3_run import (
+    AsyncGraphRunStream,
+    AsyncSubgraphRunStream,
+    GraphRunStream,
+    SubgraphRunStream,
+)
+from flowcore.compat.langgraph._stream_v3_transformers import (
+    CheckpointsTransformer,
+    CustomTransformer,
+    DebugTransformer,
+    LifecyclePayload,
+    LifecycleTransformer,
+    SubgraphStatus,
+    SubgraphTransformer,
+    TasksTransformer,
+    UpdatesTransformer,
+    ValuesTransformer,
+)
+from flowcore.compat.langgraph._stream_v3_types import ProtocolEvent, StreamTransformer
 from flowcore.compat.langgraph._tool_stream import ToolRuntime
 from flowcore.compat.langgraph._tooling import InjectedState
 from flowcore.compat.langgraph._trace_policy import TracePolicy, omit_payload
@@ -103,7 +125,9 @@ __all__ = [
     "AgentState",
     "AnyMessage",
     "AnyValue",
+    "AsyncGraphRunStream",
     "AsyncSqliteSaver",
+    "AsyncSubgraphRunStream",
     "BaseChannel",
     "BaseCheckpointSaver",
     "BaseMessage",
@@ -111,8 +135,11 @@ __all__ = [
     "CachePolicy",
     "ChannelWriteEntry",
     "CheckpointTuple",
+    "CheckpointsTransformer",
     "Command",
     "CompiledStateGraph",
+    "CustomTransformer",
+    "DebugTransformer",
     "DeltaChannel",
     "EmptyChannelError",
     "EmptyInputError",
@@ -124,8 +151,10 @@ __all__ = [
     "GraphInterrupt",
     "GraphInterruptEvent",
     "GraphLifecycleStatus",
+    "GraphOutput",
     "GraphRecursionError",
     "GraphResumeEvent",
+    "GraphRunStream",
     "HumanMessage",
     "InMemorySaver",
     "InjectedState",
@@ -133,8 +162,11 @@ __all__ = [
     "InvalidUpdateError",
     "IsLastStep",
     "LastValue",
+    "LifecyclePayload",
+    "LifecycleTransformer",
     "MemorySaver",
     "MessagesState",
+    "MessagesTransformer",
     "NamedBarrierValue",
     "NodeBuilder",
     "NodeCancelledError",
@@ -145,6 +177,7 @@ __all__ = [
     "PersistentDict",
     "Pregel",
     "PregelTask",
+    "ProtocolEvent",
     "RemainingSteps",
     "RemoveMessage",
     "RetryPolicy",
@@ -156,7 +189,13 @@ __all__ = [
     "StateGraph",
     "StateSnapshot",
     "StateUpdate",
+    "StreamChannel",
+    "StreamTransformer",
+    "SubgraphRunStream",
+    "SubgraphStatus",
+    "SubgraphTransformer",
     "SystemMessage",
+    "TasksTransformer",
     "TimeoutPolicy",
     "ToolCall",
     "ToolMessage",
@@ -166,6 +205,8 @@ __all__ = [
     "TracePolicy",
     "UnknownInterruptError",
     "UntrackedValue",
+    "UpdatesTransformer",
+    "ValuesTransformer",
     "_messages_delta_reducer",
     "add_messages",
     "convert_to_messages",

@@ -490,8 +490,12 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         interrupt_after: Sequence[str] | Literal["*"] | None = None,
         debug: bool = False,
         name: str | None = None,
+        transformers: Sequence[Any] | None = None,
     ) -> Any:
         """Check the graph and return a runnable ``CompiledStateGraph``.
+
+        ``transformers``: v3 stream transformer classes (or scope factories) every
+        ``stream_events(version="v3")`` run of the graph adds to the built-in ones.
 
         ``checkpointer`` saves every superstep of runs that name a thread in
         ``config["configurable"]["thread_id"]``; ``interrupt_before`` /
@@ -508,7 +512,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self._check_timeouts()
         self.validate([*before, *after])
         self.compiled = True
-        return CompiledStateGraph(
+        compiled = CompiledStateGraph(
             self,
             checkpointer=checkpointer,
             store=store,
@@ -518,6 +522,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             name=name or "LangGraph",
             debug=debug,
         )
+        if transformers:
+            compiled.stream_transformers = tuple(transformers)
+        return compiled
 
 
 def _is_async(action: Any) -> bool:

@@ -66,6 +66,12 @@ from flowcore.compat.langgraph._records import (
 from flowcore.compat.langgraph._runnable import as_runnable
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._stream_v3 import (
+    ainvoke_v2,
+    astream_events_v3,
+    part_of_chunk,
+    stream_events_v3,
+)
 from flowcore.compat.langgraph._subgraph_detect import iter_subgraphs
 from flowcore.compat.langgraph._subgraph_travel import (
     CHECKPOINT_MAP,
@@ -194,6 +200,8 @@ class CompiledStateGraph:
 
     # What stream() streams when no stream_mode is given (a low-level Pregel: "values").
     stream_mode = "updates"
+    # compile(transformers=...): the v3 stream transformers every stream_events run adds.
+    stream_transformers: tuple[Any, ...] = ()
 
     def __init__(
         self,
@@ -636,9 +644,12 @@ class CompiledStateGraph:
         output_keys: Sequence[str] | None = None,
         context: Any = None,
         control: RunControl | None = None,
+        version: str = "v1",
         **_: Any,
     ) -> AsyncIterator[Any]:
         """Run and yield stream chunks as they happen (``stream_mode`` as in LangGraph).
+
+        ``version="v2"`` yields typed-dict stream parts (``type``, ``ns``, ``data``).
 
         Example:
             >>> # async for chunk in app.astream({"n": 1}, stream_mode="updates"): ...
@@ -651,7 +662,7 @@ class CompiledStateGraph:
         single = isinstance(stream_mode, str) or stream_mode is None
         out: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
-        formatter = _ChunkFormatter(modes, single=single, subgraphs=subgraphs)
+        formatter = _ChunkFormatter(modes, single=single and version != "v2", subgraphs=subgraphs)
 
         def sink(ns: tuple[str, ...], kind: str, payload: Any) -> None:
             for item in formatter.format(ns, kind, payload):
@@ -689,7 +700,7 @@ class CompiledStateGraph:
                 item = await out.get()
                 if item is done:
                     break
-                yield item
+                yield item if version != "v2" else part_of_chunk(item, subgraphs, self)
             await worker
         finally:
             if not worker.done():
@@ -704,14 +715,15 @@ class CompiledStateGraph:
         *,
         version: str = "v2",
         **kwargs: Any,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """LangChain's run events of a run (``version`` "v2" or "v1"; see ``_events_v2``).
+    ) -> Any:
+        """LangChain's run events of a run (``version`` "v2" or "v1"; see ``_events_v2``);
+        ``version="v3"``: an awaitable of an ``AsyncGraphRunStream`` (see ``_stream_v3``).
 
         Example:
             >>> # async for event in app.astream_events({"n": 1}, version="v2"): ...
         """
         if version == "v3":
-            raise NotImplementedError("astream_events(version='v3') is not supported yet")
+            return astream_events_v3(self, input, config, **kwargs)
         if version == "v1":
             return astream_events_v1(self, input, config, **kwargs)
         return astream_events_v2(self, input, config, **kwargs)
@@ -782,6 +794,18 @@ class CompiledStateGraph:
             },
         )
 
+    def stream_events(
+        self, input: Any, config: Mapping[str, Any] | None = None, *, version: str = "v2", **kw: Any
+    ) -> Any:
+        """``version="v3"``: a :class:`~flowcore.compat.langgraph._stream_v3_run.GraphRunStream`.
+
+        Example:
+            >>> # run = app.stream_events({"n": 1}, version="v3"); run.output
+        """
+        if version != "v3":
+            raise NotImplementedError(f"stream_events(version={version!r}) is not available")
+        return stream_events_v3(self, input, config, **kw)
+
     def stream(
         self,
         input: Any,
@@ -814,6 +838,8 @@ class CompiledStateGraph:
         Example:
             >>> # result = await app.ainvoke({"messages": [("user", "hi")]})
         """
+        if kwargs.pop("version", "v1") == "v2":
+            return await ainvoke_v2(self, input, config, stream_mode, kwargs)
         calling = self._calling_task(config, stream_mode, kwargs)
         if calling is not None:
             return await self._arun_subgraph(input, *calling)
@@ -1457,6 +1483,9 @@ class _Configured:
         merged["configurable"] = self._merge(config)["configurable"]
         return self.graph.astream_events(input, merged, **kw)
 
+    def stream_events(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        return self.graph.stream_events(input, self._merge(config), **kw)
+
 
 def _plain(arg: Any) -> Any:
     """A Send's argument as savers store it: a Command (or Send) in it as plain data."""
@@ -1590,7 +1619,8 @@ class _ChunkFormatter:
         payload = {
             "id": task.id,
             "name": task.name,
-            "error": repr(task.error) if end.outcome == "error" else None,
+            # The exception itself, as LangGraph streams it (str() gives its message).
+            "error": task.error if end.outcome == "error" else None,
             "result": task_result(task.writes, keys),
             "interrupts": [
                 {
