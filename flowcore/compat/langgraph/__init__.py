@@ -1,5 +1,6 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
+from flowcore.compat.langgraph._aliases import Durability, StreamMode, StreamWriter
 from flowcore.compat.langgraph._cache import CachePolicy
 from flowcore.compat.langgraph._channel_api import (
     AnyValue,
@@ -22,6 +23,7 @@ from flowcore.compat.langgraph._errors import (
     GraphRecursionError,
     InvalidUpdateError,
     NodeTimeoutError,
+    ParentCommand,
 )
 from flowcore.compat.langgraph._func import EntrypointGraph, entrypoint, task
 from flowcore.compat.langgraph._graph import StateGraph
@@ -101,6 +103,7 @@ __all__ = [
     "Command",
     "CompiledStateGraph",
     "DeltaChannel",
+    "Durability",
     "EmptyChannelError",
     "EmptyInputError",
     "EntrypointGraph",
@@ -122,6 +125,7 @@ __all__ = [
     "NodeBuilder",
     "NodeTimeoutError",
     "Overwrite",
+    "ParentCommand",
     "PersistentDict",
     "Pregel",
     "PregelTask",
@@ -136,6 +140,8 @@ __all__ = [
     "StateGraph",
     "StateSnapshot",
     "StateUpdate",
+    "StreamMode",
+    "StreamWriter",
     "SystemMessage",
     "TimeoutPolicy",
     "ToolCall",

@@ -706,10 +706,9 @@ class Run:
             self._task_result(task, "interrupt")
             return task
         except ParentCommand as exc:
-            if self.parent_scope is None:
-                task.error = InvalidUpdateError("There is no parent graph")
-            else:
-                task.error = exc
+            # With no parent graph to take it, the command leaves the run as it is
+            # (LangGraph's callers catch ParentCommand around a root graph, too).
+            task.error = exc
             self._task_result(task, "parent_command")
             return task
         except asyncio.CancelledError:
