@@ -11,6 +11,7 @@ from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_h
 
 from typing_extensions import TypeVar
 
+from flowcore.compat.langgraph._runnable_nodes import as_node_action
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import END, START, RetryPolicy, TimeoutPolicy
 
@@ -200,6 +201,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 raise TypeError(f"add_node() got unexpected arguments: {sorted(legacy)}")
         if not isinstance(node, str):
             action, node = node, _node_name(node)
+        action = as_node_action(action)
         # Checked now, so a bad value names the add_node call that gave it.
         timeout_policy = TimeoutPolicy.coerce(timeout)
         if action is None:

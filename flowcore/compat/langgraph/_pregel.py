@@ -507,7 +507,10 @@ class CompiledStateGraph:
 
     def call_shape(self, func: Any) -> tuple[frozenset[str], bool]:
         """The parameter names of a node or router function, and whether it is async (cached)."""
-        shape = self._param_names.get(func)
+        try:
+            shape = self._param_names.get(func)
+        except TypeError:  # an unhashable callable (a LangChain tool is a pydantic model)
+            return describe_callable(func)
         if shape is None:
             shape = self._param_names[func] = describe_callable(func)
         return shape
