@@ -337,28 +337,6 @@ class Pregel(CompiledStateGraph):
             return update.get(keys[0])
         return update
 
-    # ------------------------------------------------------------- batches
-    def batch(
-        self, inputs: Sequence[Any], config: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> list[Any]:
-        """:meth:`invoke` on each input, in order.
-
-        Example:
-            >>> # app.batch([1, 2]) -> [app.invoke(1), app.invoke(2)]
-        """
-        return [self.invoke(value, config, **kwargs) for value in inputs]
-
-    async def abatch(
-        self, inputs: Sequence[Any], config: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> list[Any]:
-        """:meth:`ainvoke` on each input, in order.
-
-        Example:
-            >>> # await app.abatch([1, 2])
-        """
-        # One after the other: the compat layer starts no tasks of its own.
-        return [await self.ainvoke(value, config, **kwargs) for value in inputs]
-
     def map(self) -> Any:
         """A node step that runs this graph on each item of a list, giving the list of outputs.
 

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from flowcore.compat.langgraph._batch import BatchCalls
 from flowcore.compat.langgraph._cache import NodeCache
 from flowcore.compat.langgraph._channel_api import is_one_step
 from flowcore.compat.langgraph._channels import (
@@ -155,7 +156,7 @@ def _role(channel: Channel) -> tuple[bool, bool]:
     return (one_step, finishable)
 
 
-class CompiledStateGraph:
+class CompiledStateGraph(BatchCalls):
     """A compiled ``StateGraph``: LangGraph's run API on flowcore's compat runtime.
 
     Example:
