@@ -82,3 +82,19 @@ def test_flowcore_and_langchain_messages_compare_by_fields() -> None:
     assert HumanMessage("hi", id="1") == messages.HumanMessage("hi", id="1")
     assert HumanMessage("hi", id="1") != messages.HumanMessage("hi", id="2")
     assert HumanMessage("hi", id="1") != messages.AIMessage("hi", id="1")
+
+
+def test_tool_node_runs_a_langchain_tool_for_a_langchain_ai_message() -> None:
+    tools = pytest.importorskip("langchain_core.tools")
+    messages = pytest.importorskip("langchain_core.messages")
+    from flowcore.compat.langgraph import ToolNode
+
+    @tools.tool
+    def shout(text: str) -> str:
+        """Shout the text."""
+        return text.upper()
+
+    call = {"id": "c1", "name": "shout", "args": {"text": "hey"}}
+    out = ToolNode([shout]).invoke({"messages": [messages.AIMessage("", tool_calls=[call])]})
+    (reply,) = out["messages"]
+    assert (reply.content, reply.tool_call_id, reply.name) == ("HEY", "c1", "shout")

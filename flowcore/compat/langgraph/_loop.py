@@ -63,6 +63,7 @@ from flowcore.compat.langgraph._records import (
     TaskStart,
 )
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
+from flowcore.compat.langgraph._savers_core import merged_metadata
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._types import START, Command, Interrupt
 from flowcore.runtime import call_node, run_lease
@@ -160,6 +161,8 @@ class Run:
         self.input = run_input
         self.config = dict(config)
         self.configurable = dict(config.get("configurable") or {})
+        # The run's own config keys (plain values) that each checkpoint's metadata carries.
+        self.config_metadata = merged_metadata(config, {})
         self.sink = sink
         self.ns_path: tuple[str, ...] = tuple(p for p in checkpoint_ns.split("|") if p)
         self.resuming = False
@@ -324,6 +327,8 @@ class Run:
             after = self.checkpoint.get("id") or self.last_checkpoint_id
             self.checkpoint = {**self.checkpoint, "id": new_checkpoint_id(after)}
         self.metadata = {"source": source, "step": self.step, "parents": {}}
+        if self.config_metadata:
+            self.metadata = {**self.config_metadata, **self.metadata}
         if self.saver is not None and self.durability != "exit":
             await self._save()
         else:

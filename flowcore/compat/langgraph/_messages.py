@@ -126,6 +126,9 @@ class BaseMessage(BaseModel):
             return super().__eq__(other) if mixed is None else mixed
         return NotImplemented
 
+    # Between two messages of one class this is pydantic's __eq__ (savers rely on it).
+    __eq__.model_eq_within_class = True  # type: ignore[attr-defined]
+
     @property
     def text(self) -> str:
         """The message's text: the string content, or its text blocks joined.

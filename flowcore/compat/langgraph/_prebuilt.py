@@ -223,7 +223,8 @@ class ToolNode:
             input_type = "dict"
         else:
             raise ValueError("No message found in input")
-        latest = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        # By type, not class: a LangChain AIMessage asks for tools too.
+        latest = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
         if latest is None:
             raise ValueError("No AIMessage found in input")
         return [dict(call) for call in latest.tool_calls], input_type, input
