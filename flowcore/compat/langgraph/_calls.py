@@ -25,6 +25,7 @@ from flowcore.compat.langgraph._errors import GraphInterrupt
 from flowcore.compat.langgraph._node import retry_call
 from flowcore.compat.langgraph._planner import ERROR, INTERRUPT, PUSH, RESUME, Task
 from flowcore.compat.langgraph._records import Outcome, TaskEnd, TaskStart
+from flowcore.compat.langgraph._task_cache import find_cached
 from flowcore.compat.langgraph._types import Interrupt, RetryPolicy, TimeoutPolicy
 from flowcore.runtime import TaskPool, call_node
 
@@ -302,7 +303,11 @@ async def _run_call(
         return await call_node(spec.func, spec.is_async, args, kwargs)
 
     try:
-        value = await retry_call(attempt, spec.retry_policy, spec.timeout, spec.name)
+        entry, found, value = await find_cached(
+            run.graph.cache, spec.name, getattr(spec, "cache_policy", None), args, kwargs
+        )
+        if not found:
+            value = await retry_call(attempt, spec.retry_policy, spec.timeout, spec.name)
         if inner.interrupts:
             raise TaskInterrupted(tuple(inner.interrupts))
     except GraphInterrupt as exc:
@@ -330,6 +335,8 @@ async def _run_call(
         return
     finally:
         set_scope(None)
+    if entry is not None and not found:
+        await entry.keep(value)
     stored: list[tuple[str, Any]] = [(RETURN, value)]
     if scope.resume:
         stored.append((RESUME, list(scope.resume)))
