@@ -872,21 +872,14 @@ class Run:
         if not mine:
             update = None
         elif self.graph.root_output:
-            # A root-state graph's update is the value its node wrote (the last one).
-            update = mine[-1][1]
+            # A root-state graph's update is the value its node wrote (all of them, in
+            # order, when it wrote several).
+            update = mine[0][1] if len(mine) == 1 else [v for _, v in mine]
+        elif len({c for c, _ in mine}) < len(mine):
+            # A key written twice (a list of Commands): one single-key dict per write.
+            update = [{chan: value} for chan, value in mine]
         else:
-            update = {}
-            for chan, value in mine:
-                if chan in update:
-                    previous = update[chan]
-                    update[chan] = (
-                        [*previous, value]
-                        if isinstance(previous, _Multi)
-                        else _Multi([previous, value])
-                    )
-                else:
-                    update[chan] = value
-            update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
+            update = dict(mine)
         # A low-level graph's single output channel and an entrypoint's return value
         # are shown bare; a StateGraph's update is the dict of its writes.
         shown = self.graph.task_update(update, self.output_keys)
@@ -971,10 +964,6 @@ class Run:
                 encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
                 await self.saver.aput_writes(self.saved_config, encoded, task.id, task.sort_key)
         self.deferred = []
-
-
-class _Multi(list[Any]):
-    """Several writes of one task to one key (shown as a list in ``updates``)."""
 
 
 def _is_interrupt_id(key: Any) -> bool:

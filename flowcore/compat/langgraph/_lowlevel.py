@@ -333,8 +333,11 @@ class Pregel(CompiledStateGraph):
 
     def task_update(self, update: Any, keys: Sequence[str]) -> Any:
         """A node's ``updates`` chunk: the value itself for a single output channel."""
-        if isinstance(update, dict) and len(keys) == 1 and isinstance(keys[0], _Scalar):
-            return update.get(keys[0])
+        if len(keys) == 1 and isinstance(keys[0], _Scalar):
+            if isinstance(update, dict):
+                return update.get(keys[0])
+            if isinstance(update, list):  # several writes: each value, in order
+                return [item.get(keys[0]) for item in update]
         return update
 
     def map(self) -> Any:
