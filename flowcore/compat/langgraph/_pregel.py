@@ -49,6 +49,7 @@ from flowcore.compat.langgraph._node import (
     target_writes,
     update_writes,
 )
+from flowcore.compat.langgraph._planner import shown_path
 from flowcore.compat.langgraph._records import (
     CheckpointMade,
     Sink,
@@ -552,7 +553,7 @@ class CompiledStateGraph(BatchCalls):
             "langgraph_step": step,
             "langgraph_node": task.name,
             "langgraph_triggers": task.triggers,
-            "langgraph_path": task.path,
+            "langgraph_path": shown_path(task.path),
             "langgraph_checkpoint_ns": f"{ns}|{task.name}:{task.id}".lstrip("|"),
         }
         return {**dict(config), "configurable": configurable, "metadata": metadata}
@@ -967,14 +968,17 @@ class CompiledStateGraph(BatchCalls):
                 task.writes = writes
                 finished.append(task)
             result = None
-            if is_done:
+            if is_done and self.root_output:
+                # A root-state graph's task result is the value it wrote, not a dict.
+                result = next((v for c, v in writes if c == ROOT), None)
+            elif is_done:
                 result = {c: v for c, v in writes if c in self.stream_keys}
             error = entry["error"]
             out_tasks.append(
                 PregelTask(
                     task.id,
                     task.name,
-                    task.path,
+                    shown_path(task.path),
                     error,
                     () if (live and is_done) else tuple(entry["interrupts"]),
                     None,
