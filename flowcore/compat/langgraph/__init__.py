@@ -1,5 +1,6 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
+from flowcore.compat.langgraph._aliases import Durability, StreamMode, StreamWriter
 from flowcore.compat.langgraph._cache import CachePolicy
 from flowcore.compat.langgraph._callbacks import (
     GraphCallbackHandler,
@@ -141,6 +142,7 @@ __all__ = [
     "CustomTransformer",
     "DebugTransformer",
     "DeltaChannel",
+    "Durability",
     "EmptyChannelError",
     "EmptyInputError",
     "EntrypointGraph",
@@ -190,7 +192,9 @@ __all__ = [
     "StateSnapshot",
     "StateUpdate",
     "StreamChannel",
+    "StreamMode",
     "StreamTransformer",
+    "StreamWriter",
     "SubgraphRunStream",
     "SubgraphStatus",
     "SubgraphTransformer",

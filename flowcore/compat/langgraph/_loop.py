@@ -73,6 +73,7 @@ from flowcore.compat.langgraph._records import (
     TaskStart,
 )
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
+from flowcore.compat.langgraph._savers_records import merged_metadata
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._strict_resume import check_resume, strict_resume_on
 from flowcore.compat.langgraph._tracing import RunObserver, observe
@@ -177,6 +178,8 @@ class Run:
         self.input = run_input
         self.config = dict(config)
         self.configurable = dict(config.get("configurable") or {})
+        # The run's own config keys (plain values) that each checkpoint's metadata carries.
+        self.config_metadata = merged_metadata(config, {})
         self.sink = sink
         self.ns_path: tuple[str, ...] = tuple(p for p in checkpoint_ns.split("|") if p)
         self.resuming = False
@@ -349,6 +352,8 @@ class Run:
             self.checkpoint = {**self.checkpoint, "id": new_checkpoint_id(after)}
         parents = dict(self.configurable.get("checkpoint_map") or {})
         self.metadata = {"source": source, "step": self.step, "parents": parents}
+        if self.config_metadata:
+            self.metadata = {**self.config_metadata, **self.metadata}
         if self.saver is not None and self.durability != "exit":
             await self._save()
         else:
@@ -1000,21 +1005,14 @@ class Run:
         if not mine:
             update = None
         elif self.graph.root_output:
-            # A root-state graph's update is the value its node wrote (the last one).
-            update = mine[-1][1]
+            # A root-state graph's update is the value its node wrote (all of them, in
+            # order, when it wrote several).
+            update = mine[0][1] if len(mine) == 1 else [v for _, v in mine]
+        elif len({c for c, _ in mine}) < len(mine):
+            # A key written twice (a list of Commands): one single-key dict per write.
+            update = [{chan: value} for chan, value in mine]
         else:
-            update = {}
-            for chan, value in mine:
-                if chan in update:
-                    previous = update[chan]
-                    update[chan] = (
-                        [*previous, value]
-                        if isinstance(previous, _Multi)
-                        else _Multi([previous, value])
-                    )
-                else:
-                    update[chan] = value
-            update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
+            update = dict(mine)
         # A low-level graph's single output channel and an entrypoint's return value
         # are shown bare; a StateGraph's update is the dict of its writes.
         shown = self.graph.task_update(update, self.output_keys)
@@ -1120,10 +1118,6 @@ class Run:
                 encoded = self._encoded(writes)
                 await self.saver.aput_writes(self.saved_config, encoded, task.id, task.sort_key)
         self.deferred = []
-
-
-class _Multi(list[Any]):
-    """Several writes of one task to one key (shown as a list in ``updates``)."""
 
 
 def _is_interrupt_id(key: Any) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from flowcore.compat.langgraph._batch import BatchCalls
 from flowcore.compat.langgraph._cache import NodeCache
 from flowcore.compat.langgraph._channel_api import is_one_step
 from flowcore.compat.langgraph._channels import (
@@ -57,6 +58,7 @@ from flowcore.compat.langgraph._node import (
     target_writes,
     update_writes,
 )
+from flowcore.compat.langgraph._planner import shown_path
 from flowcore.compat.langgraph._records import (
     CheckpointMade,
     Sink,
@@ -190,7 +192,7 @@ def _role(channel: Channel) -> tuple[bool, bool]:
     return (one_step, finishable)
 
 
-class CompiledStateGraph:
+class CompiledStateGraph(BatchCalls):
     """A compiled ``StateGraph``: LangGraph's run API on flowcore's compat runtime.
 
     Example:
@@ -548,7 +550,10 @@ class CompiledStateGraph:
 
     def call_shape(self, func: Any) -> tuple[frozenset[str], bool]:
         """The parameter names of a node or router function, and whether it is async (cached)."""
-        shape = self._param_names.get(func)
+        try:
+            shape = self._param_names.get(func)
+        except TypeError:  # an unhashable callable (a LangChain tool is a pydantic model)
+            return describe_callable(func)
         if shape is None:
             shape = self._param_names[func] = describe_callable(func)
         return shape
@@ -589,7 +594,7 @@ class CompiledStateGraph:
             "langgraph_step": step,
             "langgraph_node": task.name,
             "langgraph_triggers": task.triggers,
-            "langgraph_path": task.path,
+            "langgraph_path": shown_path(task.path),
             "langgraph_checkpoint_ns": f"{ns}|{task.name}:{task.id}".lstrip("|"),
         }
         return {**dict(config), "configurable": configurable, "metadata": metadata}
@@ -1099,14 +1104,17 @@ class CompiledStateGraph:
                 task.writes = writes
                 finished.append(task)
             result = None
-            if is_done:
+            if is_done and self.root_output:
+                # A root-state graph's task result is the value it wrote, not a dict.
+                result = next((v for c, v in writes if c == ROOT), None)
+            elif is_done:
                 result = {c: v for c, v in writes if c in self.stream_keys}
             error = entry["error"]
             out_tasks.append(
                 PregelTask(
                     task.id,
                     task.name,
-                    task.path,
+                    shown_path(task.path),
                     error,
                     () if (live and is_done) else tuple(entry["interrupts"]),
                     None,
