@@ -1036,13 +1036,24 @@ class CompiledStateGraph(BatchCalls):
         snapshot = self._snapshot(config, saved, live="checkpoint_id" not in conf)
         if saved is None:
             return snapshot
+        return await self._with_task_states(snapshot, saver, conf, subgraphs=subgraphs)
+
+    async def _with_task_states(
+        self, snapshot: StateSnapshot, saver: Any, conf: Mapping[str, Any], *, subgraphs: bool
+    ) -> StateSnapshot:
+        """``snapshot`` with each subgraph task's state: the config of the subgraph's
+        history (``subgraphs``: the subgraph's own snapshot there)."""
         tasks = []
         for task in snapshot.tasks:
             spec = self.nodes.get(task.name)
-            if spec is None or not hasattr(spec.action, "_state_with"):
+            if (
+                spec is None
+                or not hasattr(spec.action, "_state_with")
+                or getattr(spec.action, "opted_out", False)  # checkpointer=False: no history
+            ):
                 tasks.append(task)
                 continue
-            ns = f"{conf['checkpoint_ns']}|{task.name}:{task.id}".lstrip("|")
+            ns = f"{conf.get('checkpoint_ns') or ''}|{task.name}:{task.id}".lstrip("|")
             child_config = {
                 "configurable": {"thread_id": conf.get("thread_id"), "checkpoint_ns": ns}
             }
@@ -1152,10 +1163,32 @@ class CompiledStateGraph(BatchCalls):
         saver = self._saver()
         conf = {**dict(config.get("configurable") or {})}
         conf.setdefault("checkpoint_ns", "")
+        sub = subgraph_at(self, conf["checkpoint_ns"])
+        if sub is not None:
+            # A subgraph's config: the subgraph's history, read on this graph's saver.
+            async for snapshot in sub._history_with(
+                sub.checkpointer or saver, config, conf, filter, before, limit
+            ):
+                yield snapshot
+            return
+        async for snapshot in self._history_with(saver, config, conf, filter, before, limit):
+            yield snapshot
+
+    async def _history_with(
+        self,
+        saver: Any,
+        config: Mapping[str, Any],
+        conf: dict[str, Any],
+        filter: dict[str, Any] | None,
+        before: Mapping[str, Any] | None,
+        limit: int | None,
+    ) -> AsyncIterator[StateSnapshot]:
+        conf = {**conf, "checkpoint_ns": self._history_ns(conf.get("checkpoint_ns") or "")}
         async for saved in saver.alist(
             {"configurable": conf}, filter=filter, before=before, limit=limit
         ):
-            yield self._snapshot(config, saved, live=False)
+            snapshot = self._snapshot(config, saved, live=False)
+            yield await self._with_task_states(snapshot, saver, conf, subgraphs=False)
 
     def get_state_history(
         self, config: Mapping[str, Any], **kwargs: Any
