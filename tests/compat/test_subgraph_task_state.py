@@ -57,3 +57,53 @@ def test_a_subgraph_without_checkpoints_has_no_task_state() -> None:
     config = {"configurable": {"thread_id": "t"}}
     app.invoke({"log": []}, config)
     assert _child_configs(app, config) == []
+
+
+def test_a_doubly_nested_subgraph_s_state_is_read_through_the_task_configs() -> None:
+    inner = StateGraph(State)
+    inner.add_node("a", lambda state: {"log": ["a"]})
+    inner.add_edge(START, "a")
+    middle = StateGraph(State)
+    middle.add_node("child", inner.compile())
+    middle.add_edge(START, "child")
+    outer = StateGraph(State)
+    outer.add_node("child", middle.compile())
+    outer.add_edge(START, "child")
+    app = outer.compile(checkpointer=InMemorySaver())
+    config: dict[str, Any] = {"configurable": {"thread_id": "t"}}
+    app.invoke({"log": []}, config)
+    for _ in range(2):
+        [config] = _child_configs(app, config)
+    assert config["configurable"]["checkpoint_ns"].count("|") == 1
+    assert app.get_state(config).values == {"log": ["a"]}
+
+
+def test_an_update_through_a_per_thread_subgraph_s_task_config_reaches_its_history() -> None:
+    from flowcore.compat.langgraph import interrupt
+
+    child = StateGraph(State)
+    child.add_node("a", lambda state: {"log": ["a"]})
+    child.add_node("b", lambda state: {"log": [interrupt("go?")]})
+    child.add_edge(START, "a")
+    child.add_edge("a", "b")
+    parent = StateGraph(State)
+    parent.add_node("child", child.compile(checkpointer=True))
+    parent.add_edge(START, "child")
+    app = parent.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    app.invoke({"log": []}, config)
+    (task,) = app.get_state(config).tasks
+    app.update_state(task.state, {"log": ["edit"]}, as_node="a")
+    (task,) = app.get_state(config, subgraphs=True).tasks
+    assert task.state.values == {"log": ["a", "edit"]}
+
+
+def test_a_per_thread_subgraph_read_on_its_own_has_no_saver() -> None:
+    import pytest
+
+    graph = StateGraph(State)
+    graph.add_node("a", lambda state: {"log": ["a"]})
+    graph.add_edge(START, "a")
+    app = graph.compile(checkpointer=True)
+    with pytest.raises(RuntimeError, match="checkpointer=True"):
+        app.get_state({"configurable": {"thread_id": "t"}})

@@ -1006,6 +1006,9 @@ class CompiledStateGraph(BatchCalls):
             yield item
 
     def _saver(self) -> Any:
+        if self.checkpointer is None and self.own_history:
+            # checkpointer=True borrows its parent's saver: read on its own, it has none.
+            raise RuntimeError("checkpointer=True cannot be used for root graphs.")
         if self.checkpointer is None:
             raise ValueError("No checkpointer set")
         return self.checkpointer
@@ -1079,6 +1082,8 @@ class CompiledStateGraph(BatchCalls):
             durability="sync",
             interrupt_before=(),
             interrupt_after=(),
+            # Task ids depend on the namespace: the snapshot's are the run's.
+            checkpoint_ns=saved.config["configurable"].get("checkpoint_ns") or "",
         )
         run.wants = set()
         run.channels = self.new_channels()
@@ -1282,7 +1287,8 @@ class CompiledStateGraph(BatchCalls):
         self, config: Mapping[str, Any], updates: list[StateUpdate], saver: Any
     ) -> dict[str, Any]:
         conf = dict(config.get("configurable") or {})
-        conf.setdefault("checkpoint_ns", "")
+        # A checkpointer=True subgraph's one history, whichever task's config names it.
+        conf["checkpoint_ns"] = self._history_ns(conf.get("checkpoint_ns") or "")
         saved = await saver.aget_tuple({"configurable": conf})
         run = Run(
             self,
@@ -1292,6 +1298,8 @@ class CompiledStateGraph(BatchCalls):
             durability="sync",
             interrupt_before=(),
             interrupt_after=(),
+            # Task ids depend on the namespace: the updates stand in for the real tasks.
+            checkpoint_ns=conf["checkpoint_ns"],
         )
         run.wants = set()
         run.channels = self.new_channels()
