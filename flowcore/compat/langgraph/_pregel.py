@@ -99,6 +99,7 @@ from flowcore.compat.langgraph._types import (
     StateUpdate,
     TimeoutPolicy,
 )
+from flowcore.compat.langgraph._update_steps import close_superstep, moved_past
 from flowcore.secrets import Redactor
 
 __all__ = ["DEFAULT_RECURSION_LIMIT", "CompiledStateGraph"]
@@ -1334,7 +1335,7 @@ class CompiledStateGraph(BatchCalls):
             if len(updates) > 1:
                 raise InvalidUpdateError("Cannot apply multiple updates when clearing state")
             if saved is not None:
-                self._clear_tasks(run, saved, step)
+                close_superstep(run, saved, step)
             return await self._save_update(run, conf, saver, "update", step + 1)
         if len(updates) == 1 and updates[0].as_node is None:
             updates = [updates[0]._replace(as_node=self._guess_writer(run.checkpoint))]
@@ -1347,7 +1348,9 @@ class CompiledStateGraph(BatchCalls):
                 scheduled.setdefault(planned.name, []).append(planned)
         # The writes stand as the tasks' results on the checkpoint they build on, unless
         # the thread has moved past it: its other children would read them too.
-        keeps_writes = saved is not None and not await _superseded(saver, conf, saved)
+        keeps_writes = saved is not None and not (
+            conf.get("checkpoint_id") and await moved_past(saver, conf, saved.checkpoint["id"])
+        )
         tasks: list[Task] = []
         for index, (values, as_node, task_id) in enumerate(updates):
             if as_node is None:
@@ -1366,27 +1369,6 @@ class CompiledStateGraph(BatchCalls):
                 await saver.aput_writes(saved.config, encoded, task.id, path)
         run.apply_writes(tasks)
         return await self._save_update(run, conf, saver, "update", step + 1)
-
-    def _clear_tasks(self, run: Run, saved: Any, step: int) -> None:
-        """Close the checkpoint's superstep as if its tasks had all ended (``None`` as END).
-
-        What the checkpoint holds for it goes in: its Command writes, and the
-        writes of the tasks that finished (or that an update stood in for); the
-        tasks that did not finish end with no writes.
-        """
-        run.step = step + 1  # task ids depend on the step they run in
-        tasks = run.prepare(for_execution=False)
-        by_id = {task.id: task for task in tasks}
-        null_writes: list[tuple[str, Any]] = []
-        for task_id, chan, value in saved.pending_writes or ():
-            if chan in (INTERRUPT, RESUME, ERROR, NO_WRITES):
-                continue
-            write = (chan, self.decode_write(chan, value))
-            if task_id == NULL_TASK_ID:
-                null_writes.append(write)
-            elif task_id in by_id:
-                by_id[task_id].writes.append(write)
-        run.apply_writes(tasks, extra=null_writes)
 
     async def _save_update(
         self, run: Run, conf: Mapping[str, Any], saver: Any, source: str, step: int
@@ -1740,15 +1722,6 @@ def _in_running_loop() -> bool:
 
 
 T = TypeVar("T")
-
-
-async def _superseded(saver: Any, conf: Mapping[str, Any], saved: Any) -> bool:
-    """Whether the thread has a later checkpoint than ``saved`` (which ``conf`` addressed)."""
-    if not conf.get("checkpoint_id"):
-        return False
-    latest_conf = {k: v for k, v in conf.items() if k != "checkpoint_id"}
-    latest = await saver.aget_tuple({"configurable": latest_conf})
-    return latest is not None and latest.checkpoint["id"] != saved.checkpoint["id"]
 
 
 def _sync_call(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
