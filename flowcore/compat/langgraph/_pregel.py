@@ -1405,7 +1405,7 @@ class _ChunkFormatter:
         payload = {
             "id": task.id,
             "name": task.name,
-            "error": repr(task.error) if end.outcome == "error" else None,
+            "error": task.error if end.outcome == "error" else None,
             "result": {c: v for c, v in task.writes if c in keys},
             "interrupts": [
                 {
