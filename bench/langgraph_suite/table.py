@@ -82,12 +82,6 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
         "UnknownInterruptError",
         "is_invalid_resume",
     ),
-    "langgraph.callbacks": (
-        "GraphCallbackHandler",
-        "GraphInterruptEvent",
-        "GraphLifecycleEvent",
-        "GraphResumeEvent",
-    ),
     "langgraph.config": ("get_config", "get_stream_writer"),
     "langgraph.func": ("entrypoint", "task"),
     "langgraph.runtime": (

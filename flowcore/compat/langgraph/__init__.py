@@ -1,12 +1,6 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
 from flowcore.compat.langgraph._cache import CachePolicy
-from flowcore.compat.langgraph._callbacks import (
-    GraphCallbackHandler,
-    GraphInterruptEvent,
-    GraphLifecycleEvent,
-    GraphResumeEvent,
-)
 from flowcore.compat.langgraph._channel_api import (
     AnyValue,
     BaseChannel,
@@ -117,13 +111,9 @@ __all__ = [
     "EntrypointGraph",
     "EphemeralValue",
     "ExecutionInfo",
-    "GraphCallbackHandler",
     "GraphDrained",
     "GraphInterrupt",
-    "GraphInterruptEvent",
-    "GraphLifecycleEvent",
     "GraphRecursionError",
-    "GraphResumeEvent",
     "HumanMessage",
     "InMemorySaver",
     "InjectedState",

@@ -23,12 +23,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from flowcore.checkpoint import ThreadLease
-from flowcore.compat.langgraph._callbacks import (
-    GraphInterruptEvent,
-    GraphResumeEvent,
-    graph_handlers,
-    notify,
-)
 from flowcore.compat.langgraph._calls import run_with_calls, tasks_defined
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, set_scope
@@ -986,8 +980,6 @@ class Run:
         await self.load()
         try:
             await self.first()
-            if self.resuming and "callbacks" in self.config:
-                await self._lifecycle(resumed=True)
         except BaseException:
             if self.durability == "exit":
                 self.saves = None  # the input was never applied: nothing held is stored
@@ -1004,8 +996,6 @@ class Run:
                 # One last look at the state with the finished tasks' writes applied.
                 self.apply_writes(self.tasks)
                 self.emit_values()
-            if "callbacks" in self.config:
-                await self._lifecycle(resumed=False)
             raise
         except BaseException:
             await self._exit()
@@ -1016,26 +1006,6 @@ class Run:
                 f"Recursion limit of {self.limit} reached without hitting a stop condition. "
                 "You can increase the limit by setting the `recursion_limit` config key."
             )
-
-    async def _lifecycle(self, *, resumed: bool) -> None:
-        """Tell ``config["callbacks"]``' graph handlers the run resumed or paused (see _callbacks).
-
-        Only the graph the caller runs reports, as in LangGraph.
-        """
-        handlers = graph_handlers(self.config.get("callbacks"))
-        if not handlers or self.parent_scope is not None or self.ns:
-            return
-        run_id, checkpoint_id = self.config.get("run_id"), str(self.checkpoint.get("id") or "")
-        if resumed:
-            await notify(
-                handlers, "on_resume", GraphResumeEvent(run_id, "pending", checkpoint_id, ())
-            )
-            return
-        status = self.status
-        if status not in ("interrupt_before", "interrupt_after"):
-            status = "pending"
-        event = GraphInterruptEvent(run_id, status, checkpoint_id, (), tuple(self.interrupts))
-        await notify(handlers, "on_interrupt", event)
 
     def _has_delta_keys(self) -> bool:
         return any(isinstance(channel, DeltaValue) for channel in self.channels.values())
