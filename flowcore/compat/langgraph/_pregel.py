@@ -58,7 +58,6 @@ from flowcore.compat.langgraph._records import (
 )
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
-from flowcore.compat.langgraph._subgraph_detection import find_subgraph
 from flowcore.compat.langgraph._types import (
     END,
     OVERWRITE,
@@ -193,8 +192,6 @@ class CompiledStateGraph:
         self.checkpointer = checkpointer if checkpointer not in (False, True) else None
         # checkpointer=True: as a subgraph, one history per parent thread (see _history_ns).
         self.own_history = checkpointer is True
-        # checkpointer=False: keeps no state, so no snapshot shows one (_subgraph_detection).
-        self.keeps_no_state = checkpointer is False
         self.store = store
         self.cache = NodeCache(cache) if cache is not None else None
         self.interrupt_before_nodes = interrupt_before
@@ -913,9 +910,7 @@ class CompiledStateGraph:
         tasks = []
         for task in snapshot.tasks:
             spec = self.nodes.get(task.name)
-            # A subgraph node, or a node whose code runs a graph (a child run of it).
-            child = None if spec is None else find_subgraph(spec.action)
-            if child is None:
+            if spec is None or not hasattr(spec.action, "_state_with"):
                 tasks.append(task)
                 continue
             ns = f"{conf['checkpoint_ns']}|{task.name}:{task.id}".lstrip("|")
@@ -924,9 +919,8 @@ class CompiledStateGraph:
             }
             state: Any = child_config
             if subgraphs:
-                own = child.checkpointer
-                child_saver = own if own is not None and not isinstance(own, bool) else saver
-                state = await child._state_with(child_saver, child_config, subgraphs=True)
+                child_saver = spec.action.checkpointer or saver
+                state = await spec.action._state_with(child_saver, child_config, subgraphs=True)
             tasks.append(task._replace(state=state))
         return snapshot._replace(tasks=tuple(tasks))
 
