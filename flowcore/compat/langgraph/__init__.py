@@ -1,6 +1,13 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
+from flowcore.compat.langgraph._aliases import Durability, StreamMode, StreamWriter
 from flowcore.compat.langgraph._cache import CachePolicy
+from flowcore.compat.langgraph._callbacks import (
+    GraphCallbackHandler,
+    GraphInterruptEvent,
+    GraphLifecycleStatus,
+    GraphResumeEvent,
+)
 from flowcore.compat.langgraph._channel_api import (
     AnyValue,
     BaseChannel,
@@ -70,7 +77,31 @@ from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
 from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
 from flowcore.compat.langgraph._savers_sync import SqliteSaver
 from flowcore.compat.langgraph._state import IsLastStep, RemainingSteps
+from flowcore.compat.langgraph._stream_v3 import GraphOutput
+from flowcore.compat.langgraph._stream_v3_channel import StreamChannel
+from flowcore.compat.langgraph._stream_v3_messages import MessagesTransformer
+from flowcore.compat.langgraph._stream_v3_run import (
+    AsyncGraphRunStream,
+    AsyncSubgraphRunStream,
+    GraphRunStream,
+    SubgraphRunStream,
+)
+from flowcore.compat.langgraph._stream_v3_transformers import (
+    CheckpointsTransformer,
+    CustomTransformer,
+    DebugTransformer,
+    LifecyclePayload,
+    LifecycleTransformer,
+    SubgraphStatus,
+    SubgraphTransformer,
+    TasksTransformer,
+    UpdatesTransformer,
+    ValuesTransformer,
+)
+from flowcore.compat.langgraph._stream_v3_types import ProtocolEvent, StreamTransformer
+from flowcore.compat.langgraph._tool_stream import ToolRuntime
 from flowcore.compat.langgraph._tooling import InjectedState
+from flowcore.compat.langgraph._trace_policy import TracePolicy, omit_payload
 from flowcore.compat.langgraph._types import (
     END,
     START,
@@ -95,7 +126,9 @@ __all__ = [
     "AgentState",
     "AnyMessage",
     "AnyValue",
+    "AsyncGraphRunStream",
     "AsyncSqliteSaver",
+    "AsyncSubgraphRunStream",
     "BaseChannel",
     "BaseCheckpointSaver",
     "BaseMessage",
@@ -103,17 +136,27 @@ __all__ = [
     "CachePolicy",
     "ChannelWriteEntry",
     "CheckpointTuple",
+    "CheckpointsTransformer",
     "Command",
     "CompiledStateGraph",
+    "CustomTransformer",
+    "DebugTransformer",
     "DeltaChannel",
+    "Durability",
     "EmptyChannelError",
     "EmptyInputError",
     "EntrypointGraph",
     "EphemeralValue",
     "ExecutionInfo",
+    "GraphCallbackHandler",
     "GraphDrained",
     "GraphInterrupt",
+    "GraphInterruptEvent",
+    "GraphLifecycleStatus",
+    "GraphOutput",
     "GraphRecursionError",
+    "GraphResumeEvent",
+    "GraphRunStream",
     "HumanMessage",
     "InMemorySaver",
     "InjectedState",
@@ -121,8 +164,11 @@ __all__ = [
     "InvalidUpdateError",
     "IsLastStep",
     "LastValue",
+    "LifecyclePayload",
+    "LifecycleTransformer",
     "MemorySaver",
     "MessagesState",
+    "MessagesTransformer",
     "NamedBarrierValue",
     "NodeBuilder",
     "NodeCancelledError",
@@ -133,6 +179,7 @@ __all__ = [
     "PersistentDict",
     "Pregel",
     "PregelTask",
+    "ProtocolEvent",
     "RemainingSteps",
     "RemoveMessage",
     "RetryPolicy",
@@ -144,14 +191,26 @@ __all__ = [
     "StateGraph",
     "StateSnapshot",
     "StateUpdate",
+    "StreamChannel",
+    "StreamMode",
+    "StreamTransformer",
+    "StreamWriter",
+    "SubgraphRunStream",
+    "SubgraphStatus",
+    "SubgraphTransformer",
     "SystemMessage",
+    "TasksTransformer",
     "TimeoutPolicy",
     "ToolCall",
     "ToolMessage",
     "ToolNode",
+    "ToolRuntime",
     "Topic",
+    "TracePolicy",
     "UnknownInterruptError",
     "UntrackedValue",
+    "UpdatesTransformer",
+    "ValuesTransformer",
     "_messages_delta_reducer",
     "add_messages",
     "convert_to_messages",
@@ -165,6 +224,7 @@ __all__ = [
     "message_to_dict",
     "messages_from_dict",
     "messages_to_dict",
+    "omit_payload",
     "task",
     "tools_condition",
 ]

@@ -51,7 +51,7 @@ class TaskScope(Answers):
     only worked out when something asks for them: most nodes never do.
     """
 
-    __slots__ = ("_config", "host", "started_at", "step", "task")
+    __slots__ = ("_config", "graphs_run", "host", "started_at", "step", "task")
 
     def __init__(
         self,
@@ -71,6 +71,8 @@ class TaskScope(Answers):
         self._config: dict[str, Any] | None = None
         # When the task's first attempt started (a Runtime's execution info reports it).
         self.started_at = time.time()
+        # Graphs this task has run so far: the n-th (from 0) saves under "|n" (n > 0).
+        self.graphs_run = 0
 
     @property
     def resume(self) -> Sequence[Any]:

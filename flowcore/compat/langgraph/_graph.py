@@ -17,7 +17,10 @@ from flowcore.compat.langgraph._error_handlers import (
     finish_handlers,
     handler_node_name,
 )
+from flowcore.compat.langgraph._runnable import runnable_action
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._subgraph_detect import find_subgraph
+from flowcore.compat.langgraph._trace_policy import TracePolicy
 from flowcore.compat.langgraph._types import END, START, RetryPolicy, TimeoutPolicy
 
 __all__ = ["BranchSpec", "NodeRunnable", "NodeSpec", "StateGraph"]
@@ -40,6 +43,7 @@ class NodeSpec:
     timeout: TimeoutPolicy | None = None
     # Runs in the node's place when it fails (see _error_handlers).
     error_handler: ErrorHandler | None = None
+    trace_policy: TracePolicy | None = None
 
     @property
     def runnable(self) -> NodeRunnable:
@@ -50,6 +54,17 @@ class NodeSpec:
             True
         """
         return NodeRunnable(self.action, self.name)
+
+    @property
+    def subgraphs(self) -> list[Any]:
+        """The compiled graph this node runs, if any, as a list (see ``_subgraph_detect``).
+
+        Example:
+            >>> NodeSpec("a", len, None).subgraphs
+            []
+        """
+        found = find_subgraph(self.action)
+        return [] if found is None else [found]
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +205,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         destinations: dict[str, str] | tuple[str, ...] | None = None,
         timeout: float | timedelta | TimeoutPolicy | None = None,
         error_handler: Any = None,
+        trace_policy: TracePolicy | None = None,
         **legacy: Any,
     ) -> Self:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
@@ -197,6 +213,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         ``timeout`` (seconds, a ``timedelta`` or a :class:`TimeoutPolicy`) caps
         each attempt of the node, which must then be async. ``error_handler``
         runs in the node's place when it fails (see ``_error_handlers``).
+        ``trace_policy``
+        changes what tracers record of the node's input and output (see
+        :class:`TracePolicy`).
 
         Example:
             >>> # graph.add_node("summarize", summarize, retry_policy=RetryPolicy())
@@ -210,6 +229,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 raise TypeError(f"add_node() got unexpected arguments: {sorted(legacy)}")
         if not isinstance(node, str):
             action, node = node, _node_name(node)
+        # A LangChain runnable (a tool, a chain) runs through its own ainvoke.
+        action = runnable_action(action) or action
         # Checked now, so a bad value names the add_node call that gave it.
         timeout_policy = TimeoutPolicy.coerce(timeout)
         if action is None:
@@ -256,6 +277,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             cache_policy,
             timeout_policy,
             handler,
+            trace_policy,
         )
         return self
 
@@ -468,8 +490,12 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         interrupt_after: Sequence[str] | Literal["*"] | None = None,
         debug: bool = False,
         name: str | None = None,
+        transformers: Sequence[Any] | None = None,
     ) -> Any:
         """Check the graph and return a runnable ``CompiledStateGraph``.
+
+        ``transformers``: v3 stream transformer classes (or scope factories) every
+        ``stream_events(version="v3")`` run of the graph adds to the built-in ones.
 
         ``checkpointer`` saves every superstep of runs that name a thread in
         ``config["configurable"]["thread_id"]``; ``interrupt_before`` /
@@ -486,7 +512,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self._check_timeouts()
         self.validate([*before, *after])
         self.compiled = True
-        return CompiledStateGraph(
+        compiled = CompiledStateGraph(
             self,
             checkpointer=checkpointer,
             store=store,
@@ -496,6 +522,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             name=name or "LangGraph",
             debug=debug,
         )
+        if transformers:
+            compiled.stream_transformers = tuple(transformers)
+        return compiled
 
 
 def _is_async(action: Any) -> bool:

@@ -16,7 +16,15 @@ from flowcore.compat.langgraph._errors import (
     NodeTimeoutError,
     ParentCommand,
 )
-from flowcore.compat.langgraph._types import END, ROOT, Command, RetryPolicy, Send, TimeoutPolicy
+from flowcore.compat.langgraph._types import (
+    END,
+    ROOT,
+    Command,
+    RetryPolicy,
+    Send,
+    TimeoutPolicy,
+    object_update,
+)
 from flowcore.runtime import AttemptTimeout, attempt_with_retries, call_node
 
 __all__ = [
@@ -42,15 +50,6 @@ def branch_channel(node: str) -> str:
     return f"branch:to:{node}"
 
 
-def _object_items(value: Any, keys: Collection[str]) -> list[tuple[str, Any]] | None:
-    fields = getattr(type(value), "model_fields", None)
-    if isinstance(fields, dict):
-        return [(k, getattr(value, k)) for k in fields if k in keys]
-    if hasattr(value, "__dataclass_fields__"):
-        return [(k, getattr(value, k)) for k in value.__dataclass_fields__ if k in keys]
-    return None
-
-
 def update_writes(value: Any, keys: Collection[str]) -> list[tuple[str, Any]]:
     """The state writes a node's return value makes (keys outside the state are dropped).
 
@@ -74,7 +73,7 @@ def update_writes(value: Any, keys: Collection[str]) -> list[tuple[str, Any]]:
         for item in value:
             writes.extend(update_writes(item, keys))
         return writes
-    items = _object_items(value, keys)
+    items = object_update(value, keys)
     if items is not None:
         return items
     raise InvalidUpdateError(f"Expected dict, got {value}")

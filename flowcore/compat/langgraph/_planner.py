@@ -49,6 +49,7 @@ __all__ = [
     "fold_writes",
     "plan_tasks",
     "should_interrupt",
+    "shown_path",
 ]
 
 INTERRUPT = "__interrupt__"
@@ -84,6 +85,21 @@ def _task_id(checkpoint_id: str, ns: str, step: int, name: str, path: Sequence[A
         text = "|".join([checkpoint_id, ns, str(step), name, *map(str, path)])
     d = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
     return f"{d[:8]}-{d[8:12]}-{d[12:16]}-{d[16:20]}-{d[20:]}"
+
+
+def shown_path(path: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A task's path as LangGraph shows it (snapshots, ``langgraph_path``).
+
+    A ``Send`` task's ``(PUSH, index)`` gets ``False`` appended, LangGraph's mark
+    of a pushed task that is not a ``@task`` call; other paths are unchanged.
+
+    Example:
+        >>> shown_path((PUSH, 0)), shown_path((PULL, "a"))
+        (('__pregel_push', 0, False), ('__pregel_pull', 'a'))
+    """
+    if len(path) == 2 and path[0] == PUSH:
+        return (*path, False)
+    return path
 
 
 def _path_key(path: tuple[Any, ...]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
@@ -21,6 +21,7 @@ __all__ = [
     "StateUpdate",
     "TimeoutPolicy",
     "default_retry_on",
+    "object_update",
     "overwritten",
 ]
 
@@ -131,16 +132,50 @@ class Command(Generic[N]):
 
 
 def _object_fields(value: Any) -> dict[str, Any] | None:
-    dump = getattr(value, "model_dump", None)
-    if callable(dump) and hasattr(type(value), "model_fields"):
-        return {k: getattr(value, k) for k in type(value).model_fields}
-    if hasattr(value, "__dataclass_fields__"):
-        return {k: getattr(value, k) for k in value.__dataclass_fields__}
+    """The update a pydantic model or dataclass instance makes, LangGraph's way.
+
+    A field left at ``None`` is no update unless its default is not ``None`` or
+    (pydantic) it was set explicitly: ``Update(query="q")`` of a model whose
+    other fields default to ``None`` writes only ``query``.
+    """
+    fields = getattr(type(value), "model_fields", None)
+    if isinstance(fields, dict) and callable(getattr(value, "model_dump", None)):
+        given = value.model_fields_set
+        return {
+            k: v
+            for k, info in fields.items()
+            if (v := getattr(value, k)) is not None or info.default is not None or k in given
+        }
+    specs = getattr(value, "__dataclass_fields__", None)
+    if isinstance(specs, dict):
+        return {
+            k: v
+            for k, spec in specs.items()
+            if (v := getattr(value, k)) is not None or spec.default is not None
+        }
     return None
 
 
 DEFAULT_INTERRUPT_ID = "placeholder-id"
 """The id of an ``Interrupt`` built without one."""
+
+
+def object_update(value: Any, keys: Collection[str]) -> list[tuple[str, Any]] | None:
+    """The writes of a node result that is a pydantic model or dataclass (None if neither).
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Update:
+        ...     a: int | None = None
+        ...     b: int | None = None
+        >>> object_update(Update(a=1), {"a", "b"})
+        [('a', 1)]
+    """
+    fields = _object_fields(value)
+    if fields is None:
+        return None
+    return [(k, v) for k, v in fields.items() if k in keys]
 
 
 class Interrupt:
