@@ -74,7 +74,7 @@ from flowcore.compat.langgraph._stream_v3 import (
     part_of_chunk,
     stream_events_v3,
 )
-from flowcore.compat.langgraph._subgraph_detect import iter_subgraphs
+from flowcore.compat.langgraph._subgraph_detect import find_subgraph, iter_subgraphs
 from flowcore.compat.langgraph._subgraph_travel import (
     CHECKPOINT_MAP,
     address_root,
@@ -1050,11 +1050,10 @@ class CompiledStateGraph(BatchCalls):
         tasks = []
         for task in snapshot.tasks:
             spec = self.nodes.get(task.name)
-            if (
-                spec is None
-                or not hasattr(spec.action, "_state_with")
-                or getattr(spec.action, "opted_out", False)  # checkpointer=False: no history
-            ):
+            # A subgraph node, or a node whose code runs a graph (a child run of it); a
+            # checkpointer=False subgraph keeps no history.
+            child = None if spec is None else find_subgraph(spec.action)
+            if child is None or getattr(child, "opted_out", False):
                 tasks.append(task)
                 continue
             ns = f"{conf.get('checkpoint_ns') or ''}|{task.name}:{task.id}".lstrip("|")
@@ -1063,8 +1062,8 @@ class CompiledStateGraph(BatchCalls):
             }
             state: Any = child_config
             if subgraphs:
-                child_saver = spec.action.checkpointer or saver
-                state = await spec.action._state_with(child_saver, child_config, subgraphs=True)
+                child_saver = child.checkpointer or saver
+                state = await child._state_with(child_saver, child_config, subgraphs=True)
             tasks.append(task._replace(state=state))
         return snapshot._replace(tasks=tuple(tasks))
 
