@@ -1,5 +1,7 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
+from typing import Any
+
 from flowcore.compat.langgraph._cache import CachePolicy
 from flowcore.compat.langgraph._callbacks import (
     GraphCallbackHandler,
@@ -71,7 +73,6 @@ from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
 from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
 from flowcore.compat.langgraph._savers_sync import SqliteSaver
 from flowcore.compat.langgraph._state import IsLastStep, RemainingSteps
-from flowcore.compat.langgraph._tool_stream import ToolRuntime
 from flowcore.compat.langgraph._tooling import InjectedState
 from flowcore.compat.langgraph._trace_policy import TracePolicy, omit_payload
 from flowcore.compat.langgraph._types import (
@@ -173,3 +174,12 @@ __all__ = [
     "task",
     "tools_condition",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # ToolRuntime is built on first use: LangChain's tool module is slow to import.
+    if name == "ToolRuntime":
+        from flowcore.compat.langgraph._tool_stream import tool_runtime_class
+
+        return tool_runtime_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

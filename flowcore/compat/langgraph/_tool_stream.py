@@ -16,11 +16,12 @@ event: it runs again later and reports then.
 from __future__ import annotations
 
 import contextvars
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["ToolRuntime", "tools_stream_handler", "with_handler"]
+__all__ = ["ToolRuntimeFields", "tool_runtime_class", "tools_stream_handler", "with_handler"]
 
 ContextT = TypeVar("ContextT")
 StateT = TypeVar("StateT")
@@ -30,22 +31,18 @@ _TOOL_WRITER: contextvars.ContextVar[Callable[[Any], None] | None] = contextvars
     "flowcore_compat_tool_writer", default=None
 )
 
-if TYPE_CHECKING:
-    _Injected = object
-else:
-    try:
-        from langchain_core.tools.base import _DirectlyInjectedToolArg as _Injected
-    except ImportError:  # pragma: no cover - exercised only without langchain_core
-        _Injected = object
-
 
 @dataclass
-class ToolRuntime(_Injected, Generic[ContextT, StateT]):
+class ToolRuntimeFields(Generic[ContextT, StateT]):
     """What ``ToolNode`` hands a tool's ``runtime: ToolRuntime`` parameter.
 
+    ``ToolRuntime`` itself (:func:`tool_runtime_class`) is this class marked
+    as a directly injected argument for LangChain's tools; it is built on
+    first use, since LangChain's tool module is slow to import.
+
     Example:
-        >>> runtime = ToolRuntime(state={}, context=None, config={}, stream_writer=print,
-        ...                       tool_call_id="c1", store=None)
+        >>> runtime = ToolRuntimeFields(state={}, context=None, config={}, stream_writer=print,
+        ...                             tool_call_id="c1", store=None)
         >>> runtime.emit_output_delta("ignored: no tools stream")
     """
 
@@ -64,6 +61,26 @@ class ToolRuntime(_Injected, Generic[ContextT, StateT]):
         writer = _TOOL_WRITER.get()
         if writer is not None:
             writer(delta)
+
+
+@functools.cache
+def tool_runtime_class() -> type[ToolRuntimeFields[Any, Any]]:
+    """``ToolRuntime``: :class:`ToolRuntimeFields` that LangChain's tools treat as injected.
+
+    Example:
+        >>> tool_runtime_class().__name__
+        'ToolRuntime'
+    """
+    bases: tuple[type, ...]
+    try:
+        from langchain_core.tools.base import _DirectlyInjectedToolArg
+
+        bases = (ToolRuntimeFields, _DirectlyInjectedToolArg)
+    except ImportError:  # pragma: no cover - exercised only without langchain_core
+        bases = (ToolRuntimeFields,)
+    runtime = type("ToolRuntime", bases, {"__slots__": ()})
+    runtime.__module__ = __name__
+    return runtime
 
 
 def _graph_ns(metadata: Any) -> tuple[str, ...]:
