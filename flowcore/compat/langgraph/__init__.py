@@ -1,6 +1,6 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
-from typing import Any
+from typing import Any as _Any
 
 from flowcore.compat.langgraph._cache import CachePolicy
 from flowcore.compat.langgraph._callbacks import (
@@ -176,7 +176,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     # ToolRuntime is built on first use: LangChain's tool module is slow to import.
     if name == "ToolRuntime":
         from flowcore.compat.langgraph._tool_stream import tool_runtime_class

@@ -21,6 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from flowcore.compat.langgraph._callbacks import CallbackHandlerBase
+from flowcore.compat.langgraph._langchain import langchain_loaded, langchain_module
+
 __all__ = ["ToolRuntimeFields", "tool_runtime_class", "tools_stream_handler", "with_handler"]
 
 ContextT = TypeVar("ContextT")
@@ -63,21 +66,25 @@ class ToolRuntimeFields(Generic[ContextT, StateT]):
             writer(delta)
 
 
-@functools.cache
 def tool_runtime_class() -> type[ToolRuntimeFields[Any, Any]]:
     """``ToolRuntime``: :class:`ToolRuntimeFields` that LangChain's tools treat as injected.
+
+    Built when first asked for; if the app has not loaded LangChain by then,
+    it is a plain class (no LangChain tool can exist yet to read it).
 
     Example:
         >>> tool_runtime_class().__name__
         'ToolRuntime'
     """
-    bases: tuple[type, ...]
-    try:
-        from langchain_core.tools.base import _DirectlyInjectedToolArg
+    return _runtime_class(langchain_loaded())
 
-        bases = (ToolRuntimeFields, _DirectlyInjectedToolArg)
-    except ImportError:  # pragma: no cover - exercised only without langchain_core
-        bases = (ToolRuntimeFields,)
+
+@functools.cache
+def _runtime_class(with_langchain: bool) -> type[ToolRuntimeFields[Any, Any]]:
+    bases: tuple[type, ...] = (ToolRuntimeFields,)
+    module = langchain_module("tools.base") if with_langchain else None
+    if module is not None:
+        bases = (ToolRuntimeFields, module._DirectlyInjectedToolArg)
     runtime = type("ToolRuntime", bases, {"__slots__": ()})
     runtime.__module__ = __name__
     return runtime
@@ -100,9 +107,8 @@ def tools_stream_handler(
     Example:
         >>> # config["callbacks"] = [tools_stream_handler(put, subgraphs=False)]
     """
-    from langchain_core.callbacks import BaseCallbackHandler
 
-    class ToolsStream(BaseCallbackHandler):
+    class ToolsStream(CallbackHandlerBase):
         run_inline = True
 
         def __init__(self) -> None:
