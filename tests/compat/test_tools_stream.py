@@ -121,3 +121,39 @@ def test_a_langchain_runnable_runs_as_a_node() -> None:
     )
     graph = StateGraph(Count).add_node("bump", step).add_edge(START, "bump").compile()
     assert graph.invoke({"n": 1}) == {"n": 2}
+
+
+def test_a_drained_tool_is_not_a_tool_error() -> None:
+    from flowcore.compat.langgraph import GraphDrained, RunControl
+
+    control = RunControl()
+
+    def drain(state: State) -> dict[str, Any]:
+        control.request_drain()
+        return {}
+
+    inner = (
+        StateGraph(State)
+        .add_node("drain", drain)
+        .add_node("after", lambda state: {})
+        .add_edge(START, "drain")
+        .add_edge("drain", "after")
+        .compile()
+    )
+
+    @tools.tool
+    def drained() -> str:
+        """Runs a graph that drains under its own control."""
+        inner.invoke({"messages": []}, control=control)
+        return "unreachable"
+
+    graph = _graph([drained], [{"name": "drained", "args": {}, "id": "d1"}])
+    seen: list[str] = []
+
+    def consume() -> None:
+        for _, payload in graph.stream({"messages": []}, stream_mode=["tools"]):
+            seen.append(payload["event"])
+
+    with pytest.raises(GraphDrained):
+        consume()
+    assert seen == ["tool-started"]

@@ -787,7 +787,7 @@ class CompiledStateGraph:
         """
         calling = self._calling_task(config, stream_mode, kwargs)
         if calling is not None:
-            return await self._arun_subgraph(input, *calling)
+            return await self._arun_subgraph(input, *calling, control=kwargs.get("control"))
         if stream_mode != "values":
             return [c async for c in self.astream(input, config, stream_mode=stream_mode, **kwargs)]
         latest: Any = None
@@ -838,7 +838,7 @@ class CompiledStateGraph:
             if parent.loop is not None and threading.get_ident() != parent.loop_thread:
                 # A sync node runs in a worker thread while its run's loop waits for it:
                 # the child run goes on that loop, beside its parent's saver and batches.
-                child = self._arun_subgraph(input, scope, parent)
+                child = self._arun_subgraph(input, scope, parent, control=kwargs.get("control"))
                 return asyncio.run_coroutine_threadsafe(child, parent.loop).result()
         return _sync_call(lambda: self.ainvoke(input, config, **kwargs))
 
@@ -873,7 +873,10 @@ class CompiledStateGraph:
             return ns
         return "|".join(part.split(":")[0] for part in ns.split("|"))
 
-    async def _arun_subgraph(self, value: Any, scope: TaskScope, parent: Run) -> Any:
+    async def _arun_subgraph(
+        self, value: Any, scope: TaskScope, parent: Run, *, control: RunControl | None = None
+    ) -> Any:
+        """Run this graph as a child of ``parent``'s task ``scope`` (``control``: the call's)."""
         ns = self._history_ns(f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|"))
         config = {
             **parent.config,
@@ -896,7 +899,7 @@ class CompiledStateGraph:
             run.thread_id = parent.thread_id
         run.force_resume = parent.resuming or bool(scope.resume)
         run.resume_by_id = parent.resume_by_id
-        run.context, run.control = parent.context, parent.control
+        run.context, run.control = parent.context, control or parent.control
         run.replay_of, run.entered = parent.replay_of, parent.entered
         if self.own_history and parent.replay_of is not None and ns not in parent.entered:
             # Its one history runs on past the replayed checkpoint: the replay's first
