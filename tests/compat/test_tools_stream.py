@@ -13,21 +13,30 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
+import flowcore.compat.langgraph as compat
 from flowcore.compat.langgraph import (
     END,
     START,
     StateGraph,
     ToolNode,
-    ToolRuntime,
     add_messages,
 )
 
 messages = pytest.importorskip("langchain_core.messages")
 tools = pytest.importorskip("langchain_core.tools")
+# Asked for once LangChain is loaded: then ToolRuntime is what LangChain's tools treat
+# as an injected argument (flowcore never loads LangChain itself).
+ToolRuntime = compat.ToolRuntime
 
 
 class State(TypedDict):
     messages: Annotated[list[Any], add_messages]
+
+
+def test_tool_runtime_is_langchain_injected_once_langchain_is_loaded() -> None:
+    base = tools.base._DirectlyInjectedToolArg
+    assert issubclass(ToolRuntime, base)
+    assert "runtime" not in shout.tool_call_schema.model_fields
 
 
 def _graph(tool_list: list[Any], calls: list[dict[str, Any]]) -> Any:
