@@ -45,6 +45,7 @@ from flowcore.compat.langgraph._loop import (
     Task,
     empty_checkpoint,
 )
+from flowcore.compat.langgraph._messages_stream import messages_stream_handler
 from flowcore.compat.langgraph._node import (
     TASKS,
     branch_channel,
@@ -629,7 +630,13 @@ class CompiledStateGraph:
                 out.put_nowait(item)
 
         if "tools" in modes:
-            config = with_handler(config, tools_stream_handler(_on_loop(sink), subgraphs=subgraphs))
+            config = with_handler(
+                config, tools_stream_handler(_on_loop(sink, "tools"), subgraphs=subgraphs)
+            )
+        if "messages" in modes:
+            chunks = _on_loop(sink, "messages_chunk")
+            handler = messages_stream_handler(chunks, formatter.seen_messages, subgraphs=subgraphs)
+            config = with_handler(config, handler)
 
         run = self._run(
             input,
@@ -1361,16 +1368,16 @@ def _unplain(arg: Any) -> Any:
     return arg
 
 
-def _on_loop(sink: Sink) -> Callable[[tuple[str, ...], Any], None]:
-    """``tools`` chunks into ``sink``, handed over to the running loop from worker threads."""
+def _on_loop(sink: Sink, kind: str) -> Callable[[tuple[str, ...], Any], None]:
+    """``kind`` records into ``sink``, handed over to the running loop from worker threads."""
     loop = asyncio.get_running_loop()
     home = threading.get_ident()
 
     def emit(ns: tuple[str, ...], payload: Any) -> None:
         if threading.get_ident() == home:
-            sink(ns, "tools", payload)
+            sink(ns, kind, payload)
         else:
-            loop.call_soon_threadsafe(sink, ns, "tools", payload)
+            loop.call_soon_threadsafe(sink, ns, kind, payload)
 
     return emit
 
@@ -1420,6 +1427,8 @@ class _ChunkFormatter:
             return [self._wrap(ns, kind, payload)]
         if kind == "tools" and "tools" in self.modes:
             return [self._wrap(ns, "tools", payload)]
+        if kind == "messages_chunk" and "messages" in self.modes:
+            return [self._wrap(ns, "messages", payload)]
         if kind == "custom" and "custom" in self.modes:
             return [self._wrap(ns, "custom", payload.data)]
         if kind in ("messages_seen", "messages_from"):
