@@ -166,3 +166,43 @@ def test_a_drained_tool_is_not_a_tool_error() -> None:
     with pytest.raises(GraphDrained):
         consume()
     assert seen == ["tool-started"]
+
+
+def test_a_graph_invoked_in_a_tool_can_hand_off_to_the_tools_graph() -> None:
+    class Flow(TypedDict):
+        messages: Annotated[list[Any], add_messages]
+        done: bool
+
+    def hand_off(state: Flow) -> Any:
+        from flowcore.compat.langgraph import Command
+
+        return Command(graph=Command.PARENT, goto="finish", update={"done": True})
+
+    inner = StateGraph(Flow).add_node("hand_off", hand_off).add_edge(START, "hand_off").compile()
+
+    @tools.tool
+    def handoff() -> str:
+        """Hands off to the graph that runs this tool."""
+        inner.invoke({"messages": [], "done": False})
+        return "unreachable"
+
+    def caller(state: Flow) -> dict[str, Any]:
+        call = {"name": "handoff", "args": {}, "id": "h1"}
+        return {"messages": [messages.AIMessage("", tool_calls=[call])]}
+
+    visited: list[str] = []
+    graph = (
+        StateGraph(Flow)
+        .add_node("caller", caller)
+        .add_node("tools", ToolNode([handoff]))
+        .add_node("finish", lambda state: visited.append("finish") or {})
+        .add_edge(START, "caller")
+        .add_edge("caller", "tools")
+        .add_edge("tools", END)
+        .compile()
+    )
+    events = [
+        p["event"] for _, p in graph.stream({"messages": [], "done": False}, stream_mode=["tools"])
+    ]
+    assert events == ["tool-started", "tool-error"]
+    assert visited == ["finish"]

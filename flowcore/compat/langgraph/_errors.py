@@ -107,6 +107,10 @@ class GraphDrained(GraphBubbleUp):
 class ParentCommand(GraphBubbleUp):
     """A ``Command(graph=Command.PARENT)`` on its way to the parent graph."""
 
+    #: Set when a graph invoked from a node's code raised it: the id of that node's
+    #: task, whose graph the command is for (it becomes that node's result).
+    for_task: str | None = None
+
     def __init__(self, command: Command[Any]) -> None:
         super().__init__(command)
 

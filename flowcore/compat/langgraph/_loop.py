@@ -781,47 +781,58 @@ class Run:
 
             # A Send's own timeout needs the timed path, even for a node that has none.
             direct = graph.direct_call(task.name) if task.timeout is None else None
-            if direct is not None:
-                scope.calls = 0
-                result = await call_node(direct, True, (task.input,))
-            elif (
-                spec.retry is None
-                and spec.timeout is None
-                and task.timeout is None
-                and not hasattr(action, "_arun_subgraph")
-            ):
-                # Nothing to retry and no subgraph: the plain call, without the wrappers.
-                scope.calls = 0
-                result = await call_with_config(
-                    action,
-                    task.input,
-                    scope.get_config,
-                    {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
-                    graph.call_shape(action),
-                )
-            else:
-                task.attempts = 0
-
-                async def attempt() -> Any:
+            try:
+                if direct is not None:
                     scope.calls = 0
-                    task.attempts += 1
-                    if hasattr(action, "_arun_subgraph"):
-                        try:
-                            return await action._arun_subgraph(task.input, scope, self)
-                        except ParentCommand as exc:
-                            # A node of the subgraph addressed this graph: it is this
-                            # node's result.
-                            return replace(exc.command, graph=None)
-                    return await call_with_config(
+                    result = await call_node(direct, True, (task.input,))
+                elif (
+                    spec.retry is None
+                    and spec.timeout is None
+                    and task.timeout is None
+                    and not hasattr(action, "_arun_subgraph")
+                ):
+                    # Nothing to retry and no subgraph: the plain call, without the wrappers.
+                    scope.calls = 0
+                    result = await call_with_config(
                         action,
                         task.input,
                         scope.get_config,
                         {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
                         graph.call_shape(action),
                     )
+                else:
+                    task.attempts = 0
 
-                timeout = task.timeout or spec.timeout
-                result = await retry_call(attempt, spec.retry, timeout, task.name)
+                    async def attempt() -> Any:
+                        scope.calls = 0
+                        task.attempts += 1
+                        if hasattr(action, "_arun_subgraph"):
+                            try:
+                                return await action._arun_subgraph(task.input, scope, self)
+                            except ParentCommand as exc:
+                                # A node of the subgraph addressed this graph: it is this
+                                # node's result.
+                                return replace(exc.command, graph=None)
+                        return await call_with_config(
+                            action,
+                            task.input,
+                            scope.get_config,
+                            {
+                                "writer": scope.writer,
+                                "runtime": scope.runtime,
+                                "store": graph.store,
+                            },
+                            graph.call_shape(action),
+                        )
+
+                    timeout = task.timeout or spec.timeout
+                    result = await retry_call(attempt, spec.retry, timeout, task.name)
+            except ParentCommand as exc:
+                # A graph this node's code invoked addressed this graph: the command is
+                # this node's result (one addressed further up goes on up).
+                if exc.for_task != task.id:
+                    raise
+                result = replace(exc.command, graph=None)
             if type(result) is dict and graph.dict_results:
                 # The usual state update: no Command in it, so no control writes.
                 keys = graph.state_key_set

@@ -27,7 +27,7 @@ from flowcore.compat.langgraph._channels import (
 from flowcore.compat.langgraph._context import TaskScope, running_scope
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
-from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
+from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError, ParentCommand
 from flowcore.compat.langgraph._events import CompatRunStream
 from flowcore.compat.langgraph._events_v2 import (
     astream_events_v1,
@@ -914,7 +914,12 @@ class CompiledStateGraph:
             parent.entered.add(ns)
             run.as_of = parent.replay_of
         run.wants = parent.wants
-        await run.execute()
+        try:
+            await run.execute()
+        except ParentCommand as exc:
+            # Addressed to the graph of the task this run is a child of.
+            exc.for_task = scope.task_id
+            raise
         return run.graph.read_output(run.channels)
 
     # ------------------------------------------------------------ inspection
