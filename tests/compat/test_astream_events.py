@@ -96,14 +96,15 @@ async def test_filters_and_errors() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:astream_events version='v1' is deprecated")
-async def test_v1_schema_and_v3_refused() -> None:
+async def test_v1_schema_and_v3_is_the_stream_protocol() -> None:
     events = await _events(_graph(), {"value": 1}, version="v1")
     assert events[0]["event"] == "on_chain_start"
     assert events[-1]["event"] == "on_chain_end"
     # v1 builds the root's output from the chunks it streamed: the last update.
     assert events[-1]["data"]["output"] == {"b": {"value": 3}}
-    with pytest.raises(NotImplementedError):
-        _graph().astream_events({"value": 1}, version="v3")
+    # version="v3" is the v3 stream protocol: an awaitable run stream, not callback events.
+    run = await _graph().astream_events({"value": 1}, version="v3")
+    assert await run.output() == {"value": 3}
 
 
 async def test_callbacks_bound_with_config_are_kept() -> None:

@@ -25,6 +25,7 @@ from flowcore.compat.langgraph._errors import GraphInterrupt
 from flowcore.compat.langgraph._node import retry_call
 from flowcore.compat.langgraph._planner import ERROR, INTERRUPT, PUSH, RESUME, Task
 from flowcore.compat.langgraph._records import Outcome, TaskEnd, TaskStart
+from flowcore.compat.langgraph._task_cache import find_cached
 from flowcore.compat.langgraph._tracing import call_arguments
 from flowcore.compat.langgraph._types import Interrupt, RetryPolicy, TimeoutPolicy
 from flowcore.runtime import TaskPool, call_node
@@ -306,12 +307,16 @@ async def _run_call(
         return await retry_call(attempt, spec.retry_policy, spec.timeout, spec.name)
 
     try:
-        observer = run.observer
-        if observer is None:
-            value = await run_it()
-        else:
-            shown = call_arguments(spec.func, args, kwargs)
-            value = await observer.call_task(call, step, calls.owner.id, shown, run_it)
+        entry, found, value = await find_cached(
+            run.graph.cache, spec.name, getattr(spec, "cache_policy", None), args, kwargs
+        )
+        if not found:
+            observer = run.observer
+            if observer is None:
+                value = await run_it()
+            else:
+                shown = call_arguments(spec.func, args, kwargs)
+                value = await observer.call_task(call, step, calls.owner.id, shown, run_it)
         if inner.interrupts:
             raise TaskInterrupted(tuple(inner.interrupts))
     except GraphInterrupt as exc:
@@ -339,6 +344,8 @@ async def _run_call(
         return
     finally:
         set_scope(None)
+    if entry is not None and not found:
+        await entry.keep(value)
     stored: list[tuple[str, Any]] = [(RETURN, value)]
     if scope.resume:
         stored.append((RESUME, list(scope.resume)))

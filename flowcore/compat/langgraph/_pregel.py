@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from flowcore.compat.langgraph._batch import BatchCalls
 from flowcore.compat.langgraph._cache import NodeCache
 from flowcore.compat.langgraph._channel_api import is_one_step
 from flowcore.compat.langgraph._channels import (
@@ -25,9 +26,11 @@ from flowcore.compat.langgraph._channels import (
     clear,
 )
 from flowcore.compat.langgraph._context import TaskScope, running_scope
+from flowcore.compat.langgraph._copy_fork import COPY, copy_checkpoint_update
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
-from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError, ParentCommand
+from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
+from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
 from flowcore.compat.langgraph._events_v2 import (
     astream_events_v1,
@@ -35,6 +38,7 @@ from flowcore.compat.langgraph._events_v2 import (
     merge_bound_config,
 )
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
+from flowcore.compat.langgraph._input_channel import InputValue
 from flowcore.compat.langgraph._loop import (
     ERROR,
     INTERRUPT,
@@ -49,11 +53,13 @@ from flowcore.compat.langgraph._messages_stream import messages_stream_handler
 from flowcore.compat.langgraph._node import (
     TASKS,
     branch_channel,
+    called_from_sync,
     control_writes,
     describe_callable,
     target_writes,
     update_writes,
 )
+from flowcore.compat.langgraph._planner import shown_path
 from flowcore.compat.langgraph._records import (
     CheckpointMade,
     Sink,
@@ -63,6 +69,22 @@ from flowcore.compat.langgraph._records import (
 from flowcore.compat.langgraph._runnable import as_runnable
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._stream_v3 import (
+    ainvoke_v2,
+    astream_events_v3,
+    part_of_chunk,
+    stream_events_v3,
+)
+from flowcore.compat.langgraph._subgraph_detect import iter_subgraphs
+from flowcore.compat.langgraph._subgraph_travel import (
+    CHECKPOINT_MAP,
+    address_root,
+    child_map,
+    stable_ns,
+    subgraph_at,
+    with_checkpoint_map,
+)
+from flowcore.compat.langgraph._task_result import task_result
 from flowcore.compat.langgraph._tool_stream import tools_stream_handler, with_handler
 from flowcore.compat.langgraph._types import (
     END,
@@ -104,6 +126,14 @@ class _Topic(Channel):
 
     def restore(self, stored: Any) -> None:
         self.value = [_send_from(s) for s in stored] if stored else MISSING
+
+
+def _interrupt_plain(interrupt: Interrupt) -> dict[str, Any]:
+    """An interrupt as a saver stores it (its schema only when it has one)."""
+    plain = {"value": interrupt.value, "id": interrupt.id}
+    if interrupt.response_schema is not None:
+        plain["response_schema"] = interrupt.response_schema
+    return plain
 
 
 def _send_plain(send: Send) -> dict[str, Any]:
@@ -163,7 +193,7 @@ def _role(channel: Channel) -> tuple[bool, bool]:
     return (one_step, finishable)
 
 
-class CompiledStateGraph:
+class CompiledStateGraph(BatchCalls):
     """A compiled ``StateGraph``: LangGraph's run API on flowcore's compat runtime.
 
     Example:
@@ -173,6 +203,8 @@ class CompiledStateGraph:
 
     # What stream() streams when no stream_mode is given (a low-level Pregel: "values").
     stream_mode = "updates"
+    # compile(transformers=...): the v3 stream transformers every stream_events run adds.
+    stream_transformers: tuple[Any, ...] = ()
 
     def __init__(
         self,
@@ -190,6 +222,8 @@ class CompiledStateGraph:
         self.checkpointer = checkpointer if checkpointer not in (False, True) else None
         # checkpointer=True: as a subgraph, one history per parent thread (see _history_ns).
         self.own_history = checkpointer is True
+        # checkpointer=False: never a subgraph with checkpoints (see _subgraph_detect).
+        self.opted_out = checkpointer is False
         self.store = store
         self.cache = NodeCache(cache) if cache is not None else None
         self.interrupt_before_nodes = interrupt_before
@@ -222,7 +256,7 @@ class CompiledStateGraph:
         self.input_key_set = frozenset(self.input_keys)
         makers = self._channel_makers
         roles = self._roles
-        makers[START] = functools.partial(EphemeralValue, START)
+        makers[START] = functools.partial(InputValue, START)
         roles[START] = _ONE_STEP
         makers[TASKS] = functools.partial(_Topic, TASKS)
         roles[TASKS] = _ONE_STEP
@@ -354,7 +388,7 @@ class CompiledStateGraph:
     def encode_write(self, channel: str, value: Any) -> Any:
         """A pending write as a saver stores it (interrupts and sends as plain data)."""
         if channel == INTERRUPT:
-            return [{"value": i.value, "id": i.id} for i in value]
+            return [_interrupt_plain(i) for i in value]
         if channel == TASKS and isinstance(value, Send):
             return {"__send__": _send_plain(value)}
         if isinstance(value, Overwrite):
@@ -366,7 +400,9 @@ class CompiledStateGraph:
         """The inverse of :meth:`encode_write`."""
         if channel == INTERRUPT and isinstance(value, list):
             return [
-                Interrupt(v["value"], v["id"]) if isinstance(v, dict) and "id" in v else v
+                Interrupt(v["value"], v["id"], response_schema=v.get("response_schema"))
+                if isinstance(v, dict) and "id" in v
+                else v
                 for v in value
             ]
         if channel == TASKS and isinstance(value, dict) and "__send__" in value:
@@ -515,7 +551,10 @@ class CompiledStateGraph:
 
     def call_shape(self, func: Any) -> tuple[frozenset[str], bool]:
         """The parameter names of a node or router function, and whether it is async (cached)."""
-        shape = self._param_names.get(func)
+        try:
+            shape = self._param_names.get(func)
+        except TypeError:  # an unhashable callable (a LangChain tool is a pydantic model)
+            return describe_callable(func)
         if shape is None:
             shape = self._param_names[func] = describe_callable(func)
         return shape
@@ -556,7 +595,7 @@ class CompiledStateGraph:
             "langgraph_step": step,
             "langgraph_node": task.name,
             "langgraph_triggers": task.triggers,
-            "langgraph_path": task.path,
+            "langgraph_path": shown_path(task.path),
             "langgraph_checkpoint_ns": f"{ns}|{task.name}:{task.id}".lstrip("|"),
         }
         return {**dict(config), "configurable": configurable, "metadata": metadata}
@@ -575,6 +614,9 @@ class CompiledStateGraph:
         control: RunControl | None = None,
     ) -> Run:
         config = dict(config or {})
+        if (config.get("configurable") or {}).get("checkpoint_ns"):
+            # A subgraph's config: the root replays from where the map says it stood.
+            config["configurable"] = address_root(config["configurable"])
         before = self.interrupt_before_nodes if interrupt_before is None else interrupt_before
         after = self.interrupt_after_nodes if interrupt_after is None else interrupt_after
         if before == "*":
@@ -608,9 +650,12 @@ class CompiledStateGraph:
         output_keys: Sequence[str] | None = None,
         context: Any = None,
         control: RunControl | None = None,
+        version: str = "v1",
         **_: Any,
     ) -> AsyncIterator[Any]:
         """Run and yield stream chunks as they happen (``stream_mode`` as in LangGraph).
+
+        ``version="v2"`` yields typed-dict stream parts (``type``, ``ns``, ``data``).
 
         Example:
             >>> # async for chunk in app.astream({"n": 1}, stream_mode="updates"): ...
@@ -623,7 +668,7 @@ class CompiledStateGraph:
         single = isinstance(stream_mode, str) or stream_mode is None
         out: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
-        formatter = _ChunkFormatter(modes, single=single, subgraphs=subgraphs)
+        formatter = _ChunkFormatter(modes, single=single and version != "v2", subgraphs=subgraphs)
 
         def sink(ns: tuple[str, ...], kind: str, payload: Any) -> None:
             for item in formatter.format(ns, kind, payload):
@@ -667,7 +712,7 @@ class CompiledStateGraph:
                 item = await out.get()
                 if item is done:
                     break
-                yield item
+                yield item if version != "v2" else part_of_chunk(item, subgraphs, self)
             await worker
         finally:
             if not worker.done():
@@ -682,14 +727,15 @@ class CompiledStateGraph:
         *,
         version: str = "v2",
         **kwargs: Any,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """LangChain's run events of a run (``version`` "v2" or "v1"; see ``_events_v2``).
+    ) -> Any:
+        """LangChain's run events of a run (``version`` "v2" or "v1"; see ``_events_v2``);
+        ``version="v3"``: an awaitable of an ``AsyncGraphRunStream`` (see ``_stream_v3``).
 
         Example:
             >>> # async for event in app.astream_events({"n": 1}, version="v2"): ...
         """
         if version == "v3":
-            raise NotImplementedError("astream_events(version='v3') is not supported yet")
+            return astream_events_v3(self, input, config, **kwargs)
         if version == "v1":
             return astream_events_v1(self, input, config, **kwargs)
         return astream_events_v2(self, input, config, **kwargs)
@@ -760,6 +806,18 @@ class CompiledStateGraph:
             },
         )
 
+    def stream_events(
+        self, input: Any, config: Mapping[str, Any] | None = None, *, version: str = "v2", **kw: Any
+    ) -> Any:
+        """``version="v3"``: a :class:`~flowcore.compat.langgraph._stream_v3_run.GraphRunStream`.
+
+        Example:
+            >>> # run = app.stream_events({"n": 1}, version="v3"); run.output
+        """
+        if version != "v3":
+            raise NotImplementedError(f"stream_events(version={version!r}) is not available")
+        return stream_events_v3(self, input, config, **kw)
+
     def stream(
         self,
         input: Any,
@@ -792,6 +850,8 @@ class CompiledStateGraph:
         Example:
             >>> # result = await app.ainvoke({"messages": [("user", "hi")]})
         """
+        if kwargs.pop("version", "v1") == "v2":
+            return await ainvoke_v2(self, input, config, stream_mode, kwargs)
         calling = self._calling_task(config, stream_mode, kwargs)
         if calling is not None:
             return await self._arun_subgraph(input, *calling, control=kwargs.get("control"))
@@ -884,12 +944,24 @@ class CompiledStateGraph:
         self, value: Any, scope: TaskScope, parent: Run, *, control: RunControl | None = None
     ) -> Any:
         """Run this graph as a child of ``parent``'s task ``scope`` (``control``: the call's)."""
-        ns = self._history_ns(f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|"))
+        ns = f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|")
+        if scope.graphs_run:
+            # A task's later graphs each keep a history of their own.
+            ns = f"{ns}|{scope.graphs_run}"
+        scope.graphs_run += 1
+        ns = self._history_ns(ns)
         config = {
             **parent.config,
             "configurable": {**parent.configurable, "checkpoint_ns": ns},
         }
         config["configurable"].pop("checkpoint_id", None)
+        config["configurable"][CHECKPOINT_MAP] = found = child_map(
+            parent.configurable, parent.ns, parent.checkpoint.get("id")
+        )
+        if ns in found and ns not in parent.entered:
+            # Addressed by a subgraph snapshot's config: replay from that very checkpoint.
+            config["configurable"]["checkpoint_id"] = found[ns]
+            parent.entered.add(ns)
         run = Run(
             self,
             value,
@@ -908,21 +980,41 @@ class CompiledStateGraph:
         run.resume_by_id = parent.resume_by_id
         run.context, run.control = parent.context, control or parent.control
         run.replay_of, run.entered = parent.replay_of, parent.entered
-        if self.own_history and parent.replay_of is not None and ns not in parent.entered:
+        addressed = "checkpoint_id" in config["configurable"]
+        if (
+            self.own_history
+            and parent.replay_of is not None
+            and ns not in parent.entered
+            and not addressed
+        ):
             # Its one history runs on past the replayed checkpoint: the replay's first
             # entry goes on from where it stood then (or from nothing, if it had not run).
             parent.entered.add(ns)
             run.as_of = parent.replay_of
+            # It takes its input anew (its state then is the base), not a resume.
+            run.force_resume = False
         run.wants = parent.wants
-        try:
-            await run.execute()
-        except ParentCommand as exc:
-            # Addressed to the graph of the task this run is a child of.
-            exc.for_task = scope.task_id
-            raise
+        await run.execute()
         return run.graph.read_output(run.channels)
 
     # ------------------------------------------------------------ inspection
+    def get_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> Iterator[tuple[str, Any]]:
+        """``(namespace, subgraph)`` for each node that runs a graph (see ``_subgraph_detect``).
+
+        Example:
+            >>> # dict(app.get_subgraphs(recurse=True))
+        """
+        return iter_subgraphs(self, namespace, recurse)
+
+    async def aget_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """The async form of :meth:`get_subgraphs`."""
+        for item in iter_subgraphs(self, namespace, recurse):
+            yield item
+
     def _saver(self) -> Any:
         if self.checkpointer is None:
             raise ValueError("No checkpointer set")
@@ -936,7 +1028,14 @@ class CompiledStateGraph:
         Example:
             >>> # snapshot = await app.aget_state({"configurable": {"thread_id": "t1"}})
         """
-        return await self._state_with(self._saver(), config, subgraphs=subgraphs)
+        saver = self._saver()
+        sub = subgraph_at(self, (config.get("configurable") or {}).get("checkpoint_ns") or "")
+        if sub is not None:
+            snapshot: StateSnapshot = await sub._state_with(
+                sub.checkpointer or saver, config, subgraphs=subgraphs
+            )
+            return snapshot
+        return await self._state_with(saver, config, subgraphs=subgraphs)
 
     async def _state_with(
         self, saver: Any, config: Mapping[str, Any], *, subgraphs: bool
@@ -1003,7 +1102,7 @@ class CompiledStateGraph:
                 entry["error"] = value
             elif chan == INTERRUPT:
                 entry["interrupts"] = [i for i in value if isinstance(i, Interrupt)]
-            elif chan != RESUME:
+            elif chan not in (RESUME, ERROR_SOURCE):
                 entry["writes"].append((chan, value))
         finished = []
         out_tasks: list[PregelTask] = []
@@ -1015,14 +1114,17 @@ class CompiledStateGraph:
                 task.writes = writes
                 finished.append(task)
             result = None
-            if is_done:
+            if is_done and self.root_output:
+                # A root-state graph's task result is the value it wrote, not a dict.
+                result = next((v for c, v in writes if c == ROOT), None)
+            elif is_done:
                 result = {c: v for c, v in writes if c in self.stream_keys}
             error = entry["error"]
             out_tasks.append(
                 PregelTask(
                     task.id,
                     task.name,
-                    task.path,
+                    shown_path(task.path),
                     error,
                     () if (live and is_done) else tuple(entry["interrupts"]),
                     None,
@@ -1036,10 +1138,10 @@ class CompiledStateGraph:
         return StateSnapshot(
             values,
             next_names,
-            saved.config,
+            with_checkpoint_map(saved.config, saved.metadata),
             saved.metadata,
             saved.checkpoint.get("ts"),
-            saved.parent_config,
+            with_checkpoint_map(saved.parent_config, saved.metadata),
             tuple(out_tasks),
             tuple(i for t in out_tasks for i in t.interrupts),
         )
@@ -1107,16 +1209,39 @@ class CompiledStateGraph:
             >>> # app.bulk_update_state(config, [[StateUpdate({"n": 1}, "a"),
             >>> #                                 StateUpdate({"n": 2}, "b")]])
         """
+        return await self._bulk_update_with(None, config, supersteps)
+
+    async def _bulk_update_with(
+        self,
+        saver: Any,
+        config: Mapping[str, Any],
+        supersteps: Sequence[Sequence[StateUpdate]],
+        *,
+        route: bool = True,
+    ) -> dict[str, Any]:
+        """:meth:`abulk_update_state` on ``saver`` (``None``: this graph's own)."""
         if not supersteps:
             raise ValueError("No supersteps provided")
         if any(not updates for updates in supersteps):
             raise ValueError("No updates provided")
-        made: dict[str, Any] = {}
+        saver = saver or self._saver()
+        ns = (config.get("configurable") or {}).get("checkpoint_ns") or ""
+        sub = subgraph_at(self, ns) if route else None
+        if route and ns and sub is None:
+            # This graph's nodes and channels would write the wrong state there.
+            raise ValueError(f"Subgraph {stable_ns(ns)} not found")
+        if sub is not None:
+            # A subgraph's config: the update is the subgraph's, on this graph's saver.
+            made: dict[str, Any] = await sub._bulk_update_with(
+                sub.checkpointer or saver, config, supersteps, route=False
+            )
+            return made
+        made = {}
         for updates in supersteps:
             # Each superstep starts from the checkpoint the one before made.
             conf = {**dict(config.get("configurable") or {}), **made.get("configurable", {})}
             made = await self._update_superstep(
-                {**dict(config), "configurable": conf}, [StateUpdate(*u) for u in updates]
+                {**dict(config), "configurable": conf}, [StateUpdate(*u) for u in updates], saver
             )
         return made
 
@@ -1131,9 +1256,8 @@ class CompiledStateGraph:
         return _sync_call(lambda: self.abulk_update_state(config, supersteps))
 
     async def _update_superstep(
-        self, config: Mapping[str, Any], updates: list[StateUpdate]
+        self, config: Mapping[str, Any], updates: list[StateUpdate], saver: Any
     ) -> dict[str, Any]:
-        saver = self._saver()
         conf = dict(config.get("configurable") or {})
         conf.setdefault("checkpoint_ns", "")
         saved = await saver.aget_tuple({"configurable": conf})
@@ -1163,6 +1287,8 @@ class CompiledStateGraph:
         else:
             run.checkpoint = empty_checkpoint()
             step = -1
+        if any(u.as_node == COPY for u in updates):
+            return await copy_checkpoint_update(self, run, saved, config, saver, updates)
         if any(u.as_node == INPUT_NODE for u in updates):
             # As a run's input: the START channel gets it, as invoke() would write it.
             if len(updates) > 1:
@@ -1173,6 +1299,12 @@ class CompiledStateGraph:
             return await self._save_update(
                 run, conf, saver, "input", step + 1 if saved is not None else -1
             )
+        if updates[0].values is None and updates[0].as_node == END:
+            if len(updates) > 1:
+                raise InvalidUpdateError("Cannot apply multiple updates when clearing state")
+            if saved is not None:
+                self._clear_tasks(run, saved, step)
+            return await self._save_update(run, conf, saver, "update", step + 1)
         if len(updates) == 1 and updates[0].as_node is None:
             updates = [updates[0]._replace(as_node=self._guess_writer(run.checkpoint))]
         # An update stands in for a task the checkpoint had scheduled for its node: its
@@ -1182,8 +1314,11 @@ class CompiledStateGraph:
             run.step = step + 1  # task ids depend on the step they run in
             for planned in run.prepare(for_execution=False):
                 scheduled.setdefault(planned.name, []).append(planned)
+        # The writes stand as the tasks' results on the checkpoint they build on, unless
+        # the thread has moved past it: its other children would read them too.
+        keeps_writes = saved is not None and not await _superseded(saver, conf, saved)
         tasks: list[Task] = []
-        for values, as_node, task_id in updates:
+        for index, (values, as_node, task_id) in enumerate(updates):
             if as_node is None:
                 raise InvalidUpdateError("as_node is required when applying multiple updates")
             if as_node not in self.nodes and as_node not in (START, END):
@@ -1191,15 +1326,36 @@ class CompiledStateGraph:
             planned_for = scheduled.get(as_node) or []
             stands_in = planned_for.pop(0) if planned_for and task_id is None else None
             task = self._update_task(
-                run, values, as_node, stands_in.id if stands_in is not None else task_id
+                run, values, as_node, stands_in.id if stands_in is not None else task_id, index
             )
             tasks.append(task)
-            if saved is not None and task.id != NULL_TASK_ID:
+            if keeps_writes and task.id != NULL_TASK_ID:
                 encoded = [(c, self.encode_write(c, v)) for c, v in task.writes]
                 path = stands_in.sort_key if stands_in is not None else ""
                 await saver.aput_writes(saved.config, encoded, task.id, path)
         run.apply_writes(tasks)
         return await self._save_update(run, conf, saver, "update", step + 1)
+
+    def _clear_tasks(self, run: Run, saved: Any, step: int) -> None:
+        """Close the checkpoint's superstep as if its tasks had all ended (``None`` as END).
+
+        What the checkpoint holds for it goes in: its Command writes, and the
+        writes of the tasks that finished (or that an update stood in for); the
+        tasks that did not finish end with no writes.
+        """
+        run.step = step + 1  # task ids depend on the step they run in
+        tasks = run.prepare(for_execution=False)
+        by_id = {task.id: task for task in tasks}
+        null_writes: list[tuple[str, Any]] = []
+        for task_id, chan, value in saved.pending_writes or ():
+            if chan in (INTERRUPT, RESUME, ERROR, NO_WRITES):
+                continue
+            write = (chan, self.decode_write(chan, value))
+            if task_id == NULL_TASK_ID:
+                null_writes.append(write)
+            elif task_id in by_id:
+                by_id[task_id].writes.append(write)
+        run.apply_writes(tasks, extra=null_writes)
 
     async def _save_update(
         self, run: Run, conf: Mapping[str, Any], saver: Any, source: str, step: int
@@ -1210,10 +1366,17 @@ class CompiledStateGraph:
         run.ns = conf.get("checkpoint_ns", "")
         await run._put_checkpoint(source)
         assert run.saved_config is not None
-        return run.saved_config
+        made: dict[str, Any] = with_checkpoint_map(run.saved_config, run.metadata)
+        return made
 
-    def _update_task(self, run: Run, values: Any, as_node: str, task_id: str | None) -> Task:
-        """The task whose writes are ``values`` as node ``as_node`` returned them."""
+    def _update_task(
+        self, run: Run, values: Any, as_node: str, task_id: str | None, index: int = 0
+    ) -> Task:
+        """The task whose writes are ``values`` as node ``as_node`` returned them.
+
+        ``index`` is the update's place among those applied together: their writes
+        are folded in that order, whatever nodes they stand for.
+        """
         if as_node == END:
             writes: list[tuple[str, Any]] = []
         else:
@@ -1231,7 +1394,7 @@ class CompiledStateGraph:
         return Task(
             task_id or NULL_TASK_ID,
             as_node,
-            ("__pregel_update", as_node),
+            ("__pregel_update", index),
             None,
             (INTERRUPT,),
             writes,
@@ -1248,11 +1411,16 @@ class CompiledStateGraph:
         return _sync_call(lambda: self.aupdate_state(config, values, as_node, task_id))
 
     def _guess_writer(self, checkpoint: Mapping[str, Any]) -> str:
-        if len(self.nodes) == 1:
-            return next(iter(self.nodes))
         seen = checkpoint.get("versions_seen") or {}
+        if len(self.nodes) == 1 and START not in seen:
+            return next(iter(self.nodes))
         last = sorted(
-            (_sortable(v), n) for n, s in seen.items() if n in self.nodes for v in s.values()
+            (_sortable(v), n)
+            for n, s in seen.items()
+            # START counts: after a run's input, it is the last writer (its edges then
+            # lead to the nodes the input scheduled).
+            if n in self.nodes or n == START
+            for v in s.values()
         )
         if not last:
             return START
@@ -1332,6 +1500,9 @@ class _Configured:
         merged = merge_bound_config(self.config, config)
         merged["configurable"] = self._merge(config)["configurable"]
         return self.graph.astream_events(input, merged, **kw)
+
+    def stream_events(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        return self.graph.stream_events(input, self._merge(config), **kw)
 
 
 def _plain(arg: Any) -> Any:
@@ -1468,8 +1639,9 @@ class _ChunkFormatter:
         payload = {
             "id": task.id,
             "name": task.name,
-            "error": repr(task.error) if end.outcome == "error" else None,
-            "result": {c: v for c, v in task.writes if c in keys},
+            # The exception itself, as LangGraph streams it (str() gives its message).
+            "error": task.error if end.outcome == "error" else None,
+            "result": task_result(task.writes, keys),
             "interrupts": [
                 {
                     "value": i.value,
@@ -1541,15 +1713,24 @@ def _in_running_loop() -> bool:
 T = TypeVar("T")
 
 
+async def _superseded(saver: Any, conf: Mapping[str, Any], saved: Any) -> bool:
+    """Whether the thread has a later checkpoint than ``saved`` (which ``conf`` addressed)."""
+    if not conf.get("checkpoint_id"):
+        return False
+    latest_conf = {k: v for k, v in conf.items() if k != "checkpoint_id"}
+    latest = await saver.aget_tuple({"configurable": latest_conf})
+    return latest is not None and latest.checkpoint["id"] != saved.checkpoint["id"]
+
+
 def _sync_call(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine to completion from sync code (in a helper thread inside a running loop)."""
     if not _in_running_loop():
-        return asyncio.run(make())
+        return asyncio.run(called_from_sync(make()))
     box: dict[str, Any] = {}
 
     def target() -> None:  # a fresh loop of its own, beside the caller's
         try:
-            box["value"] = asyncio.run(make())
+            box["value"] = asyncio.run(called_from_sync(make()))
         except BaseException as exc:  # handed back to the caller's thread
             box["error"] = exc
 
@@ -1584,7 +1765,7 @@ def _sync_iter(make: Callable[[], AsyncIterator[Any]]) -> Iterator[Any]:
 
     def target() -> None:
         try:
-            asyncio.run(pump())
+            asyncio.run(called_from_sync(pump()))
         except BaseException as exc:
             items.put(("error", exc))
         else:

@@ -59,22 +59,39 @@ def as_runnable(graph: Any) -> Any:
 
 
 def runnable_action(action: Any) -> Any:
-    """A node function that runs LangChain runnable ``action``, or None when it is not one.
+    """A node function that runs runnable ``action``, or None when it is not one.
 
     A LangChain runnable (a tool, a ``RunnableLambda``, a chain) added as a
     node runs as LangGraph runs it: ``await action.ainvoke(state, config)``.
+    So does any object that is not callable but has ``invoke`` and
+    ``ainvoke`` (a runnable written without LangChain); compiled graphs are
+    subgraphs, not runnables.
 
     Example:
         >>> runnable_action(len) is None
         True
     """
     module = sys.modules.get("langchain_core.runnables")
-    if module is None or not isinstance(action, module.Runnable):
+    if module is not None and isinstance(action, module.Runnable):
+        name = str(action.get_name())
+    elif _duck_runnable(action):
+        name = str(getattr(action, "name", None) or type(action).__name__)
+    else:
         return None
 
     async def run(state: Any, config: Any) -> Any:
         return await action.ainvoke(state, config)
 
-    run.__name__ = str(action.get_name())
+    run.__name__ = name
     run.__wrapped_runnable__ = action  # type: ignore[attr-defined]
     return run
+
+
+def _duck_runnable(obj: Any) -> bool:
+    """Not callable, not a compiled graph, and answers ``invoke`` and ``ainvoke``."""
+    return (
+        not callable(obj)
+        and not hasattr(obj, "_arun_subgraph")
+        and callable(getattr(obj, "ainvoke", None))
+        and callable(getattr(obj, "invoke", None))
+    )
