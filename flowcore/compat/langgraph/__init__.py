@@ -1,5 +1,7 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
+from typing import Any as _Any
+
 from flowcore.compat.langgraph._aliases import Durability, StreamMode, StreamWriter
 from flowcore.compat.langgraph._cache import CachePolicy
 from flowcore.compat.langgraph._callbacks import (
@@ -99,7 +101,6 @@ from flowcore.compat.langgraph._stream_v3_transformers import (
     ValuesTransformer,
 )
 from flowcore.compat.langgraph._stream_v3_types import ProtocolEvent, StreamTransformer
-from flowcore.compat.langgraph._tool_stream import ToolRuntime
 from flowcore.compat.langgraph._tooling import InjectedState
 from flowcore.compat.langgraph._trace_policy import TracePolicy, omit_payload
 from flowcore.compat.langgraph._types import (
@@ -228,3 +229,12 @@ __all__ = [
     "task",
     "tools_condition",
 ]
+
+
+def __getattr__(name: str) -> _Any:
+    # ToolRuntime is built on first use: LangChain's tool module is slow to import.
+    if name == "ToolRuntime":
+        from flowcore.compat.langgraph._tool_stream import tool_runtime_class
+
+        return tool_runtime_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -49,6 +49,7 @@ from flowcore.compat.langgraph._loop import (
     Task,
     empty_checkpoint,
 )
+from flowcore.compat.langgraph._messages_stream import messages_stream_handler
 from flowcore.compat.langgraph._node import (
     TASKS,
     branch_channel,
@@ -675,7 +676,13 @@ class CompiledStateGraph(BatchCalls):
                 out.put_nowait(item)
 
         if "tools" in modes:
-            config = with_handler(config, tools_stream_handler(_on_loop(sink), subgraphs=subgraphs))
+            config = with_handler(
+                config, tools_stream_handler(_on_loop(sink, "tools"), subgraphs=subgraphs)
+            )
+        if "messages" in modes:
+            chunks = _on_loop(sink, "messages_chunk")
+            handler = messages_stream_handler(chunks, formatter.seen_messages, subgraphs=subgraphs)
+            config = with_handler(config, handler)
 
         run = self._run(
             input,
@@ -848,7 +855,7 @@ class CompiledStateGraph(BatchCalls):
             return await ainvoke_v2(self, input, config, stream_mode, kwargs)
         calling = self._calling_task(config, stream_mode, kwargs)
         if calling is not None:
-            return await self._arun_subgraph(input, *calling)
+            return await self._arun_subgraph(input, *calling, control=kwargs.get("control"))
         if stream_mode != "values":
             return [c async for c in self.astream(input, config, stream_mode=stream_mode, **kwargs)]
         latest: Any = None
@@ -899,7 +906,7 @@ class CompiledStateGraph(BatchCalls):
             if parent.loop is not None and threading.get_ident() != parent.loop_thread:
                 # A sync node runs in a worker thread while its run's loop waits for it:
                 # the child run goes on that loop, beside its parent's saver and batches.
-                child = self._arun_subgraph(input, scope, parent)
+                child = self._arun_subgraph(input, scope, parent, control=kwargs.get("control"))
                 return asyncio.run_coroutine_threadsafe(child, parent.loop).result()
         return _sync_call(lambda: self.ainvoke(input, config, **kwargs))
 
@@ -934,7 +941,10 @@ class CompiledStateGraph(BatchCalls):
             return ns
         return "|".join(part.split(":")[0] for part in ns.split("|"))
 
-    async def _arun_subgraph(self, value: Any, scope: TaskScope, parent: Run) -> Any:
+    async def _arun_subgraph(
+        self, value: Any, scope: TaskScope, parent: Run, *, control: RunControl | None = None
+    ) -> Any:
+        """Run this graph as a child of ``parent``'s task ``scope`` (``control``: the call's)."""
         ns = f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|")
         if scope.graphs_run:
             # A task's later graphs each keep a history of their own.
@@ -969,7 +979,7 @@ class CompiledStateGraph(BatchCalls):
             run.thread_id = parent.thread_id
         run.force_resume = parent.resuming or bool(scope.resume)
         run.resume_by_id = parent.resume_by_id
-        run.context, run.control = parent.context, parent.control
+        run.context, run.control = parent.context, control or parent.control
         run.replay_of, run.entered = parent.replay_of, parent.entered
         addressed = "checkpoint_id" in config["configurable"]
         if (
@@ -1556,16 +1566,16 @@ def _unplain(arg: Any) -> Any:
     return arg
 
 
-def _on_loop(sink: Sink) -> Callable[[tuple[str, ...], Any], None]:
-    """``tools`` chunks into ``sink``, handed over to the running loop from worker threads."""
+def _on_loop(sink: Sink, kind: str) -> Callable[[tuple[str, ...], Any], None]:
+    """``kind`` records into ``sink``, handed over to the running loop from worker threads."""
     loop = asyncio.get_running_loop()
     home = threading.get_ident()
 
     def emit(ns: tuple[str, ...], payload: Any) -> None:
         if threading.get_ident() == home:
-            sink(ns, "tools", payload)
+            sink(ns, kind, payload)
         else:
-            loop.call_soon_threadsafe(sink, ns, "tools", payload)
+            loop.call_soon_threadsafe(sink, ns, kind, payload)
 
     return emit
 
@@ -1615,6 +1625,8 @@ class _ChunkFormatter:
             return [self._wrap(ns, kind, payload)]
         if kind == "tools" and "tools" in self.modes:
             return [self._wrap(ns, "tools", payload)]
+        if kind == "messages_chunk" and "messages" in self.modes:
+            return [self._wrap(ns, "messages", payload)]
         if kind == "custom" and "custom" in self.modes:
             return [self._wrap(ns, "custom", payload.data)]
         if kind in ("messages_seen", "messages_from"):
