@@ -272,7 +272,8 @@ def test_sanitize_config_keeps_plain_values_only() -> None:
 def test_with_config_merges_into_a_copy() -> None:
     remote = RemoteGraph("agent", config={"configurable": {"a": 1}}, name="r")
     copy = remote.with_config({"configurable": {"b": 2}})
-    assert copy is not remote and copy.name == "r"
+    assert copy is not remote
+    assert copy.name == "r"
     assert copy.config == {"configurable": {"a": 1, "b": 2}}
     assert remote.config == {"configurable": {"a": 1}}
 
@@ -293,14 +294,16 @@ def test_get_state_builds_a_snapshot() -> None:
     sync_client.threads.state = STATE
     snap = remote.get_state({"configurable": {"thread_id": "t1"}})
     assert isinstance(snap, StateSnapshot)
-    assert snap.values == {"x": 3} and snap.next == ("b",)
+    assert snap.values == {"x": 3}
+    assert snap.next == ("b",)
     assert snap.config["configurable"]["checkpoint_id"] == "c2"
     assert snap.parent_config is not None
     assert snap.parent_config["configurable"]["checkpoint_id"] == "c1"
     assert snap.tasks[0].name == "b"
     assert snap.interrupts == (Interrupt("ok?", "i1"),)
     name, sent = sync_client.threads.calls[-1]
-    assert name == "get_state" and sent["checkpoint"] == {"thread_id": "t1"}
+    assert name == "get_state"
+    assert sent["checkpoint"] == {"thread_id": "t1"}
 
 
 def test_async_state_history_and_update() -> None:
@@ -356,7 +359,8 @@ def test_runs_as_a_node_and_streams_into_the_parent() -> None:
         (1, "messages"),
     ]
     ns = inner[0][0]
-    assert ns[0].startswith("rem:") and ns[1] == "inner:1"
+    assert ns[0].startswith("rem:")
+    assert ns[1] == "inner:1"
     assert inner[1][2] == {"progress": 1}
     assert inner[2][2] == ({"content": "hi"}, {})
     assert ((), "updates", {"rem": {"x": 10}}) in chunks
@@ -383,7 +387,7 @@ def test_called_from_a_sync_node_streams_into_the_parent() -> None:
 
     graph = StateGraph(S).add_node("n", node).add_edge(START, "n").compile()
     chunks = list(graph.stream({"x": 1}, stream_mode=["custom", "updates"], subgraphs=True))
-    assert [c for c in chunks if c[1] == "custom"][0][2] == "tick"
+    assert next(c for c in chunks if c[1] == "custom")[2] == "tick"
     assert chunks[-1] == ((), "updates", {"n": {"x": 7}})
 
 
@@ -435,7 +439,9 @@ def test_stream_events_v3_runs_through_the_sdk_thread_stream() -> None:
     run = remote.stream_events(Command(resume="go"), config, version="v3", metadata={"m": 1})
     assert isinstance(run, RemoteGraphRunStream)
     name, sent = sync_client.threads.calls[-1]
-    assert name == "stream" and sent["thread_id"] == "t1" and sent["assistant_id"] == "agent"
+    assert name == "stream"
+    assert sent["thread_id"] == "t1"
+    assert sent["assistant_id"] == "agent"
     with run as entered:
         assert entered is run
         assert sdk.started == [
