@@ -115,7 +115,13 @@ class RemoteGraph:
         self.config = config
         self.distributed_tracing = distributed_tracing
         if url is not None and (client is None or sync_client is None):
-            from langgraph_sdk.client import get_client, get_sync_client
+            try:
+                from langgraph_sdk.client import get_client, get_sync_client
+            except ImportError as exc:
+                raise ImportError(
+                    "RemoteGraph(url=...) needs the langgraph_sdk package "
+                    "(pip install langgraph-sdk), or pass client=/sync_client=."
+                ) from exc
 
             if client is None:
                 client = get_client(url=url, api_key=api_key, headers=headers)
