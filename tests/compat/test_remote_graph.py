@@ -391,6 +391,18 @@ def test_called_from_a_sync_node_streams_into_the_parent() -> None:
     assert chunks[-1] == ((), "updates", {"n": {"x": 7}})
 
 
+def test_a_node_with_only_a_sync_client_uses_it() -> None:
+    sync_client = FakeClient([Part("custom", "c"), Part("values", {"x": 2})], sync=True)
+    remote = RemoteGraph("agent", sync_client=sync_client, name="rem")
+    graph = StateGraph(S).add_node(remote).add_edge(START, "rem").compile()
+    chunks = list(graph.stream({"x": 1}, stream_mode=["custom", "values"], subgraphs=True))
+    assert chunks[-1] == ((), "values", {"x": 2})
+    custom = [c for c in chunks if c[1] == "custom"]
+    assert custom[0][0][0].startswith("rem:")
+    assert custom[0][2] == "c"
+    assert sync_client.runs.calls[-1]["stream_subgraphs"] is True
+
+
 # ---------------------------------------------------------------- v3 event streams
 
 

@@ -20,6 +20,8 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -489,7 +491,15 @@ class RemoteGraph:
         version: str = "v1",
         **kwargs: Any,
     ) -> Any:
-        """The async form of :meth:`invoke`."""
+        """The async form of :meth:`invoke`.
+
+        With a sync client only (a node of a graph run with ``invoke``, as
+        LangGraph would call it there), :meth:`invoke` runs in a worker thread.
+        """
+        if self.client is None and self.sync_client is not None:
+            return await asyncio.to_thread(
+                functools.partial(self.invoke, input, config, version=version, **kwargs)
+            )
         last, seen = None, False
         async for chunk in self.astream(
             input, config, stream_mode="values", version=version, **kwargs
