@@ -171,6 +171,13 @@ def test_invoke_returns_last_values_and_sends_thread_id_apart() -> None:
     assert sent["stream_subgraphs"] is False
 
 
+def test_a_call_without_config_sends_an_empty_configurable() -> None:
+    remote, sync_client, _ = remote_with([])
+    list(remote.stream({"x": 0}))
+    assert sync_client.runs.calls[-1]["config"] == {"configurable": {}}
+    assert sync_client.runs.calls[-1]["thread_id"] is None
+
+
 def test_invoke_v2_and_no_events() -> None:
     parts = [Part("values", {"x": 1, "__interrupt__": [{"value": "v", "id": "i"}]})]
     remote, _, _ = remote_with(parts)

@@ -103,12 +103,15 @@ def sanitize_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def merge_configs(*configs: Mapping[str, Any] | None) -> dict[str, Any]:
     """``configs`` merged left to right: ``metadata`` and ``configurable`` key by key,
-    ``tags`` as a sorted union, anything else replaced.
+    ``tags`` as a sorted union, anything else replaced; ``configurable`` is
+    always there.
 
     Example:
         >>> merge_configs({"configurable": {"a": 1}, "tags": ["x"]},
         ...               {"configurable": {"b": 2}, "tags": ["w"]})
         {'configurable': {'a': 1, 'b': 2}, 'tags': ['w', 'x']}
+        >>> merge_configs(None)
+        {'configurable': {}}
     """
     merged: dict[str, Any] = {}
     for config in configs:
@@ -121,6 +124,7 @@ def merge_configs(*configs: Mapping[str, Any] | None) -> dict[str, Any]:
                 merged[key] = sorted(set(merged.get(key) or ()) | set(value))
             else:
                 merged[key] = value
+    merged.setdefault("configurable", {})
     return merged
 
 
