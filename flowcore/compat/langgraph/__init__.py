@@ -66,6 +66,7 @@ from flowcore.compat.langgraph._prebuilt import (
     tools_condition,
 )
 from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph
+from flowcore.compat.langgraph._remote import RemoteException, RemoteGraph
 from flowcore.compat.langgraph._runtime import (
     DEFAULT_RUNTIME,
     ExecutionInfo,
@@ -182,6 +183,8 @@ __all__ = [
     "PregelTask",
     "ProtocolEvent",
     "RemainingSteps",
+    "RemoteException",
+    "RemoteGraph",
     "RemoveMessage",
     "RetryPolicy",
     "RunControl",

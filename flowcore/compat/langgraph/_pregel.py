@@ -1629,6 +1629,9 @@ class _ChunkFormatter:
             return [self._wrap(ns, "messages", payload)]
         if kind == "custom" and "custom" in self.modes:
             return [self._wrap(ns, "custom", payload.data)]
+        if kind == "remote_messages" and "messages" in self.modes:
+            # A RemoteGraph node's (message, metadata) pair, as its server streamed it.
+            return [self._wrap(ns, "messages", payload)]
         if kind in ("messages_seen", "messages_from"):
             return self._messages(ns, kind, payload)
         if kind == "step_tasks":
