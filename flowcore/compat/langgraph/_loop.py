@@ -336,17 +336,21 @@ class Run:
             self.dirty = True
             if self.saver is not None:
                 await self._saves().hold()
+        self.step += 1
         if self.saver is not None and "checkpoint" in self.wants:
             self._checkpoint_event()
-        self.step += 1
 
     def _checkpoint_event(self) -> None:
-        """Record the checkpoint just made (runs on a thread only)."""
+        """Record the checkpoint just made (runs on a thread only).
+
+        Called once the step has moved on, so the upcoming tasks it lists are
+        planned (and their ids made) for the step they will run in.
+        """
         # Under "exit" nothing is stored until the run ends, and then with the
         # run's first parent: that is the parent the record names.
         stored_as = self.saved_config if self.durability == "exit" else self.parent_config
         made = CheckpointMade(
-            step=self.step,
+            step=self.step - 1,
             thread_id=str(self.thread_id),
             checkpoint_id=str(self.checkpoint["id"]),
             parent_id=((stored_as or {}).get("configurable") or {}).get("checkpoint_id"),
