@@ -1401,7 +1401,8 @@ class _ChunkFormatter:
         payload = {
             "id": task.id,
             "name": task.name,
-            "error": repr(task.error) if end.outcome == "error" else None,
+            # The exception itself, as LangGraph streams a live task's failure.
+            "error": task.error if end.outcome == "error" else None,
             "result": {c: v for c, v in task.writes if c in keys},
             "interrupts": [
                 {
