@@ -55,6 +55,7 @@ from flowcore.compat.langgraph._records import (
     Sink,
     TaskEnd,
     kinds_for_modes,
+    task_result,
 )
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
@@ -972,7 +973,7 @@ class CompiledStateGraph(BatchCalls):
                 # A root-state graph's task result is the value it wrote, not a dict.
                 result = next((v for c, v in writes if c == ROOT), None)
             elif is_done:
-                result = {c: v for c, v in writes if c in self.stream_keys}
+                result = task_result(writes, self.stream_keys)
             error = entry["error"]
             out_tasks.append(
                 PregelTask(
@@ -1403,7 +1404,7 @@ class _ChunkFormatter:
             "name": task.name,
             # The exception itself, as LangGraph streams a live task's failure.
             "error": task.error if end.outcome == "error" else None,
-            "result": {c: v for c, v in task.writes if c in keys},
+            "result": task_result(task.writes, keys),
             "interrupts": [
                 {
                     "value": i.value,
