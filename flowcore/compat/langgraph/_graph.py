@@ -443,7 +443,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             >>> # app = graph.compile(checkpointer=InMemorySaver())
         """
         from flowcore.compat.langgraph._pregel import CompiledStateGraph
+        from flowcore.compat.langgraph._savers import ensure_saver
 
+        ensure_saver(checkpointer)
         before = list(self.nodes) if interrupt_before == "*" else list(interrupt_before or ())
         after = list(self.nodes) if interrupt_after == "*" else list(interrupt_after or ())
         self._apply_node_defaults()
