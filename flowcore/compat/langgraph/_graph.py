@@ -7,9 +7,10 @@ import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_hints
 
-from typing_extensions import TypeVar
+# typing_extensions' is_typeddict also knows its own TypedDict (typing's does not on 3.11).
+from typing_extensions import TypeVar, is_typeddict
 
 from flowcore.compat.langgraph._runnable_nodes import as_node_action
 from flowcore.compat.langgraph._state import SchemaInfo
