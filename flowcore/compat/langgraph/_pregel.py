@@ -44,6 +44,7 @@ from flowcore.compat.langgraph._loop import (
 from flowcore.compat.langgraph._node import (
     TASKS,
     branch_channel,
+    call_with_config,
     control_writes,
     describe_callable,
     target_writes,
@@ -1147,7 +1148,7 @@ class CompiledStateGraph(BatchCalls):
                 raise InvalidUpdateError(f"Node {as_node} does not exist")
             planned_for = scheduled.get(as_node) or []
             stands_in = planned_for.pop(0) if planned_for and task_id is None else None
-            task = self._update_task(
+            task = await self._update_task(
                 run, values, as_node, stands_in.id if stands_in is not None else task_id
             )
             tasks.append(task)
@@ -1169,7 +1170,7 @@ class CompiledStateGraph(BatchCalls):
         assert run.saved_config is not None
         return run.saved_config
 
-    def _update_task(self, run: Run, values: Any, as_node: str, task_id: str | None) -> Task:
+    async def _update_task(self, run: Run, values: Any, as_node: str, task_id: str | None) -> Task:
         """The task whose writes are ``values`` as node ``as_node`` returned them."""
         if as_node == END:
             writes: list[tuple[str, Any]] = []
@@ -1183,7 +1184,10 @@ class CompiledStateGraph(BatchCalls):
             writes.extend(self.static_writes[as_node])
             for branch in self.branches.get(as_node, ()):
                 fresh = self.local_read(as_node, run.channels, writes)
-                picked = branch.path(fresh)
+                # Called as the run loop calls a router: it may be async or ask for config.
+                picked = await call_with_config(
+                    branch.path, fresh, run.config, {}, self.call_shape(branch.path), inline=True
+                )
                 writes.extend(target_writes(self.branch_targets(branch, picked)))
         return Task(
             task_id or NULL_TASK_ID,
