@@ -923,7 +923,9 @@ class Run:
                 await self._close_saves()
             raise
         try:
-            await run_supersteps(self, limit=self.max_concurrency or None)
+            await run_supersteps(
+                self, limit=self.max_concurrency or None, step_timeout=self.graph.step_timeout
+            )
         except GraphInterrupt:
             if self.status not in ("interrupt_before", "interrupt_after"):
                 self.status = "interrupted"

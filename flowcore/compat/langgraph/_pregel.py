@@ -169,6 +169,8 @@ class CompiledStateGraph(BatchCalls):
 
     # What stream() streams when no stream_mode is given (a low-level Pregel: "values").
     stream_mode = "updates"
+    # Seconds one superstep's tasks may run before the run fails with TimeoutError.
+    step_timeout: float | None = None
 
     def __init__(
         self,
