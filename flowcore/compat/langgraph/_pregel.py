@@ -30,6 +30,7 @@ from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
+from flowcore.compat.langgraph._fork_copy import COPY_NODE, copy_then_update
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
 from flowcore.compat.langgraph._loop import (
     ERROR,
@@ -1123,6 +1124,8 @@ class CompiledStateGraph(BatchCalls):
         else:
             run.checkpoint = empty_checkpoint()
             step = -1
+        if any(u.as_node == COPY_NODE for u in updates):
+            return await copy_then_update(self, run, saved, conf, saver, updates)
         if any(u.as_node == INPUT_NODE for u in updates):
             # As a run's input: the START channel gets it, as invoke() would write it.
             if len(updates) > 1:
