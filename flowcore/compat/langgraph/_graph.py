@@ -63,6 +63,8 @@ class BranchSpec:
     path_map: dict[Hashable, str] | None
     name: str
     ends: tuple[str, ...] | None = field(default=None)
+    input_schema: Any = field(default=None)
+    """The router's own state schema (its first parameter's type), read in place of the node's."""
 
 
 def _literal_targets(func: Callable[..., Any]) -> tuple[str, ...] | None:
@@ -337,7 +339,11 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if name in branches:
             raise ValueError(f"Branch with name `{name}` already exists for node `{source}`")
         ends = tuple(mapping.values()) if mapping is not None else _literal_targets(path)
-        branches[name] = BranchSpec(source, path, mapping, name, ends)
+        schema = _first_param_schema(path, None)
+        if schema is not None:
+            # Its keys become channels, as a node's input schema's do.
+            self._add_schema(schema)
+        branches[name] = BranchSpec(source, path, mapping, name, ends, schema)
         return self
 
     def add_sequence(self, nodes: Sequence[Any]) -> Self:

@@ -830,8 +830,8 @@ class Run:
                 writes.extend(control_writes(result))
         writes.extend(graph.static_writes[task.name])
         for branch in graph.branches.get(task.name, ()):
-            fresh = graph.local_read(task.name, self.channels, writes)
-            if isinstance(fresh, dict) and isinstance(result, dict):
+            fresh = graph.local_read(task.name, self.channels, writes, branch.input_schema)
+            if branch.input_schema is None and isinstance(fresh, dict) and isinstance(result, dict):
                 # LangGraph hands the router the node's own return value too,
                 # under what the state says.
                 fresh = {**result, **fresh}

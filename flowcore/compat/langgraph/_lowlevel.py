@@ -300,7 +300,11 @@ class Pregel(CompiledStateGraph):
         }
 
     def local_read(
-        self, node: str, channels: Mapping[str, Channel], writes: Sequence[tuple[str, Any]]
+        self,
+        node: str,
+        channels: Mapping[str, Channel],
+        writes: Sequence[tuple[str, Any]],
+        schema: Any = None,
     ) -> Any:
         return self.read_input(node, channels)
 

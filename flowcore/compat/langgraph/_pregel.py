@@ -455,10 +455,20 @@ class CompiledStateGraph(BatchCalls):
         }
 
     def local_read(
-        self, node: str, channels: Mapping[str, Channel], writes: Sequence[tuple[str, Any]]
+        self,
+        node: str,
+        channels: Mapping[str, Channel],
+        writes: Sequence[tuple[str, Any]],
+        schema: Any = None,
     ) -> Any:
-        """The state a router sees: this superstep's start plus the node's own writes."""
-        info = self._schema_of(node) if node != START else self.state_info
+        """The state a router sees: this superstep's start plus the node's own writes.
+
+        Read as ``schema`` (the router's own) when given, else as the node's input.
+        """
+        if schema is not None:
+            info = self.infos.get(schema) or SchemaInfo(schema)
+        else:
+            info = self._schema_of(node) if node != START else self.state_info
         grouped: dict[str, list[Any]] = {}
         for chan, value in writes:
             found = grouped.get(chan)
@@ -1188,7 +1198,7 @@ class CompiledStateGraph(BatchCalls):
             writes.extend(control_writes(values))
             writes.extend(self.static_writes[as_node])
             for branch in self.branches.get(as_node, ()):
-                fresh = self.local_read(as_node, run.channels, writes)
+                fresh = self.local_read(as_node, run.channels, writes, branch.input_schema)
                 # Called as the run loop calls a router: it may be async or ask for config.
                 picked = await call_with_config(
                     branch.path, fresh, run.config, {}, self.call_shape(branch.path), inline=True
