@@ -47,3 +47,13 @@ def test_anything_else_is_refused() -> None:
 
     with pytest.raises(TypeError, match="Invalid checkpointer provided"):
         _builder().compile(checkpointer=NotASaver())
+
+
+def test_a_callable_object_added_without_a_name_is_named_after_its_class() -> None:
+    class Shout:
+        def __call__(self, state: State) -> dict[str, Any]:
+            return {"foo": state["foo"].upper()}
+
+    builder = StateGraph(State).add_node(Shout()).add_edge(START, "Shout")
+    assert "Shout" in builder.nodes
+    assert builder.compile().invoke({"foo": "hi"}) == {"foo": "HI"}

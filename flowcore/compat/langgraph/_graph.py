@@ -82,6 +82,9 @@ def _literal_targets(func: Callable[..., Any]) -> tuple[str, ...] | None:
 
 def _node_name(action: Any) -> str:
     name = getattr(action, "name", None) or getattr(action, "__name__", None)
+    if name is None and callable(action) and not isinstance(action, type):
+        # A callable object is named after its class, as LangGraph names it.
+        name = type(action).__name__
     if not isinstance(name, str) or not name or name == "<lambda>":
         raise ValueError(
             "add_node(callable) needs a named function; pass the name: add_node('name', fn)"
