@@ -32,6 +32,7 @@ from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
 from flowcore.compat.langgraph._fork_copy import COPY_NODE, copy_then_update
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
+from flowcore.compat.langgraph._json_schemas import JsonSchemaCalls
 from flowcore.compat.langgraph._loop import (
     ERROR,
     INTERRUPT,
@@ -160,7 +161,7 @@ def _role(channel: Channel) -> tuple[bool, bool]:
     return (one_step, finishable)
 
 
-class CompiledStateGraph(BatchCalls):
+class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
     """A compiled ``StateGraph``: LangGraph's run API on flowcore's compat runtime.
 
     Example:
