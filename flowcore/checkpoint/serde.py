@@ -518,6 +518,10 @@ def _encode(value: Any, path: str, depth: int) -> Any:
             "cls": _class_ref(kind, value, path),
             "v": _encode(value.value, f"{path}.value", depth),
         }
+    if isinstance(value, str):
+        # Any other str subclass (LangChain's ``message.text`` accessor) is its
+        # text: stored and read back as a plain ``str``.
+        return str(value)
     if isinstance(value, BaseModel):
         return {
             _TAG: "model",

@@ -129,6 +129,17 @@ def test_subclasses_of_plain_types_are_not_taken_for_plain_json() -> None:
         SERDE.dumps({"counts": Tally(a=1)})
 
 
+class Text(str):
+    """A str subclass that is no enum, like LangChain's ``message.text`` accessor."""
+
+
+def test_a_plain_str_subclass_is_stored_as_its_text() -> None:
+    restored = SERDE.loads(SERDE.dumps({"reply": Text("Done"), "more": [Text("x")]}))
+
+    assert restored == {"reply": "Done", "more": ["x"]}
+    assert type(restored["reply"]) is str
+
+
 def test_equal_sets_give_equal_bytes_whatever_their_insertion_order() -> None:
     assert SERDE.dumps({"s": {"b", "a", "c"}}) == SERDE.dumps({"s": {"c", "a", "b"}})
 

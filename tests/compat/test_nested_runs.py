@@ -190,3 +190,47 @@ def test_replaying_the_parent_loads_the_stateful_subgraph_as_it_was_then() -> No
     app.invoke(None, first_entry.config)
     # Before the first entry the subgraph had no state: the replay starts it afresh.
     assert calls == ["child saw 0", "child saw 1"]
+
+
+class Log(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+class Result(TypedDict):
+    seen: Annotated[list[str], operator.add]
+
+
+def _keeper(tag: str) -> Any:
+    return (
+        StateGraph(Log)
+        .add_node("keep", lambda state: {"log": [f"{tag}{len(state['log'])}"]})
+        .add_edge(START, "keep")
+        .compile(checkpointer=True)
+    )
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_each_stateful_graph_a_node_invokes_keeps_a_history_of_its_own(kind: str) -> None:
+    first, second = _keeper("f"), _keeper("s")
+
+    def sync_node(state: Result) -> Result:
+        a = first.invoke({"log": []})
+        b = second.invoke({"log": []})
+        return {"seen": [",".join(a["log"]), ",".join(b["log"])]}
+
+    async def async_node(state: Result) -> Result:
+        a = await first.ainvoke({"log": []})
+        b = await second.ainvoke({"log": []})
+        return {"seen": [",".join(a["log"]), ",".join(b["log"])]}
+
+    parent = (
+        StateGraph(Result)
+        .add_node("both", sync_node if kind == "sync" else async_node)
+        .add_edge(START, "both")
+        .compile(checkpointer=InMemorySaver())
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    parent.invoke({"seen": []}, config)
+
+    # The second run goes on from each graph's own last entry, never the other's.
+    assert parent.invoke({"seen": []}, config)["seen"] == ["f0", "s0", "f0,f1", "s0,s1"]

@@ -204,6 +204,14 @@ class EntrypointGraph(CompiledStateGraph):
         42
     """
 
+    #: What its runs are called in LangChain callbacks (``astream_events``, tracers):
+    #: LangGraph names every entrypoint's graph run "LangGraph", its node after the function.
+    trace_name = "LangGraph"
+
+    def trace_output(self, result: Any) -> Any:
+        """What the node's trace run shows as its output: the function's return value."""
+        return result.get(END) if isinstance(result, dict) else result
+
     def __init__(
         self,
         func: Callable[..., Any],

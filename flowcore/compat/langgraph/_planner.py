@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flowcore.compat.langgraph._channels import MISSING, Channel
+from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
 from flowcore.compat.langgraph._errors import InvalidUpdateError
 from flowcore.compat.langgraph._node import TASKS
 from flowcore.compat.langgraph._types import START, Interrupt
@@ -58,7 +59,7 @@ NO_WRITES = "__no_writes__"
 PULL = "__pregel_pull"
 PUSH = "__pregel_push"
 # Writes a task records for the loop (pauses, answers, failures), never folded into channels.
-_SPECIAL = frozenset({INTERRUPT, RESUME, ERROR, NO_WRITES})
+_SPECIAL = frozenset({INTERRUPT, RESUME, ERROR, NO_WRITES, ERROR_SOURCE})
 _NO_VERSIONS: Mapping[str, Any] = {}
 _SORT_KEY = operator.attrgetter("sort_key")
 
@@ -161,6 +162,7 @@ class Task:
         "attempts",
         "done",
         "error",
+        "handled",
         "input",
         "interrupts",
         "name",
@@ -201,6 +203,8 @@ class Task:
         self.attempts = 1
         # A Send's own time limits, which replace the node's for this one task.
         self.timeout: Any = None
+        # The node's failure once its error handler took over (see _error_handlers).
+        self.handled: Any = None
 
     @property
     def id(self) -> str:

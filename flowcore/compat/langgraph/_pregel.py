@@ -26,12 +26,19 @@ from flowcore.compat.langgraph._channels import (
     clear,
 )
 from flowcore.compat.langgraph._context import TaskScope, running_scope
+from flowcore.compat.langgraph._copy_fork import COPY, copy_checkpoint_update
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
+from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
-from flowcore.compat.langgraph._fork_copy import COPY_NODE, copy_then_update
+from flowcore.compat.langgraph._events_v2 import (
+    astream_events_v1,
+    astream_events_v2,
+    merge_bound_config,
+)
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
+from flowcore.compat.langgraph._input_channel import InputValue
 from flowcore.compat.langgraph._json_schemas import JsonSchemaCalls
 from flowcore.compat.langgraph._loop import (
     ERROR,
@@ -43,10 +50,12 @@ from flowcore.compat.langgraph._loop import (
     Task,
     empty_checkpoint,
 )
+from flowcore.compat.langgraph._messages_stream import messages_stream_handler
 from flowcore.compat.langgraph._node import (
     TASKS,
     branch_channel,
     call_with_config,
+    called_from_sync,
     control_writes,
     describe_callable,
     target_writes,
@@ -58,10 +67,27 @@ from flowcore.compat.langgraph._records import (
     Sink,
     TaskEnd,
     kinds_for_modes,
-    task_result,
 )
+from flowcore.compat.langgraph._runnable import as_runnable
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._stream_v3 import (
+    ainvoke_v2,
+    astream_events_v3,
+    part_of_chunk,
+    stream_events_v3,
+)
+from flowcore.compat.langgraph._subgraph_detect import find_subgraph, iter_subgraphs
+from flowcore.compat.langgraph._subgraph_travel import (
+    CHECKPOINT_MAP,
+    address_root,
+    child_map,
+    stable_ns,
+    subgraph_at,
+    with_checkpoint_map,
+)
+from flowcore.compat.langgraph._task_result import task_result
+from flowcore.compat.langgraph._tool_stream import tools_stream_handler, with_handler
 from flowcore.compat.langgraph._types import (
     END,
     OVERWRITE,
@@ -76,6 +102,7 @@ from flowcore.compat.langgraph._types import (
     StateUpdate,
     TimeoutPolicy,
 )
+from flowcore.compat.langgraph._update_steps import close_superstep, moved_past
 from flowcore.secrets import Redactor
 
 __all__ = ["DEFAULT_RECURSION_LIMIT", "CompiledStateGraph"]
@@ -102,6 +129,14 @@ class _Topic(Channel):
 
     def restore(self, stored: Any) -> None:
         self.value = [_send_from(s) for s in stored] if stored else MISSING
+
+
+def _interrupt_plain(interrupt: Interrupt) -> dict[str, Any]:
+    """An interrupt as a saver stores it (its schema only when it has one)."""
+    plain = {"value": interrupt.value, "id": interrupt.id}
+    if interrupt.response_schema is not None:
+        plain["response_schema"] = interrupt.response_schema
+    return plain
 
 
 def _send_plain(send: Send) -> dict[str, Any]:
@@ -173,6 +208,8 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
     stream_mode = "updates"
     # Seconds one superstep's tasks may run before the run fails with TimeoutError.
     step_timeout: float | None = None
+    # compile(transformers=...): the v3 stream transformers every stream_events run adds.
+    stream_transformers: tuple[Any, ...] = ()
 
     def __init__(
         self,
@@ -190,6 +227,8 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         self.checkpointer = checkpointer if checkpointer not in (False, True) else None
         # checkpointer=True: as a subgraph, one history per parent thread (see _history_ns).
         self.own_history = checkpointer is True
+        # checkpointer=False: never a subgraph with checkpoints (see _subgraph_detect).
+        self.opted_out = checkpointer is False
         self.store = store
         self.cache = NodeCache(cache) if cache is not None else None
         self.interrupt_before_nodes = interrupt_before
@@ -222,7 +261,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         self.input_key_set = frozenset(self.input_keys)
         makers = self._channel_makers
         roles = self._roles
-        makers[START] = functools.partial(EphemeralValue, START)
+        makers[START] = functools.partial(InputValue, START)
         roles[START] = _ONE_STEP
         makers[TASKS] = functools.partial(_Topic, TASKS)
         roles[TASKS] = _ONE_STEP
@@ -354,7 +393,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
     def encode_write(self, channel: str, value: Any) -> Any:
         """A pending write as a saver stores it (interrupts and sends as plain data)."""
         if channel == INTERRUPT:
-            return [{"value": i.value, "id": i.id} for i in value]
+            return [_interrupt_plain(i) for i in value]
         if channel == TASKS and isinstance(value, Send):
             return {"__send__": _send_plain(value)}
         if isinstance(value, Overwrite):
@@ -366,7 +405,9 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         """The inverse of :meth:`encode_write`."""
         if channel == INTERRUPT and isinstance(value, list):
             return [
-                Interrupt(v["value"], v["id"]) if isinstance(v, dict) and "id" in v else v
+                Interrupt(v["value"], v["id"], response_schema=v.get("response_schema"))
+                if isinstance(v, dict) and "id" in v
+                else v
                 for v in value
             ]
         if channel == TASKS and isinstance(value, dict) and "__send__" in value:
@@ -588,6 +629,9 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         control: RunControl | None = None,
     ) -> Run:
         config = dict(config or {})
+        if (config.get("configurable") or {}).get("checkpoint_ns"):
+            # A subgraph's config: the root replays from where the map says it stood.
+            config["configurable"] = address_root(config["configurable"])
         before = self.interrupt_before_nodes if interrupt_before is None else interrupt_before
         after = self.interrupt_after_nodes if interrupt_after is None else interrupt_after
         if before == "*":
@@ -621,9 +665,12 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         output_keys: Sequence[str] | None = None,
         context: Any = None,
         control: RunControl | None = None,
+        version: str = "v1",
         **_: Any,
     ) -> AsyncIterator[Any]:
         """Run and yield stream chunks as they happen (``stream_mode`` as in LangGraph).
+
+        ``version="v2"`` yields typed-dict stream parts (``type``, ``ns``, ``data``).
 
         Example:
             >>> # async for chunk in app.astream({"n": 1}, stream_mode="updates"): ...
@@ -636,11 +683,20 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         single = isinstance(stream_mode, str) or stream_mode is None
         out: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
-        formatter = _ChunkFormatter(modes, single=single, subgraphs=subgraphs)
+        formatter = _ChunkFormatter(modes, single=single and version != "v2", subgraphs=subgraphs)
 
         def sink(ns: tuple[str, ...], kind: str, payload: Any) -> None:
             for item in formatter.format(ns, kind, payload):
                 out.put_nowait(item)
+
+        if "tools" in modes:
+            config = with_handler(
+                config, tools_stream_handler(_on_loop(sink, "tools"), subgraphs=subgraphs)
+            )
+        if "messages" in modes:
+            chunks = _on_loop(sink, "messages_chunk")
+            handler = messages_stream_handler(chunks, formatter.seen_messages, subgraphs=subgraphs)
+            config = with_handler(config, handler)
 
         run = self._run(
             input,
@@ -671,13 +727,41 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
                 item = await out.get()
                 if item is done:
                     break
-                yield item
+                yield item if version != "v2" else part_of_chunk(item, subgraphs, self)
             await worker
         finally:
             if not worker.done():
                 worker.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await worker
+
+    def astream_events(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        version: str = "v2",
+        **kwargs: Any,
+    ) -> Any:
+        """LangChain's run events of a run (``version`` "v2" or "v1"; see ``_events_v2``);
+        ``version="v3"``: an awaitable of an ``AsyncGraphRunStream`` (see ``_stream_v3``).
+
+        Example:
+            >>> # async for event in app.astream_events({"n": 1}, version="v2"): ...
+        """
+        if version == "v3":
+            return astream_events_v3(self, input, config, **kwargs)
+        if version == "v1":
+            return astream_events_v1(self, input, config, **kwargs)
+        return astream_events_v2(self, input, config, **kwargs)
+
+    def __or__(self, other: Any) -> Any:
+        """``graph | other``: a LangChain chain whose first step is this graph."""
+        return as_runnable(self) | other
+
+    def __ror__(self, other: Any) -> Any:
+        """``other | graph``: a LangChain chain whose last step is this graph."""
+        return other | as_runnable(self)
 
     def run_stream(
         self,
@@ -737,6 +821,18 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
             },
         )
 
+    def stream_events(
+        self, input: Any, config: Mapping[str, Any] | None = None, *, version: str = "v2", **kw: Any
+    ) -> Any:
+        """``version="v3"``: a :class:`~flowcore.compat.langgraph._stream_v3_run.GraphRunStream`.
+
+        Example:
+            >>> # run = app.stream_events({"n": 1}, version="v3"); run.output
+        """
+        if version != "v3":
+            raise NotImplementedError(f"stream_events(version={version!r}) is not available")
+        return stream_events_v3(self, input, config, **kw)
+
     def stream(
         self,
         input: Any,
@@ -769,9 +865,11 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         Example:
             >>> # result = await app.ainvoke({"messages": [("user", "hi")]})
         """
+        if kwargs.pop("version", "v1") == "v2":
+            return await ainvoke_v2(self, input, config, stream_mode, kwargs)
         calling = self._calling_task(config, stream_mode, kwargs)
         if calling is not None:
-            return await self._arun_subgraph(input, *calling)
+            return await self._arun_subgraph(input, *calling, control=kwargs.get("control"))
         if stream_mode != "values":
             return [c async for c in self.astream(input, config, stream_mode=stream_mode, **kwargs)]
         latest: Any = None
@@ -822,7 +920,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
             if parent.loop is not None and threading.get_ident() != parent.loop_thread:
                 # A sync node runs in a worker thread while its run's loop waits for it:
                 # the child run goes on that loop, beside its parent's saver and batches.
-                child = self._arun_subgraph(input, scope, parent)
+                child = self._arun_subgraph(input, scope, parent, control=kwargs.get("control"))
                 return asyncio.run_coroutine_threadsafe(child, parent.loop).result()
         return _sync_call(lambda: self.ainvoke(input, config, **kwargs))
 
@@ -857,13 +955,28 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
             return ns
         return "|".join(part.split(":")[0] for part in ns.split("|"))
 
-    async def _arun_subgraph(self, value: Any, scope: TaskScope, parent: Run) -> Any:
-        ns = self._history_ns(f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|"))
+    async def _arun_subgraph(
+        self, value: Any, scope: TaskScope, parent: Run, *, control: RunControl | None = None
+    ) -> Any:
+        """Run this graph as a child of ``parent``'s task ``scope`` (``control``: the call's)."""
+        ns = f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|")
+        if scope.graphs_run:
+            # A task's later graphs each keep a history of their own.
+            ns = f"{ns}|{scope.graphs_run}"
+        scope.graphs_run += 1
+        ns = self._history_ns(ns)
         config = {
             **parent.config,
             "configurable": {**parent.configurable, "checkpoint_ns": ns},
         }
         config["configurable"].pop("checkpoint_id", None)
+        config["configurable"][CHECKPOINT_MAP] = found = child_map(
+            parent.configurable, parent.ns, parent.checkpoint.get("id")
+        )
+        if ns in found and ns not in parent.entered:
+            # Addressed by a subgraph snapshot's config: replay from that very checkpoint.
+            config["configurable"]["checkpoint_id"] = found[ns]
+            parent.entered.add(ns)
         run = Run(
             self,
             value,
@@ -880,19 +993,47 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
             run.thread_id = parent.thread_id
         run.force_resume = parent.resuming or bool(scope.resume)
         run.resume_by_id = parent.resume_by_id
-        run.context, run.control = parent.context, parent.control
+        run.context, run.control = parent.context, control or parent.control
         run.replay_of, run.entered = parent.replay_of, parent.entered
-        if self.own_history and parent.replay_of is not None and ns not in parent.entered:
+        addressed = "checkpoint_id" in config["configurable"]
+        if (
+            self.own_history
+            and parent.replay_of is not None
+            and ns not in parent.entered
+            and not addressed
+        ):
             # Its one history runs on past the replayed checkpoint: the replay's first
             # entry goes on from where it stood then (or from nothing, if it had not run).
             parent.entered.add(ns)
             run.as_of = parent.replay_of
+            # It takes its input anew (its state then is the base), not a resume.
+            run.force_resume = False
         run.wants = parent.wants
         await run.execute()
         return run.graph.read_output(run.channels)
 
     # ------------------------------------------------------------ inspection
+    def get_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> Iterator[tuple[str, Any]]:
+        """``(namespace, subgraph)`` for each node that runs a graph (see ``_subgraph_detect``).
+
+        Example:
+            >>> # dict(app.get_subgraphs(recurse=True))
+        """
+        return iter_subgraphs(self, namespace, recurse)
+
+    async def aget_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """The async form of :meth:`get_subgraphs`."""
+        for item in iter_subgraphs(self, namespace, recurse):
+            yield item
+
     def _saver(self) -> Any:
+        if self.checkpointer is None and self.own_history:
+            # checkpointer=True borrows its parent's saver: read on its own, it has none.
+            raise RuntimeError("checkpointer=True cannot be used for root graphs.")
         if self.checkpointer is None:
             raise ValueError("No checkpointer set")
         return self.checkpointer
@@ -905,7 +1046,14 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         Example:
             >>> # snapshot = await app.aget_state({"configurable": {"thread_id": "t1"}})
         """
-        return await self._state_with(self._saver(), config, subgraphs=subgraphs)
+        saver = self._saver()
+        sub = subgraph_at(self, (config.get("configurable") or {}).get("checkpoint_ns") or "")
+        if sub is not None:
+            snapshot: StateSnapshot = await sub._state_with(
+                sub.checkpointer or saver, config, subgraphs=subgraphs
+            )
+            return snapshot
+        return await self._state_with(saver, config, subgraphs=subgraphs)
 
     async def _state_with(
         self, saver: Any, config: Mapping[str, Any], *, subgraphs: bool
@@ -916,20 +1064,30 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         snapshot = self._snapshot(config, saved, live="checkpoint_id" not in conf)
         if saved is None:
             return snapshot
+        return await self._with_task_states(snapshot, saver, conf, subgraphs=subgraphs)
+
+    async def _with_task_states(
+        self, snapshot: StateSnapshot, saver: Any, conf: Mapping[str, Any], *, subgraphs: bool
+    ) -> StateSnapshot:
+        """``snapshot`` with each subgraph task's state: the config of the subgraph's
+        history (``subgraphs``: the subgraph's own snapshot there)."""
         tasks = []
         for task in snapshot.tasks:
             spec = self.nodes.get(task.name)
-            if spec is None or not hasattr(spec.action, "_state_with"):
+            # A subgraph node, or a node whose code runs a graph (a child run of it); a
+            # checkpointer=False subgraph keeps no history.
+            child = None if spec is None else find_subgraph(spec.action)
+            if child is None or getattr(child, "opted_out", False):
                 tasks.append(task)
                 continue
-            ns = f"{conf['checkpoint_ns']}|{task.name}:{task.id}".lstrip("|")
+            ns = f"{conf.get('checkpoint_ns') or ''}|{task.name}:{task.id}".lstrip("|")
             child_config = {
                 "configurable": {"thread_id": conf.get("thread_id"), "checkpoint_ns": ns}
             }
             state: Any = child_config
             if subgraphs:
-                child_saver = spec.action.checkpointer or saver
-                state = await spec.action._state_with(child_saver, child_config, subgraphs=True)
+                child_saver = child.checkpointer or saver
+                state = await child._state_with(child_saver, child_config, subgraphs=True)
             tasks.append(task._replace(state=state))
         return snapshot._replace(tasks=tuple(tasks))
 
@@ -948,6 +1106,8 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
             durability="sync",
             interrupt_before=(),
             interrupt_after=(),
+            # Task ids depend on the namespace: the snapshot's are the run's.
+            checkpoint_ns=saved.config["configurable"].get("checkpoint_ns") or "",
         )
         run.wants = set()
         run.channels = self.new_channels()
@@ -972,7 +1132,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
                 entry["error"] = value
             elif chan == INTERRUPT:
                 entry["interrupts"] = [i for i in value if isinstance(i, Interrupt)]
-            elif chan != RESUME:
+            elif chan not in (RESUME, ERROR_SOURCE):
                 entry["writes"].append((chan, value))
         finished = []
         out_tasks: list[PregelTask] = []
@@ -1008,10 +1168,10 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         return StateSnapshot(
             values,
             next_names,
-            saved.config,
+            with_checkpoint_map(saved.config, saved.metadata),
             saved.metadata,
             saved.checkpoint.get("ts"),
-            saved.parent_config,
+            with_checkpoint_map(saved.parent_config, saved.metadata),
             tuple(out_tasks),
             tuple(i for t in out_tasks for i in t.interrupts),
         )
@@ -1032,10 +1192,32 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         saver = self._saver()
         conf = {**dict(config.get("configurable") or {})}
         conf.setdefault("checkpoint_ns", "")
+        sub = subgraph_at(self, conf["checkpoint_ns"])
+        if sub is not None:
+            # A subgraph's config: the subgraph's history, read on this graph's saver.
+            async for snapshot in sub._history_with(
+                sub.checkpointer or saver, config, conf, filter, before, limit
+            ):
+                yield snapshot
+            return
+        async for snapshot in self._history_with(saver, config, conf, filter, before, limit):
+            yield snapshot
+
+    async def _history_with(
+        self,
+        saver: Any,
+        config: Mapping[str, Any],
+        conf: dict[str, Any],
+        filter: dict[str, Any] | None,
+        before: Mapping[str, Any] | None,
+        limit: int | None,
+    ) -> AsyncIterator[StateSnapshot]:
+        conf = {**conf, "checkpoint_ns": self._history_ns(conf.get("checkpoint_ns") or "")}
         async for saved in saver.alist(
             {"configurable": conf}, filter=filter, before=before, limit=limit
         ):
-            yield self._snapshot(config, saved, live=False)
+            snapshot = self._snapshot(config, saved, live=False)
+            yield await self._with_task_states(snapshot, saver, conf, subgraphs=False)
 
     def get_state_history(
         self, config: Mapping[str, Any], **kwargs: Any
@@ -1079,16 +1261,39 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
             >>> # app.bulk_update_state(config, [[StateUpdate({"n": 1}, "a"),
             >>> #                                 StateUpdate({"n": 2}, "b")]])
         """
+        return await self._bulk_update_with(None, config, supersteps)
+
+    async def _bulk_update_with(
+        self,
+        saver: Any,
+        config: Mapping[str, Any],
+        supersteps: Sequence[Sequence[StateUpdate]],
+        *,
+        route: bool = True,
+    ) -> dict[str, Any]:
+        """:meth:`abulk_update_state` on ``saver`` (``None``: this graph's own)."""
         if not supersteps:
             raise ValueError("No supersteps provided")
         if any(not updates for updates in supersteps):
             raise ValueError("No updates provided")
-        made: dict[str, Any] = {}
+        saver = saver or self._saver()
+        ns = (config.get("configurable") or {}).get("checkpoint_ns") or ""
+        sub = subgraph_at(self, ns) if route else None
+        if route and ns and sub is None:
+            # This graph's nodes and channels would write the wrong state there.
+            raise ValueError(f"Subgraph {stable_ns(ns)} not found")
+        if sub is not None:
+            # A subgraph's config: the update is the subgraph's, on this graph's saver.
+            made: dict[str, Any] = await sub._bulk_update_with(
+                sub.checkpointer or saver, config, supersteps, route=False
+            )
+            return made
+        made = {}
         for updates in supersteps:
             # Each superstep starts from the checkpoint the one before made.
             conf = {**dict(config.get("configurable") or {}), **made.get("configurable", {})}
             made = await self._update_superstep(
-                {**dict(config), "configurable": conf}, [StateUpdate(*u) for u in updates]
+                {**dict(config), "configurable": conf}, [StateUpdate(*u) for u in updates], saver
             )
         return made
 
@@ -1103,11 +1308,11 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         return _sync_call(lambda: self.abulk_update_state(config, supersteps))
 
     async def _update_superstep(
-        self, config: Mapping[str, Any], updates: list[StateUpdate]
+        self, config: Mapping[str, Any], updates: list[StateUpdate], saver: Any
     ) -> dict[str, Any]:
-        saver = self._saver()
         conf = dict(config.get("configurable") or {})
-        conf.setdefault("checkpoint_ns", "")
+        # A checkpointer=True subgraph's one history, whichever task's config names it.
+        conf["checkpoint_ns"] = self._history_ns(conf.get("checkpoint_ns") or "")
         saved = await saver.aget_tuple({"configurable": conf})
         run = Run(
             self,
@@ -1117,6 +1322,8 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
             durability="sync",
             interrupt_before=(),
             interrupt_after=(),
+            # Task ids depend on the namespace: the updates stand in for the real tasks.
+            checkpoint_ns=conf["checkpoint_ns"],
         )
         run.wants = set()
         run.channels = self.new_channels()
@@ -1135,8 +1342,8 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         else:
             run.checkpoint = empty_checkpoint()
             step = -1
-        if any(u.as_node == COPY_NODE for u in updates):
-            return await copy_then_update(self, run, saved, conf, saver, updates)
+        if any(u.as_node == COPY for u in updates):
+            return await copy_checkpoint_update(self, run, saved, config, saver, updates)
         if any(u.as_node == INPUT_NODE for u in updates):
             # As a run's input: the START channel gets it, as invoke() would write it.
             if len(updates) > 1:
@@ -1147,6 +1354,12 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
             return await self._save_update(
                 run, conf, saver, "input", step + 1 if saved is not None else -1
             )
+        if updates[0].values is None and updates[0].as_node == END:
+            if len(updates) > 1:
+                raise InvalidUpdateError("Cannot apply multiple updates when clearing state")
+            if saved is not None:
+                close_superstep(run, saved, step)
+            return await self._save_update(run, conf, saver, "update", step + 1)
         if len(updates) == 1 and updates[0].as_node is None:
             updates = [updates[0]._replace(as_node=self._guess_writer(run.checkpoint))]
         # An update stands in for a task the checkpoint had scheduled for its node: its
@@ -1156,8 +1369,13 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
             run.step = step + 1  # task ids depend on the step they run in
             for planned in run.prepare(for_execution=False):
                 scheduled.setdefault(planned.name, []).append(planned)
+        # The writes stand as the tasks' results on the checkpoint they build on, unless
+        # the thread has moved past it: its other children would read them too.
+        keeps_writes = saved is not None and not (
+            conf.get("checkpoint_id") and await moved_past(saver, conf, saved.checkpoint["id"])
+        )
         tasks: list[Task] = []
-        for values, as_node, task_id in updates:
+        for index, (values, as_node, task_id) in enumerate(updates):
             if as_node is None:
                 raise InvalidUpdateError("as_node is required when applying multiple updates")
             if as_node not in self.nodes and as_node not in (START, END):
@@ -1165,10 +1383,10 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
             planned_for = scheduled.get(as_node) or []
             stands_in = planned_for.pop(0) if planned_for and task_id is None else None
             task = await self._update_task(
-                run, values, as_node, stands_in.id if stands_in is not None else task_id
+                run, values, as_node, stands_in.id if stands_in is not None else task_id, index
             )
             tasks.append(task)
-            if saved is not None and task.id != NULL_TASK_ID:
+            if keeps_writes and task.id != NULL_TASK_ID:
                 encoded = [(c, self.encode_write(c, v)) for c, v in task.writes]
                 path = stands_in.sort_key if stands_in is not None else ""
                 await saver.aput_writes(saved.config, encoded, task.id, path)
@@ -1184,10 +1402,17 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         run.ns = conf.get("checkpoint_ns", "")
         await run._put_checkpoint(source)
         assert run.saved_config is not None
-        return run.saved_config
+        made: dict[str, Any] = with_checkpoint_map(run.saved_config, run.metadata)
+        return made
 
-    async def _update_task(self, run: Run, values: Any, as_node: str, task_id: str | None) -> Task:
-        """The task whose writes are ``values`` as node ``as_node`` returned them."""
+    async def _update_task(
+        self, run: Run, values: Any, as_node: str, task_id: str | None, index: int = 0
+    ) -> Task:
+        """The task whose writes are ``values`` as node ``as_node`` returned them.
+
+        ``index`` is the update's place among those applied together: their writes
+        are folded in that order, whatever nodes they stand for.
+        """
         if as_node == END:
             writes: list[tuple[str, Any]] = []
         else:
@@ -1208,7 +1433,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         return Task(
             task_id or NULL_TASK_ID,
             as_node,
-            ("__pregel_update", as_node),
+            ("__pregel_update", index),
             None,
             (INTERRUPT,),
             writes,
@@ -1225,11 +1450,16 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         return _sync_call(lambda: self.aupdate_state(config, values, as_node, task_id))
 
     def _guess_writer(self, checkpoint: Mapping[str, Any]) -> str:
-        if len(self.nodes) == 1:
-            return next(iter(self.nodes))
         seen = checkpoint.get("versions_seen") or {}
+        if len(self.nodes) == 1 and START not in seen:
+            return next(iter(self.nodes))
         last = sorted(
-            (_sortable(v), n) for n, s in seen.items() if n in self.nodes for v in s.values()
+            (_sortable(v), n)
+            for n, s in seen.items()
+            # START counts: after a run's input, it is the last writer (its edges then
+            # lead to the nodes the input scheduled).
+            if n in self.nodes or n == START
+            for v in s.values()
         )
         if not last:
             return START
@@ -1305,6 +1535,14 @@ class _Configured:
     def astream(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         return self.graph.astream(input, self._merge(config), **kw)
 
+    def astream_events(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        merged = merge_bound_config(self.config, config)
+        merged["configurable"] = self._merge(config)["configurable"]
+        return self.graph.astream_events(input, merged, **kw)
+
+    def stream_events(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        return self.graph.stream_events(input, self._merge(config), **kw)
+
 
 def _plain(arg: Any) -> Any:
     """A Send's argument as savers store it: a Command (or Send) in it as plain data."""
@@ -1343,6 +1581,20 @@ def _unplain(arg: Any) -> Any:
                 graph=fields["graph"], update=fields["update"], resume=fields["resume"], goto=goto
             )
     return arg
+
+
+def _on_loop(sink: Sink, kind: str) -> Callable[[tuple[str, ...], Any], None]:
+    """``kind`` records into ``sink``, handed over to the running loop from worker threads."""
+    loop = asyncio.get_running_loop()
+    home = threading.get_ident()
+
+    def emit(ns: tuple[str, ...], payload: Any) -> None:
+        if threading.get_ident() == home:
+            sink(ns, kind, payload)
+        else:
+            loop.call_soon_threadsafe(sink, ns, kind, payload)
+
+    return emit
 
 
 def _nobody(ns: tuple[str, ...], kind: str, payload: Any) -> None:
@@ -1388,8 +1640,15 @@ class _ChunkFormatter:
             return []
         if kind in ("values", "updates") and kind in self.modes:
             return [self._wrap(ns, kind, payload)]
+        if kind == "tools" and "tools" in self.modes:
+            return [self._wrap(ns, "tools", payload)]
+        if kind == "messages_chunk" and "messages" in self.modes:
+            return [self._wrap(ns, "messages", payload)]
         if kind == "custom" and "custom" in self.modes:
             return [self._wrap(ns, "custom", payload.data)]
+        if kind == "remote_messages" and "messages" in self.modes:
+            # A RemoteGraph node's (message, metadata) pair, as its server streamed it.
+            return [self._wrap(ns, "messages", payload)]
         if kind in ("messages_seen", "messages_from"):
             return self._messages(ns, kind, payload)
         if kind == "step_tasks":
@@ -1422,7 +1681,7 @@ class _ChunkFormatter:
         payload = {
             "id": task.id,
             "name": task.name,
-            # The exception itself, as LangGraph streams a live task's failure.
+            # The exception itself, as LangGraph streams it (str() gives its message).
             "error": task.error if end.outcome == "error" else None,
             "result": task_result(task.writes, keys),
             "interrupts": [
@@ -1499,12 +1758,12 @@ T = TypeVar("T")
 def _sync_call(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine to completion from sync code (in a helper thread inside a running loop)."""
     if not _in_running_loop():
-        return asyncio.run(make())
+        return asyncio.run(called_from_sync(make()))
     box: dict[str, Any] = {}
 
     def target() -> None:  # a fresh loop of its own, beside the caller's
         try:
-            box["value"] = asyncio.run(make())
+            box["value"] = asyncio.run(called_from_sync(make()))
         except BaseException as exc:  # handed back to the caller's thread
             box["error"] = exc
 
@@ -1539,7 +1798,7 @@ def _sync_iter(make: Callable[[], AsyncIterator[Any]]) -> Iterator[Any]:
 
     def target() -> None:
         try:
-            asyncio.run(pump())
+            asyncio.run(called_from_sync(pump()))
         except BaseException as exc:
             items.put(("error", exc))
         else:

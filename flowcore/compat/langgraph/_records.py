@@ -26,7 +26,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ __all__ = [
     "TaskStart",
     "fan_out",
     "kinds_for_modes",
-    "task_result",
 ]
 
 Sink = Callable[[tuple[str, ...], str, Any], None]
@@ -176,30 +175,3 @@ def fan_out(*sinks: Sink) -> Sink:
             each(ns, kind, payload)
 
     return sink
-
-
-def task_result(writes: Sequence[tuple[str, Any]], keys: Collection[str]) -> dict[str, Any]:
-    """A finished task's ``result`` as the ``tasks``/``debug`` streams show it.
-
-    One write to a key is shown as its value; several writes to one key as
-    ``{"$writes": [first, second, ...]}`` (LangGraph's form).
-
-    Example:
-        >>> task_result([("a", 1), ("b", 2), ("a", 3)], {"a", "b"})
-        {'a': {'$writes': [1, 3]}, 'b': 2}
-    """
-    result: dict[str, Any] = {}
-    for key, value in writes:
-        if key not in keys:
-            continue
-        before = result.get(key)
-        if before is None:
-            result[key] = value
-        elif isinstance(before, dict) and isinstance(before.get(_MANY), list) and len(before) == 1:
-            result[key] = {_MANY: [*before[_MANY], value]}
-        else:
-            result[key] = {_MANY: [before, value]}
-    return result
-
-
-_MANY = "$writes"
