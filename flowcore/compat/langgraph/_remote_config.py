@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
+from flowcore.compat.langgraph._langchain import require_langchain_module
 from flowcore.compat.langgraph._types import Interrupt, PregelTask, StateSnapshot
 
 __all__ = [
@@ -205,7 +206,8 @@ def drawable_graph(graph: Mapping[str, Any]) -> Any:
 
     A node's name is its own ``name``, else its data's ``name``, else its id.
     """
-    from langchain_core.runnables.graph import Edge, Graph, Node
+    drawing = require_langchain_module("runnables.graph", "RemoteGraph.get_graph")
+    Edge, Graph, Node = drawing.Edge, drawing.Graph, drawing.Node
 
     nodes: dict[str, Any] = {}
     for node in graph["nodes"]:
