@@ -169,13 +169,22 @@ async def _run_one(steps: Superstep[T, R], task: T, writes: StepWrites) -> R:
     return result
 
 
-async def run_supersteps(steps: Superstep[T, R], *, limit: int | None = None) -> None:
+async def run_supersteps(
+    steps: Superstep[T, R], *, limit: int | None = None, step_timeout: float | None = None
+) -> None:
     """Run steps until ``steps.next_step()`` says the run is over.
+
+    ``step_timeout`` (seconds) caps how long one step's tasks may run: past it
+    the tasks still running are cancelled and ``TimeoutError`` ends the run.
 
     Example:
         >>> await run_supersteps(my_run, limit=8)  # doctest: +SKIP
     """
     while (tasks := steps.next_step()) is not None:
         await steps.before_step(tasks)
-        results = await run_step(steps, tasks, limit=limit)
+        if step_timeout is None:
+            results = await run_step(steps, tasks, limit=limit)
+        else:
+            async with asyncio.timeout(step_timeout):
+                results = await run_step(steps, tasks, limit=limit)
         await steps.after_step(tasks, results)

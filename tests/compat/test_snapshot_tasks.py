@@ -41,3 +41,22 @@ def test_send_tasks_show_langgraphs_push_path_and_plain_results() -> None:
     ]
     started = next(s for s in history if [t.name for t in s.tasks] == ["start"])
     assert [(t.path, t.result) for t in started.tasks] == [(("__pregel_pull", "start"), ["s"])]
+
+
+def test_a_debug_checkpoint_lists_the_tasks_history_lists() -> None:
+    graph = (
+        StateGraph(Annotated[list, operator.add])
+        .add_node("a", lambda s: ["a"])
+        .add_node("b", lambda s: ["b"])
+        .add_edge(START, "a")
+        .add_edge("a", "b")
+        .compile(checkpointer=InMemorySaver())
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    events = list(graph.stream([], config, stream_mode="debug"))
+    streamed = [e["payload"] for e in events if e["type"] == "checkpoint"]
+    history = list(reversed(list(graph.get_state_history(config))))
+    assert [[(t["id"], t["name"]) for t in c["tasks"]] for c in streamed] == [
+        [(t.id, t.name) for t in snapshot.tasks] for snapshot in history
+    ]
+    assert [e["step"] for e in events if e["type"] == "checkpoint"] == [-1, 0, 1, 2]

@@ -73,3 +73,22 @@ def test_a_root_state_node_writing_twice_streams_each_value() -> None:
     app = graph.add_edge(START, "twice").compile()
     assert list(app.stream("", stream_mode="updates")) == [{"twice": ["a1", "a2"]}]
     assert app.invoke("") == "a1a2"
+
+
+def test_a_key_written_twice_shows_its_writes_in_task_results() -> None:
+    from flowcore.compat.langgraph import InMemorySaver
+
+    class Log(TypedDict):
+        foo: Annotated[str, operator.add]
+
+    def twice(state: Log) -> list[Command[Any]]:
+        return [Command(update={"foo": "a1"}), Command(update={"foo": "a2"})]
+
+    graph = StateGraph(Log).add_node("twice", twice).add_edge(START, "twice")
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    chunks = list(app.stream({"foo": ""}, config, stream_mode="tasks"))
+    results = [c["result"] for c in chunks if "result" in c]
+    assert {"foo": {"$writes": ["a1", "a2"]}} in results
+    (before_twice,) = [s for s in app.get_state_history(config) if s.next == ("twice",)]
+    assert before_twice.tasks[0].result == {"foo": {"$writes": ["a1", "a2"]}}

@@ -367,9 +367,16 @@ class NamedBarrierValue(Channel):
         return False
 
     def snapshot(self) -> Any:
+        if self.finished:
+            # A deferred join that opened: a pause right after must find it still open.
+            return {"seen": sorted(self.seen), "finished": True}
         return sorted(self.seen) if self.seen else None
 
     def restore(self, stored: Any) -> None:
+        if isinstance(stored, dict):
+            self.seen = set(stored.get("seen") or ())
+            self.finished = bool(stored.get("finished"))
+            return
         self.seen = set(stored or ())
         self.finished = False
 

@@ -249,6 +249,9 @@ class EntrypointGraph(CompiledStateGraph):
         )
         self.func = func
         self.entry = name
+        # An entrypoint may define its @task functions in its own body, after its node
+        # started: nodes run with a task-call pool from now on.
+        note_task_defined()
         self.input_type, self.output_type = _io_types(func)
         # The node runs on the input itself, not behind a __start__ task that would
         # read it as a state update.

@@ -7,9 +7,10 @@ import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_hints
 
-from typing_extensions import TypeVar
+# typing_extensions' is_typeddict also knows its own TypedDict (typing's does not on 3.11).
+from typing_extensions import TypeVar, is_typeddict
 
 from flowcore.compat.langgraph._error_handlers import (
     DEFAULT_HANDLER_NODE,
@@ -84,6 +85,8 @@ class BranchSpec:
     path_map: dict[Hashable, str] | None
     name: str
     ends: tuple[str, ...] | None = field(default=None)
+    input_schema: Any = field(default=None)
+    """The router's own state schema (its first parameter's type), read in place of the node's."""
 
 
 def _literal_targets(func: Callable[..., Any]) -> tuple[str, ...] | None:
@@ -101,6 +104,9 @@ def _literal_targets(func: Callable[..., Any]) -> tuple[str, ...] | None:
 
 def _node_name(action: Any) -> str:
     name = getattr(action, "name", None) or getattr(action, "__name__", None)
+    if name is None and callable(action) and not isinstance(action, type):
+        # A callable object is named after its class, as LangGraph names it.
+        name = type(action).__name__
     if not isinstance(name, str) or not name or name == "<lambda>":
         raise ValueError(
             "add_node(callable) needs a named function; pass the name: add_node('name', fn)"
@@ -391,7 +397,11 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if name in branches:
             raise ValueError(f"Branch with name `{name}` already exists for node `{source}`")
         ends = tuple(mapping.values()) if mapping is not None else _literal_targets(path)
-        branches[name] = BranchSpec(source, path, mapping, name, ends)
+        schema = _first_param_schema(path, None)
+        if schema is not None:
+            # Its keys become channels, as a node's input schema's do.
+            self._add_schema(schema)
+        branches[name] = BranchSpec(source, path, mapping, name, ends, schema)
         return self
 
     def add_sequence(self, nodes: Sequence[Any]) -> Self:
@@ -505,7 +515,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             >>> # app = graph.compile(checkpointer=InMemorySaver())
         """
         from flowcore.compat.langgraph._pregel import CompiledStateGraph
+        from flowcore.compat.langgraph._savers import ensure_saver
 
+        ensure_saver(checkpointer)
         before = list(self.nodes) if interrupt_before == "*" else list(interrupt_before or ())
         after = list(self.nodes) if interrupt_after == "*" else list(interrupt_after or ())
         self._apply_node_defaults()

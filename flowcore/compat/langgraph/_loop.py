@@ -362,17 +362,21 @@ class Run:
             self.dirty = True
             if self.saver is not None:
                 await self._saves().hold()
+        self.step += 1
         if self.saver is not None and "checkpoint" in self.wants:
             self._checkpoint_event()
-        self.step += 1
 
     def _checkpoint_event(self) -> None:
-        """Record the checkpoint just made (runs on a thread only)."""
+        """Record the checkpoint just made (runs on a thread only).
+
+        Called once the step has moved on, so the upcoming tasks it lists are
+        planned (and their ids made) for the step they will run in.
+        """
         # Under "exit" nothing is stored until the run ends, and then with the
         # run's first parent: that is the parent the record names.
         stored_as = self.saved_config if self.durability == "exit" else self.parent_config
         made = CheckpointMade(
-            step=self.step,
+            step=self.step - 1,
             thread_id=str(self.thread_id),
             checkpoint_id=str(self.checkpoint["id"]),
             parent_id=((stored_as or {}).get("configurable") or {}).get("checkpoint_id"),
@@ -960,8 +964,8 @@ class Run:
             return writes
         writes.extend(graph.static_writes[task.name])
         for branch in graph.branches.get(task.name, ()):
-            fresh = graph.local_read(task.name, self.channels, writes)
-            if isinstance(fresh, dict) and isinstance(result, dict):
+            fresh = graph.local_read(task.name, self.channels, writes, branch.input_schema)
+            if branch.input_schema is None and isinstance(fresh, dict) and isinstance(result, dict):
                 # LangGraph hands the router the node's own return value too,
                 # under what the state says.
                 fresh = {**result, **fresh}
@@ -1069,7 +1073,9 @@ class Run:
         if self.resuming and self.observer is not None:
             await self.observer.resumed()
         try:
-            await run_supersteps(self, limit=self.max_concurrency or None)
+            await run_supersteps(
+                self, limit=self.max_concurrency or None, step_timeout=self.graph.step_timeout
+            )
         except GraphInterrupt:
             if self.status not in ("interrupt_before", "interrupt_after"):
                 self.status = "interrupted"

@@ -300,7 +300,11 @@ class Pregel(CompiledStateGraph):
         }
 
     def local_read(
-        self, node: str, channels: Mapping[str, Channel], writes: Sequence[tuple[str, Any]]
+        self,
+        node: str,
+        channels: Mapping[str, Channel],
+        writes: Sequence[tuple[str, Any]],
+        schema: Any = None,
     ) -> Any:
         return self.read_input(node, channels)
 
@@ -369,6 +373,16 @@ class Pregel(CompiledStateGraph):
     def output_schema(self) -> Any:
         """A pydantic model of the output."""
         return self._schema("LangGraphOutput", self.output_channels)
+
+    def get_input_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        """The JSON schema of :attr:`input_schema`."""
+        found: dict[str, Any] = self.input_schema.model_json_schema()
+        return found
+
+    def get_output_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        """The JSON schema of :attr:`output_schema`."""
+        found: dict[str, Any] = self.output_schema.model_json_schema()
+        return found
 
     def get_context_jsonschema(self) -> dict[str, Any] | None:
         """The JSON schema of ``context_schema`` (None without one)."""

@@ -39,6 +39,7 @@ from flowcore.compat.langgraph._events_v2 import (
 )
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
 from flowcore.compat.langgraph._input_channel import InputValue
+from flowcore.compat.langgraph._json_schemas import JsonSchemaCalls
 from flowcore.compat.langgraph._loop import (
     ERROR,
     INTERRUPT,
@@ -53,6 +54,7 @@ from flowcore.compat.langgraph._messages_stream import messages_stream_handler
 from flowcore.compat.langgraph._node import (
     TASKS,
     branch_channel,
+    call_with_config,
     called_from_sync,
     control_writes,
     describe_callable,
@@ -194,7 +196,7 @@ def _role(channel: Channel) -> tuple[bool, bool]:
     return (one_step, finishable)
 
 
-class CompiledStateGraph(BatchCalls):
+class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
     """A compiled ``StateGraph``: LangGraph's run API on flowcore's compat runtime.
 
     Example:
@@ -204,6 +206,8 @@ class CompiledStateGraph(BatchCalls):
 
     # What stream() streams when no stream_mode is given (a low-level Pregel: "values").
     stream_mode = "updates"
+    # Seconds one superstep's tasks may run before the run fails with TimeoutError.
+    step_timeout: float | None = None
     # compile(transformers=...): the v3 stream transformers every stream_events run adds.
     stream_transformers: tuple[Any, ...] = ()
 
@@ -493,10 +497,20 @@ class CompiledStateGraph(BatchCalls):
         }
 
     def local_read(
-        self, node: str, channels: Mapping[str, Channel], writes: Sequence[tuple[str, Any]]
+        self,
+        node: str,
+        channels: Mapping[str, Channel],
+        writes: Sequence[tuple[str, Any]],
+        schema: Any = None,
     ) -> Any:
-        """The state a router sees: this superstep's start plus the node's own writes."""
-        info = self._schema_of(node) if node != START else self.state_info
+        """The state a router sees: this superstep's start plus the node's own writes.
+
+        Read as ``schema`` (the router's own) when given, else as the node's input.
+        """
+        if schema is not None:
+            info = self.infos.get(schema) or SchemaInfo(schema)
+        else:
+            info = self._schema_of(node) if node != START else self.state_info
         grouped: dict[str, list[Any]] = {}
         for chan, value in writes:
             found = grouped.get(chan)
@@ -1134,7 +1148,7 @@ class CompiledStateGraph(BatchCalls):
                 # A root-state graph's task result is the value it wrote, not a dict.
                 result = next((v for c, v in writes if c == ROOT), None)
             elif is_done:
-                result = {c: v for c, v in writes if c in self.stream_keys}
+                result = task_result(writes, self.stream_keys)
             error = entry["error"]
             out_tasks.append(
                 PregelTask(
@@ -1368,7 +1382,7 @@ class CompiledStateGraph(BatchCalls):
                 raise InvalidUpdateError(f"Node {as_node} does not exist")
             planned_for = scheduled.get(as_node) or []
             stands_in = planned_for.pop(0) if planned_for and task_id is None else None
-            task = self._update_task(
+            task = await self._update_task(
                 run, values, as_node, stands_in.id if stands_in is not None else task_id, index
             )
             tasks.append(task)
@@ -1391,7 +1405,7 @@ class CompiledStateGraph(BatchCalls):
         made: dict[str, Any] = with_checkpoint_map(run.saved_config, run.metadata)
         return made
 
-    def _update_task(
+    async def _update_task(
         self, run: Run, values: Any, as_node: str, task_id: str | None, index: int = 0
     ) -> Task:
         """The task whose writes are ``values`` as node ``as_node`` returned them.
@@ -1410,8 +1424,11 @@ class CompiledStateGraph(BatchCalls):
             writes.extend(control_writes(values))
             writes.extend(self.static_writes[as_node])
             for branch in self.branches.get(as_node, ()):
-                fresh = self.local_read(as_node, run.channels, writes)
-                picked = branch.path(fresh)
+                fresh = self.local_read(as_node, run.channels, writes, branch.input_schema)
+                # Called as the run loop calls a router: it may be async or ask for config.
+                picked = await call_with_config(
+                    branch.path, fresh, run.config, {}, self.call_shape(branch.path), inline=True
+                )
                 writes.extend(target_writes(self.branch_targets(branch, picked)))
         return Task(
             task_id or NULL_TASK_ID,

@@ -23,6 +23,7 @@ __all__ = [
     "BaseCheckpointSaver",
     "CheckpointTuple",
     "RunnableConfig",
+    "ensure_saver",
     "next_version",
 ]
 
@@ -212,3 +213,30 @@ def next_version(current: str | int | float | None) -> str:
     else:
         count = int(str(current).split(".")[0])
     return f"{count + 1:032}.{random.random():016}"
+
+
+def ensure_saver(checkpointer: Any) -> Any:
+    """``checkpointer`` if it is one compile() accepts, else LangGraph's ``TypeError``.
+
+    ``None``, ``True`` and ``False`` are accepted, and any object with a saver's
+    read and write methods (flowcore's savers, LangGraph's ``BaseCheckpointSaver``
+    subclasses such as its Postgres saver).
+
+    Example:
+        >>> ensure_saver(None) is None
+        True
+    """
+    if checkpointer is None or checkpointer is True or checkpointer is False:
+        return checkpointer
+    if isinstance(checkpointer, BaseCheckpointSaver) or all(
+        callable(getattr(checkpointer, name, None)) for name in _SAVER_METHODS
+    ):
+        return checkpointer
+    raise TypeError(
+        "Invalid checkpointer provided. Expected an instance of `BaseCheckpointSaver`, "
+        f"`True`, `False`, or `None`. Received {type(checkpointer).__name__}. "
+        "Pass a proper saver (e.g., InMemorySaver, AsyncPostgresSaver)."
+    )
+
+
+_SAVER_METHODS = ("aget_tuple", "aput", "aput_writes", "alist")

@@ -155,6 +155,10 @@ class SchemaInfo:
         self.channel_keys = frozenset(self.keys)
         """:attr:`keys` as a set."""
         self._key_set = frozenset(self.hints)
+        for key in self.keys:
+            # Built once now so that a bad declaration (a reducer that does not take two
+            # arguments) fails where the schema is given, as LangGraph's does.
+            self.channel(key)
 
     def channel(self, key: str) -> Channel:
         """A fresh channel for ``key``."""
