@@ -101,25 +101,3 @@ def test_push_message_needs_a_node_and_an_id() -> None:
 
     with pytest.raises(ValueError, match="Message ID is required"):
         _graph(node).invoke({"messages": []})
-
-
-@pytest.mark.parametrize("subgraphs", [False, True])
-def test_a_graph_streamed_from_a_node_also_streams_to_a_caller_streaming_subgraphs(
-    subgraphs: bool,
-) -> None:
-    child = _graph(lambda state: {"messages": [("ai", "inner")]})
-    received: list[Any] = []
-
-    def node(state: MessagesState) -> dict[str, Any]:
-        received.extend(child.stream({"messages": []}, stream_mode="updates"))
-        return {}
-
-    parent = StateGraph(MessagesState).add_node("outer", node).add_edge(START, "outer").compile()
-    parts = list(parent.stream({"messages": []}, stream_mode="updates", subgraphs=subgraphs))
-
-    assert [list(update) for update in received] == [["chat"]]
-    if subgraphs:
-        shown = [(tuple(n.split(":")[0] for n in ns), list(update)) for ns, update in parts]
-        assert shown == [(("outer",), ["chat"]), ((), ["outer"])]
-    else:
-        assert parts == [{"outer": None}]

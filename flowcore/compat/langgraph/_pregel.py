@@ -57,7 +57,7 @@ from flowcore.compat.langgraph._records import (
 )
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
-from flowcore.compat.langgraph._stream_parts import caller_sink, stream_part
+from flowcore.compat.langgraph._stream_parts import stream_part
 from flowcore.compat.langgraph._subgraph_detect import iter_subgraphs
 from flowcore.compat.langgraph._subgraph_travel import (
     CHECKPOINT_MAP,
@@ -617,7 +617,6 @@ class CompiledStateGraph:
         context: Any = None,
         control: RunControl | None = None,
         version: str = "v1",
-        _caller: Any = MISSING,
         **_: Any,
     ) -> AsyncIterator[Any]:
         """Run and yield stream chunks as they happen (``stream_mode`` as in LangGraph).
@@ -641,14 +640,9 @@ class CompiledStateGraph:
             raise ValueError(f"Unknown version {version!r}: use 'v1' or 'v2'")
         formatter = _ChunkFormatter(modes, single=single, subgraphs=subgraphs, v2=version == "v2")
 
-        # Found where the stream was started (stream() iterates on a thread of its own).
-        also = caller_sink(config) if _caller is MISSING else _caller
-
         def sink(ns: tuple[str, ...], kind: str, payload: Any) -> None:
             for item in formatter.format(ns, kind, payload):
                 out.put_nowait(item)
-            if also is not None:
-                also(ns, kind, payload)
 
         run = self._run(
             input,
@@ -756,8 +750,7 @@ class CompiledStateGraph:
         Example:
             >>> # for chunk in app.stream({"n": 1}, stream_mode="values"): print(chunk)
         """
-        also = caller_sink(config)
-        return _sync_iter(lambda: self.astream(input, config, _caller=also, **kwargs))
+        return _sync_iter(lambda: self.astream(input, config, **kwargs))
 
     async def ainvoke(
         self,
