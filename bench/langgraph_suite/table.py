@@ -53,7 +53,6 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
         "MessagesState",
         "_messages_delta_reducer",
         "add_messages",
-        "push_message",
     ),
     "langgraph.types": (
         "CachePolicy",

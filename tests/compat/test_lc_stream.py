@@ -72,32 +72,3 @@ def test_v2_chunks_are_dicts_of_type_namespace_and_data() -> None:
     ]
     assert parts[-1]["interrupts"] == ()
     assert [m.content for m in parts[-1]["data"]["messages"]] == ["hello"]
-
-
-def test_a_pushed_message_streams_at_once_and_is_written_to_its_key() -> None:
-    from flowcore.compat.langgraph import AIMessage, push_message
-
-    def node(state: MessagesState) -> dict[str, Any]:
-        push_message(AIMessage(id="only-streamed", content="a"), state_key=None)
-        push_message(AIMessage(id="kept", content="b"))
-        return {}
-
-    graph = _graph(node)
-    parts = list(graph.stream({"messages": []}, stream_mode=["messages", "values"]))
-
-    assert [data[0].id for mode, data in parts if mode == "messages"] == ["only-streamed", "kept"]
-    assert [m.id for m in graph.invoke({"messages": []})["messages"]] == ["kept"]
-
-
-def test_push_message_needs_a_node_and_an_id() -> None:
-    from flowcore.compat.langgraph import AIMessage, push_message
-
-    with pytest.raises(RuntimeError):
-        push_message(AIMessage(id="x", content="a"))
-
-    def node(state: MessagesState) -> dict[str, Any]:
-        push_message(AIMessage(content="no id"))
-        return {}
-
-    with pytest.raises(ValueError, match="Message ID is required"):
-        _graph(node).invoke({"messages": []})

@@ -52,7 +52,6 @@ from flowcore.compat.langgraph._prebuilt import (
     tools_condition,
 )
 from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph
-from flowcore.compat.langgraph._push import push_message
 from flowcore.compat.langgraph._runtime import (
     DEFAULT_RUNTIME,
     ExecutionInfo,
@@ -156,7 +155,6 @@ __all__ = [
     "message_to_dict",
     "messages_from_dict",
     "messages_to_dict",
-    "push_message",
     "task",
     "tools_condition",
 ]

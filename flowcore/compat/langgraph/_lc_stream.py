@@ -13,8 +13,8 @@ this run, so a chat model or tool the node calls reports to it:
 
 Records go to the run whose node made the call, under that run's namespace; a
 graph a node runs as a run of its own installs its own handler for its nodes.
-Nothing is imported from LangChain: its modules are taken from ``sys.modules``
-(a LangChain model or tool can only be called once they are loaded).
+Nothing is imported from LangChain unless a node of such a run is called with
+``langchain_core`` already loaded.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ LC_KINDS = frozenset({"llm_token", "tool_event"})
 
 _NOSTREAM = frozenset({"nostream", "langsmith:nostream"})
 
-# The handler class for each pair of LangChain base classes it was made with.
-_bridges: dict[tuple[type, ...], type] = {}
+_bridge_class: type | None = None
 
 
 def enter_node(run: Any, task: Any) -> Any:
@@ -43,17 +42,14 @@ def enter_node(run: Any, task: Any) -> Any:
         >>> enter_node(Run(), None) is None
         True
     """
-    if run.wants.isdisjoint(LC_KINDS):
+    if run.wants.isdisjoint(LC_KINDS) or "langchain_core.runnables" not in sys.modules:
         return None
-    config_module = sys.modules.get("langchain_core.runnables.config")
-    callbacks_module = sys.modules.get("langchain_core.callbacks.base")
-    if config_module is None or callbacks_module is None:
-        return None
-    var_child_runnable_config = config_module.var_child_runnable_config
-    handler = _bridge(callbacks_module.BaseCallbackHandler)(run, task)
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    handler = _bridge()(run, task)
     current = var_child_runnable_config.get() or {}
     config = {**current, "callbacks": [handler]}
-    return var_child_runnable_config, var_child_runnable_config.set(config)
+    return var_child_runnable_config, var_child_runnable_config.set(config)  # type: ignore[arg-type]
 
 
 def leave_node(token: Any) -> None:
@@ -64,23 +60,26 @@ def leave_node(token: Any) -> None:
     var.reset(reset)
 
 
-def _bridge(handler_base: type) -> type:
-    """The handler class on LangChain's ``handler_base`` (made once per set of bases)."""
-    # A chat model streams its tokens (even from invoke) to a handler of this kind; the
-    # module is loaded with LangChain's chat models, and only they stream tokens.
-    streaming = sys.modules.get("langchain_core.tracers._streaming")
-    bases: tuple[type, ...] = (handler_base,)
-    if streaming is not None:
-        bases = (handler_base, streaming._StreamingCallbackHandler)
-    made = _bridges.get(bases)
-    if made is None:
-        made = _bridges[bases] = _make_bridge(bases)
-    return made
+def _bridge() -> type:
+    """The handler class, made once LangChain is loaded."""
+    global _bridge_class
+    if _bridge_class is None:
+        _bridge_class = _make_bridge()
+    return _bridge_class
 
 
-def _make_bridge(bases: tuple[type, ...]) -> type:
-    handler_base: Any = bases[0]
-    streaming_base: Any = bases[1] if len(bases) > 1 else object
+def _make_bridge() -> type:
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    handler_base: Any = BaseCallbackHandler
+    # A chat model streams its tokens (even from invoke) to a handler of this kind.
+    streaming_base: Any = object
+    try:
+        from langchain_core.tracers._streaming import _StreamingCallbackHandler
+
+        streaming_base = _StreamingCallbackHandler
+    except ImportError:  # an older LangChain: it streams to any handler
+        pass
 
     class RunStreamBridge(handler_base, streaming_base):  # type: ignore[misc]
         """One node call's chat models and tools, as records of its run."""

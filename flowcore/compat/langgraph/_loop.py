@@ -739,8 +739,6 @@ class Run:
             set_scope(outer)
             del token
         task.done = True
-        if scope.pushed:
-            task.writes = [*scope.pushed, *task.writes]
         stored = task.writes or [(NO_WRITES, None)]
         if scope.given:  # the answers the task was given or took (scope.resume)
             stored = [*stored, (RESUME, list(scope.resume))]
