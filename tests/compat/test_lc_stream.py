@@ -58,17 +58,3 @@ def test_a_graph_a_node_streams_on_its_own_streams_only_to_that_node() -> None:
 
     assert list(parent.stream({"messages": []}, stream_mode=["messages", "tools"])) == []
     assert [mode for mode, _ in received] == ["tools", "tools", "messages", "messages", "messages"]
-
-
-def test_v2_chunks_are_dicts_of_type_namespace_and_data() -> None:
-    graph = _graph(lambda state: {"messages": [("ai", "hello")]})
-
-    parts = list(graph.stream({"messages": []}, stream_mode=["updates", "values"], version="v2"))
-
-    assert [(p["type"], p["ns"]) for p in parts] == [
-        ("values", ()),
-        ("updates", ()),
-        ("values", ()),
-    ]
-    assert parts[-1]["interrupts"] == ()
-    assert [m.content for m in parts[-1]["data"]["messages"]] == ["hello"]

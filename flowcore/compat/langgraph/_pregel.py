@@ -57,7 +57,6 @@ from flowcore.compat.langgraph._records import (
 )
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
-from flowcore.compat.langgraph._stream_parts import stream_part
 from flowcore.compat.langgraph._subgraph_detect import iter_subgraphs
 from flowcore.compat.langgraph._subgraph_travel import (
     CHECKPOINT_MAP,
@@ -616,14 +615,9 @@ class CompiledStateGraph:
         output_keys: Sequence[str] | None = None,
         context: Any = None,
         control: RunControl | None = None,
-        version: str = "v1",
         **_: Any,
     ) -> AsyncIterator[Any]:
         """Run and yield stream chunks as they happen (``stream_mode`` as in LangGraph).
-
-        ``version="v2"`` yields each chunk as a dict: its ``type`` (the mode),
-        ``ns`` (the namespace, ``()`` for this graph) and ``data``; a values
-        chunk's pauses go in its ``interrupts``.
 
         Example:
             >>> # async for chunk in app.astream({"n": 1}, stream_mode="updates"): ...
@@ -636,9 +630,7 @@ class CompiledStateGraph:
         single = isinstance(stream_mode, str) or stream_mode is None
         out: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
-        if version not in ("v1", "v2"):
-            raise ValueError(f"Unknown version {version!r}: use 'v1' or 'v2'")
-        formatter = _ChunkFormatter(modes, single=single, subgraphs=subgraphs, v2=version == "v2")
+        formatter = _ChunkFormatter(modes, single=single, subgraphs=subgraphs)
 
         def sink(ns: tuple[str, ...], kind: str, payload: Any) -> None:
             for item in formatter.format(ns, kind, payload):
@@ -1424,13 +1416,10 @@ def _sortable(version: Any) -> tuple[int, Any]:
 class _ChunkFormatter:
     """LangGraph's stream modes as a projection of a run's records (see ``_records``)."""
 
-    def __init__(
-        self, modes: list[str], *, single: bool, subgraphs: bool, v2: bool = False
-    ) -> None:
+    def __init__(self, modes: list[str], *, single: bool, subgraphs: bool) -> None:
         self.modes = modes
         self.single = single
         self.subgraphs = subgraphs
-        self.v2 = v2
         self.seen_messages: set[str] = set()
 
     def kinds(self) -> set[str]:
@@ -1438,8 +1427,6 @@ class _ChunkFormatter:
         return kinds_for_modes(self.modes)
 
     def _wrap(self, ns: tuple[str, ...], mode: str, chunk: Any) -> Any:
-        if self.v2:
-            return stream_part(ns, mode, chunk)
         if self.single:
             return (ns, chunk) if self.subgraphs else chunk
         return (ns, mode, chunk) if self.subgraphs else (mode, chunk)
