@@ -25,7 +25,6 @@ from flowcore.compat.langgraph import (
     get_stream_writer,
 )
 from flowcore.compat.langgraph._events import EventProjector
-from flowcore.compat.langgraph._lc_stream import LC_KINDS
 from flowcore.compat.langgraph._pregel import _ChunkFormatter
 from flowcore.compat.langgraph._records import KINDS, TaskEnd, fan_out, kinds_for_modes
 from flowcore.events import Event
@@ -149,8 +148,7 @@ async def test_a_run_hands_its_sink_only_the_record_kinds_someone_reads(wants: s
 
     await execute(fan_graph(InMemorySaver()), recorder, wants, {"configurable": {"thread_id": "t"}})
 
-    # Chat-model and tool records come only from LangChain calls, which this graph makes none of.
-    assert recorder.kinds() == wants - LC_KINDS
+    assert recorder.kinds() == wants
 
 
 async def test_a_run_nobody_narrowed_hands_its_sink_every_kind() -> None:
@@ -160,7 +158,7 @@ async def test_a_run_nobody_narrowed_hands_its_sink_every_kind() -> None:
         fan_graph(InMemorySaver()), recorder, set(KINDS), {"configurable": {"thread_id": "t"}}
     )
 
-    assert recorder.kinds() == KINDS - LC_KINDS
+    assert recorder.kinds() == KINDS
     ended = [(p.task.name, p.outcome) for _, k, p in recorder.records if k == "task_end"]
     started = [p.task.name for _, k, p in recorder.records if k == "task_start"]
     assert sorted(started) == sorted(name for name, _ in ended) == ["join", "left", "right"]
