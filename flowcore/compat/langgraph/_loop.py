@@ -36,7 +36,6 @@ from flowcore.compat.langgraph._errors import (
     InvalidUpdateError,
     ParentCommand,
 )
-from flowcore.compat.langgraph._lc_stream import enter_node, leave_node
 from flowcore.compat.langgraph._node import (
     call_with_config,
     control_writes,
@@ -669,8 +668,6 @@ class Run:
         # parent's scope comes back when this task ends.
         outer = running_scope()
         token = set_scope(scope)
-        # Chat models and tools the node calls stream to this run (see _lc_stream).
-        lc_token = enter_node(self, task) if task.name != START else None
         try:
             if task.name != START and node is None:
                 raise InvalidUpdateError(f"Invalid node name {task.name}")
@@ -735,7 +732,6 @@ class Run:
             self._task_result(task, "error")
             return task
         finally:
-            leave_node(lc_token)
             set_scope(outer)
             del token
         task.done = True

@@ -1452,14 +1452,6 @@ class _ChunkFormatter:
             return [self._wrap(ns, "custom", payload.data)]
         if kind in ("messages_seen", "messages_from"):
             return self._messages(ns, kind, payload)
-        if kind == "llm_token":
-            # A streamed message is not streamed again when its node returns it.
-            message = payload[0]
-            if getattr(message, "id", None):
-                self.seen_messages.add(message.id)
-            return [self._wrap(ns, "messages", payload)] if "messages" in self.modes else []
-        if kind == "tool_event" and "tools" in self.modes:
-            return [self._wrap(ns, "tools", payload)]
         if kind == "step_tasks":
             step, tasks = payload
             out: list[Any] = []

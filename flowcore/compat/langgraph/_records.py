@@ -69,8 +69,6 @@ KINDS: frozenset[str] = frozenset(
         "task_start",
         "task_end",
         "checkpoint",
-        "llm_token",
-        "tool_event",
     }
 )
 
@@ -78,8 +76,7 @@ _MODE_KINDS: Mapping[str, frozenset[str]] = {
     "values": frozenset({"values"}),
     "updates": frozenset({"updates"}),
     "custom": frozenset({"custom"}),
-    "messages": frozenset({"messages_seen", "messages_from", "llm_token"}),
-    "tools": frozenset({"tool_event"}),
+    "messages": frozenset({"messages_seen", "messages_from"}),
     "tasks": frozenset({"step_tasks", "task_end"}),
     "checkpoints": frozenset({"checkpoint"}),
     "debug": frozenset({"step_tasks", "task_end", "checkpoint"}),
