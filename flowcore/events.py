@@ -1,7 +1,8 @@
 """The typed events a run emits, in the order things happen.
 
 Every event carries the run id, the graph's name and version, the superstep
-it belongs to and a wall-clock timestamp. A run emits exactly one
+it belongs to, a wall-clock timestamp and its namespace (empty unless a
+subgraph's node emitted it). A run emits exactly one
 :class:`DoneEvent`, always last, whatever way the run ends.
 """
 
@@ -55,6 +56,10 @@ class EventBase:
     graph_version: str
     superstep: int
     timestamp: float
+    #: Where in nested graphs the event happened: empty for the run's own graph; for
+    #: a node of a subgraph, its enclosing tasks from the outside in, each
+    #: ``"node:task_id"`` (LangGraph's checkpoint namespace, split on ``|``).
+    namespace: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict of the event, with its ``type`` (values are not copied).

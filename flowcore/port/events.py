@@ -84,6 +84,9 @@ class AiEventBase:
     request_id: str
     trace_id: str
     seq: int
+    #: The engine event's namespace: empty for the run's own graph, else the enclosing
+    #: subgraph tasks from the outside in (see :class:`flowcore.events.EventBase`).
+    namespace: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -289,6 +292,8 @@ def json_safe(value: Any) -> Any:
 def event_to_dict(event: AiEvent) -> dict[str, Any]:
     """The event as JSON-safe data, with its ``type`` first.
 
+    ``namespace`` is written only when it is not empty (an event of a subgraph).
+
     Example:
         >>> ev = DoneAiEvent(run_id="r1", graph_name="chat", graph_version="1",
         ...                  request_id="req-1", trace_id="tr-1", seq=7, status="completed")
@@ -297,7 +302,10 @@ def event_to_dict(event: AiEvent) -> dict[str, Any]:
     """
     out: dict[str, Any] = {"type": event.type}
     for f in dataclasses.fields(event):
-        out[f.name] = json_safe(getattr(event, f.name))
+        value = getattr(event, f.name)
+        if f.name == "namespace" and not value:
+            continue  # the run's own graph: the wire form stays as it was before namespaces
+        out[f.name] = json_safe(value)
     return out
 
 
@@ -332,6 +340,9 @@ def event_from_dict(data: Mapping[str, Any]) -> AiEvent:
             "serialize events with event_to_dict()"
         )
     try:
-        return cls(**{f.name: data[f.name] for f in fields if f.name in data})
+        values = {f.name: data[f.name] for f in fields if f.name in data}
+        if "namespace" in values:  # JSON has lists only
+            values["namespace"] = tuple(str(part) for part in values["namespace"])
+        return cls(**values)
     except TypeError as exc:  # pragma: no cover - guarded by the checks above
         raise EventFormatError(f"AiEvent {kind!r}: {exc}") from None

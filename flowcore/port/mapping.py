@@ -102,6 +102,7 @@ def _common(event: Event, ids: Correlation, seq: int) -> dict[str, Any]:
         "request_id": ids.request_id,
         "trace_id": ids.trace_id,
         "seq": seq,
+        "namespace": event.namespace,
     }
 
 

@@ -112,6 +112,7 @@ async def attempt_with_retries(
     idle_timeout: float | None = None,
     passthrough: tuple[type[BaseException], ...] = (),
     gave_up: Callable[[Exception, int], BaseException] | None = None,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
 ) -> tuple[T, int]:
     """Run ``call(attempt)`` until it returns or ``rule`` gives up; return (result, attempts).
 
@@ -120,6 +121,7 @@ async def attempt_with_retries(
     place when given; errors of the ``passthrough`` types are never retried
     and always raised as they are. ``idle_timeout`` caps the time between two
     :func:`heartbeat` calls of an attempt (and from its start to the first).
+    ``sleep`` waits out the pause before a retry (default: ``asyncio.sleep``).
 
     Example:
         >>> import asyncio
@@ -151,7 +153,10 @@ async def attempt_with_retries(
 
     attempts = 0
     try:
-        async for attempt in AsyncRetrying(stop=stop_never, wait=wait, retry=retry, reraise=True):
+        retrying = AsyncRetrying(
+            stop=stop_never, wait=wait, retry=retry, reraise=True, sleep=sleep or asyncio.sleep
+        )
+        async for attempt in retrying:
             with attempt:
                 attempts = attempt.retry_state.attempt_number
                 result = await _attempt(call, attempts, timeout, idle_timeout)

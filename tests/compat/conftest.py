@@ -17,8 +17,8 @@ from flowcore.compat.langgraph import (
     SqliteSaver,
     StateGraph,
 )
-from flowcore.compat.langgraph._savers_core import _thread_key
 from flowcore.compat.langgraph._savers_layout import full_values, holders, tails
+from flowcore.compat.langgraph._savers_records import _thread_key
 
 Saver = InMemorySaver | SqliteSaver | AsyncSqliteSaver
 

@@ -263,23 +263,6 @@ async def test_a_stream_cancelled_before_it_started_still_starts_and_ends() -> N
     assert result.status == "cancelled"
 
 
-async def test_a_subgraph_is_one_task_of_its_parent() -> None:
-    inner = chain(("first", _first), ("second", _second))
-    graph = StateGraph(S)
-    graph.add_node("inner", inner)
-    graph.add_edge(START, "inner")
-
-    events, result = await collect(graph.compile(name="outer").run_stream({"items": []}))
-
-    assert kinds(events) == [
-        ("run_start", None),
-        ("node_start", "inner"),
-        ("node_end", "inner"),
-        ("done", None),
-    ]
-    assert result.state["log"] == ["first", "second"]
-
-
 async def test_chat_messages_with_token_counts_are_usage_events() -> None:
     class Chat(TypedDict, total=False):
         messages: list[Any]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from flowcore.compat.langgraph import InMemorySaver
-from flowcore.compat.langgraph._savers_core import (
+from flowcore.compat.langgraph._savers_records import (
     _created_at,
     _first_writes,
     _merged_writes,

@@ -121,6 +121,7 @@ async def test_the_event_carries_no_state_values() -> None:
         "graph_version",
         "superstep",
         "timestamp",
+        "namespace",
         "thread_id",
         "checkpoint_id",
         "parent_id",

@@ -1,6 +1,13 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
+from flowcore.compat.langgraph._aliases import Durability, StreamMode, StreamWriter
 from flowcore.compat.langgraph._cache import CachePolicy
+from flowcore.compat.langgraph._callbacks import (
+    GraphCallbackHandler,
+    GraphInterruptEvent,
+    GraphLifecycleStatus,
+    GraphResumeEvent,
+)
 from flowcore.compat.langgraph._channel_api import (
     AnyValue,
     BaseChannel,
@@ -14,6 +21,7 @@ from flowcore.compat.langgraph._channel_api import (
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
 from flowcore.compat.langgraph._delta import DeltaChannel
 from flowcore.compat.langgraph._delta import messages_delta_reducer as _messages_delta_reducer
+from flowcore.compat.langgraph._error_handlers import NodeError
 from flowcore.compat.langgraph._errors import (
     EmptyChannelError,
     EmptyInputError,
@@ -21,10 +29,14 @@ from flowcore.compat.langgraph._errors import (
     GraphInterrupt,
     GraphRecursionError,
     InvalidUpdateError,
+    NodeCancelledError,
     NodeTimeoutError,
+    ParentCommand,
+    UnknownInterruptError,
 )
 from flowcore.compat.langgraph._func import EntrypointGraph, entrypoint, task
 from flowcore.compat.langgraph._graph import StateGraph
+from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
 from flowcore.compat.langgraph._lowlevel import Pregel
 from flowcore.compat.langgraph._messages import (
     REMOVE_ALL_MESSAGES,
@@ -65,7 +77,31 @@ from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
 from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
 from flowcore.compat.langgraph._savers_sync import SqliteSaver
 from flowcore.compat.langgraph._state import IsLastStep, RemainingSteps
+from flowcore.compat.langgraph._stream_v3 import GraphOutput
+from flowcore.compat.langgraph._stream_v3_channel import StreamChannel
+from flowcore.compat.langgraph._stream_v3_messages import MessagesTransformer
+from flowcore.compat.langgraph._stream_v3_run import (
+    AsyncGraphRunStream,
+    AsyncSubgraphRunStream,
+    GraphRunStream,
+    SubgraphRunStream,
+)
+from flowcore.compat.langgraph._stream_v3_transformers import (
+    CheckpointsTransformer,
+    CustomTransformer,
+    DebugTransformer,
+    LifecyclePayload,
+    LifecycleTransformer,
+    SubgraphStatus,
+    SubgraphTransformer,
+    TasksTransformer,
+    UpdatesTransformer,
+    ValuesTransformer,
+)
+from flowcore.compat.langgraph._stream_v3_types import ProtocolEvent, StreamTransformer
+from flowcore.compat.langgraph._tool_stream import ToolRuntime
 from flowcore.compat.langgraph._tooling import InjectedState
+from flowcore.compat.langgraph._trace_policy import TracePolicy, omit_payload
 from flowcore.compat.langgraph._types import (
     END,
     START,
@@ -90,7 +126,9 @@ __all__ = [
     "AgentState",
     "AnyMessage",
     "AnyValue",
+    "AsyncGraphRunStream",
     "AsyncSqliteSaver",
+    "AsyncSubgraphRunStream",
     "BaseChannel",
     "BaseCheckpointSaver",
     "BaseMessage",
@@ -98,17 +136,27 @@ __all__ = [
     "CachePolicy",
     "ChannelWriteEntry",
     "CheckpointTuple",
+    "CheckpointsTransformer",
     "Command",
     "CompiledStateGraph",
+    "CustomTransformer",
+    "DebugTransformer",
     "DeltaChannel",
+    "Durability",
     "EmptyChannelError",
     "EmptyInputError",
     "EntrypointGraph",
     "EphemeralValue",
     "ExecutionInfo",
+    "GraphCallbackHandler",
     "GraphDrained",
     "GraphInterrupt",
+    "GraphInterruptEvent",
+    "GraphLifecycleStatus",
+    "GraphOutput",
     "GraphRecursionError",
+    "GraphResumeEvent",
+    "GraphRunStream",
     "HumanMessage",
     "InMemorySaver",
     "InjectedState",
@@ -116,15 +164,22 @@ __all__ = [
     "InvalidUpdateError",
     "IsLastStep",
     "LastValue",
+    "LifecyclePayload",
+    "LifecycleTransformer",
     "MemorySaver",
     "MessagesState",
+    "MessagesTransformer",
     "NamedBarrierValue",
     "NodeBuilder",
+    "NodeCancelledError",
+    "NodeError",
     "NodeTimeoutError",
     "Overwrite",
+    "ParentCommand",
     "PersistentDict",
     "Pregel",
     "PregelTask",
+    "ProtocolEvent",
     "RemainingSteps",
     "RemoveMessage",
     "RetryPolicy",
@@ -136,13 +191,26 @@ __all__ = [
     "StateGraph",
     "StateSnapshot",
     "StateUpdate",
+    "StreamChannel",
+    "StreamMode",
+    "StreamTransformer",
+    "StreamWriter",
+    "SubgraphRunStream",
+    "SubgraphStatus",
+    "SubgraphTransformer",
     "SystemMessage",
+    "TasksTransformer",
     "TimeoutPolicy",
     "ToolCall",
     "ToolMessage",
     "ToolNode",
+    "ToolRuntime",
     "Topic",
+    "TracePolicy",
+    "UnknownInterruptError",
     "UntrackedValue",
+    "UpdatesTransformer",
+    "ValuesTransformer",
     "_messages_delta_reducer",
     "add_messages",
     "convert_to_messages",
@@ -152,9 +220,11 @@ __all__ = [
     "get_runtime",
     "get_stream_writer",
     "interrupt",
+    "is_invalid_resume",
     "message_to_dict",
     "messages_from_dict",
     "messages_to_dict",
+    "omit_payload",
     "task",
     "tools_condition",
 ]

@@ -25,6 +25,8 @@ from flowcore.compat.langgraph._errors import GraphInterrupt
 from flowcore.compat.langgraph._node import retry_call
 from flowcore.compat.langgraph._planner import ERROR, INTERRUPT, PUSH, RESUME, Task
 from flowcore.compat.langgraph._records import Outcome, TaskEnd, TaskStart
+from flowcore.compat.langgraph._task_cache import find_cached
+from flowcore.compat.langgraph._tracing import call_arguments
 from flowcore.compat.langgraph._types import Interrupt, RetryPolicy, TimeoutPolicy
 from flowcore.runtime import TaskPool, call_node
 
@@ -301,8 +303,20 @@ async def _run_call(
         call.attempts += 1
         return await call_node(spec.func, spec.is_async, args, kwargs)
 
+    async def run_it() -> Any:
+        return await retry_call(attempt, spec.retry_policy, spec.timeout, spec.name)
+
     try:
-        value = await retry_call(attempt, spec.retry_policy, spec.timeout, spec.name)
+        entry, found, value = await find_cached(
+            run.graph.cache, spec.name, getattr(spec, "cache_policy", None), args, kwargs
+        )
+        if not found:
+            observer = run.observer
+            if observer is None:
+                value = await run_it()
+            else:
+                shown = call_arguments(spec.func, args, kwargs)
+                value = await observer.call_task(call, step, calls.owner.id, shown, run_it)
         if inner.interrupts:
             raise TaskInterrupted(tuple(inner.interrupts))
     except GraphInterrupt as exc:
@@ -330,6 +344,8 @@ async def _run_call(
         return
     finally:
         set_scope(None)
+    if entry is not None and not found:
+        await entry.keep(value)
     stored: list[tuple[str, Any]] = [(RETURN, value)]
     if scope.resume:
         stored.append((RESUME, list(scope.resume)))
@@ -337,10 +353,12 @@ async def _run_call(
     run.pending.extend((call.id, c, v) for c, v in stored)
     call.writes = [(RETURN, value)]
     call.done = True
+    # The caller hears first, as in LangGraph: its code goes on before a stream
+    # consumer takes the call's update.
+    _settle(future, value)
     if "updates" in run.wants:
         run.emit("updates", {spec.name: value})
     _ended(run, step, call, "done")
-    _settle(future, value)
 
 
 _SHOWN = (RETURN,)

@@ -9,10 +9,19 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from flowcore.compat.langgraph._errors import GraphInterrupt
+from flowcore.compat.langgraph._interrupt_options import ResponseSchema
 from flowcore.compat.langgraph._types import Interrupt
 from flowcore.runtime.answers import UNANSWERED, Answers
 
 __all__ = ["TaskScope", "current_scope", "get_config", "get_stream_writer", "interrupt"]
+
+_xxh3: Callable[[bytes], str] | None
+try:  # LangGraph's interrupt ids (see TaskScope.interrupt_id); optional
+    from xxhash import xxh3_128_hexdigest as _found
+
+    _xxh3 = _found
+except ImportError:  # pragma: no cover - xxhash comes with LangGraph installs
+    _xxh3 = None
 
 
 class ScopeHost(Protocol):
@@ -118,8 +127,20 @@ class TaskScope(Answers):
         return self.host.task_runtime(self)
 
     def interrupt_id(self, index: int) -> str:
-        """A stable id for the ``index``-th pause of this task."""
-        return hashlib.sha256(f"{self.task_id}|{index}".encode()).hexdigest()[:32]
+        """A stable id for the pause of this task that its ``index``-th answer will fill.
+
+        LangGraph's id when the optional ``xxhash`` package is there (the hash of
+        the task's checkpoint namespace, and of how many answers it has), so
+        ids match across the two; else a SHA-256 of the task id and ``index``.
+        """
+        ns = getattr(self.host, "ns", None)
+        if _xxh3 is None or not isinstance(ns, str):
+            return hashlib.sha256(f"{self.task_id}|{index}".encode()).hexdigest()[:32]
+        task_ns = (
+            f"{ns}|{self.task.name}:{self.task_id}" if ns else f"{self.task.name}:{self.task_id}"
+        )
+        digest: str = _xxh3((f"{task_ns}|{index}" if index else task_ns).encode())
+        return digest
 
 
 _SCOPE: contextvars.ContextVar[TaskScope | None] = contextvars.ContextVar(
@@ -145,11 +166,13 @@ def set_scope(scope: TaskScope | None) -> contextvars.Token[TaskScope | None]:
     return _SCOPE.set(scope)
 
 
-def interrupt(value: Any) -> Any:
+def interrupt(value: Any, *, response_schema: Any = None) -> Any:
     """Pause the run and surface ``value``; when resumed, return the answer.
 
     The node re-runs from its start on resume, so code before the call runs
-    again; the n-th call in a node returns the n-th answer.
+    again; the n-th call in a node returns the n-th answer. ``response_schema``
+    (a JSON Schema dict, or a pydantic model, ``TypedDict`` or dataclass that
+    also validates the answer) is shown with the pause; see ``_interrupt_options``.
 
     Example:
         >>> # def approve(state):
@@ -157,10 +180,14 @@ def interrupt(value: Any) -> Any:
         >>> #     return {"approved": answer == "yes"}
     """
     scope = current_scope()
+    schema = None if response_schema is None else ResponseSchema.of(response_schema)
     index, answer = scope.ask()
     if answer is not UNANSWERED:
-        return answer
-    raise GraphInterrupt((Interrupt(value, scope.interrupt_id(index)),))
+        return answer if schema is None else schema.check(answer)
+    shown = None if schema is None else schema.shown
+    # Numbered by the answers the task already has: the slot this pause's answer fills.
+    slot = min(index, len(scope.resume))
+    raise GraphInterrupt((Interrupt(value, scope.interrupt_id(slot), response_schema=shown),))
 
 
 def get_stream_writer() -> Callable[[Any], None]:

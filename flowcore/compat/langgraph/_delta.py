@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from flowcore.compat.langgraph._channel_api import BaseChannel
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._errors import InvalidUpdateError
 from flowcore.compat.langgraph._messages import BaseMessage, RemoveMessage, convert_to_messages
@@ -49,23 +50,32 @@ def _concrete(typ: Any) -> Any:
     return _ABSTRACT.get(origin, origin)
 
 
-class DeltaChannel:
-    """Declares a state key whose reducer gets each superstep's writes as one list.
+class DeltaChannel(BaseChannel):
+    """A state key whose reducer gets each superstep's writes as one list.
+
+    Used two ways, as in LangGraph: declared on a state key
+    (``Annotated[list, DeltaChannel(reducer)]``, the key's type filling in
+    ``typ``), or named as a channel of a low-level ``Pregel`` graph. Either way
+    the run's channel is a :class:`DeltaChannel` too (see :meth:`bound` and
+    :meth:`from_checkpoint`).
 
     ``reducer(state, writes) -> new_state`` must be deterministic and give the
     same result however the writes are split into batches. ``typ`` is the
-    value's type (taken from the ``Annotated`` type when left out); the key
-    starts from its empty value. ``snapshot_frequency`` is accepted for
-    LangGraph's API (a positive int): flowcore stores the value at every
+    value's type (``list`` when left out and no annotation gives one); a fresh
+    channel starts from its empty value. ``snapshot_frequency`` is accepted
+    for LangGraph's API (a positive int): flowcore stores the value at every
     checkpoint as list growth, so it needs no periodic snapshot.
 
     Example:
         >>> from typing import Annotated, TypedDict
         >>> class State(TypedDict):
         ...     log: Annotated[list, DeltaChannel(lambda s, ws: [*s, *ws])]
+        >>> channel = DeltaChannel(lambda s, ws: [*s, *ws]).from_checkpoint(MISSING)
+        >>> channel.update([1, 2]), channel.get()
+        (True, [1, 2])
     """
 
-    __slots__ = ("reducer", "snapshot_frequency", "typ")
+    __slots__ = ("reducer", "snapshot_frequency", "start")
 
     def __init__(
         self,
@@ -86,9 +96,11 @@ class DeltaChannel:
             raise ValueError(
                 f"snapshot_frequency must be a positive int, got {snapshot_frequency!r}"
             )
+        super().__init__(_concrete(typ) if typ is not None else None)
         self.reducer = reducer
-        self.typ: Any = _concrete(typ) if typ is not None else None
         self.snapshot_frequency = snapshot_frequency
+        # The value a fresh channel holds: the empty value of its type (MISSING: none).
+        self.start: Any = _empty_of(list if typ is None else self.typ)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DeltaChannel):
@@ -104,15 +116,157 @@ class DeltaChannel:
         name = getattr(self.reducer, "__name__", repr(self.reducer))
         return f"DeltaChannel({name}, snapshot_frequency={self.snapshot_frequency})"
 
-    def empty(self, declared: Any) -> Any:
-        """A fresh empty value: of ``typ`` when given, else of the declared type."""
-        kind = self.typ if self.typ is not None else _concrete(declared)
-        if not isinstance(kind, type) or kind is object or inspect.isabstract(kind):
-            return MISSING
-        try:
-            return kind()
-        except Exception:  # a type with required arguments has no empty value
-            return MISSING
+    @property
+    def ValueType(self) -> Any:
+        """The type of the value (``list`` unless given)."""
+        return list if self.typ is None else self.typ
+
+    @property
+    def UpdateType(self) -> Any:
+        """The type of one write."""
+        return self.ValueType
+
+    # ------------------------------------------------------------ making
+    def _blank(self) -> DeltaChannel:
+        """A new channel with this one's settings and key, holding nothing."""
+        cls = self.__class__
+        new = cls.__new__(cls)
+        Channel.__init__(new, self.key)
+        new.typ = self.typ
+        new.reducer = self.reducer
+        new.snapshot_frequency = self.snapshot_frequency
+        new.start = self.start
+        return new
+
+    def bound(self, key: str, declared: Any) -> DeltaChannel:
+        """The run's channel for state key ``key`` declared with type ``declared``.
+
+        Without its own ``typ`` the channel takes the declared one; it reads
+        as that type's empty value before anything is written.
+
+        Example:
+            >>> DeltaChannel(lambda s, ws: s).bound("tags", set).get()
+            set()
+        """
+        new = self._blank()
+        new.key = key
+        if self.typ is None:
+            new.start = _empty_of(_concrete(declared))
+        new.value = new._fresh()
+        return new
+
+    def _fresh(self) -> Any:
+        # A copy per use: a reducer may change the value it is given in place.
+        return MISSING if self.start is MISSING else copy.copy(self.start)
+
+    def copy(self) -> DeltaChannel:
+        """An independent channel holding (a shallow copy of) the same value."""
+        new = self._blank()
+        new.value = self.value if self.value is MISSING else copy.copy(self.value)
+        return new
+
+    def from_checkpoint(self, checkpoint: Any) -> DeltaChannel:
+        """A new channel holding what ``checkpoint`` stored.
+
+        ``MISSING`` gives the empty value, a LangGraph snapshot blob the value
+        it wraps, anything else (a plain reducer's stored value) itself.
+
+        Example:
+            >>> DeltaChannel(lambda s, ws: s).from_checkpoint([1]).get()
+            [1]
+        """
+        new = self._blank()
+        new._load(checkpoint)
+        return new
+
+    def _load(self, checkpoint: Any) -> None:
+        self.value = self._fresh() if checkpoint is MISSING else snapshot_value(checkpoint)
+
+    # ---------------------------------------------------------- storing
+    def checkpoint(self) -> Any:
+        """``MISSING``, as LangGraph's: the value is rebuilt from writes, not stored whole.
+
+        flowcore's savers store the value through :meth:`snapshot` instead.
+        """
+        return MISSING
+
+    def snapshot(self) -> Any:
+        return self.value
+
+    def restore(self, stored: Any) -> None:
+        self.value = snapshot_value(stored)
+
+    # ---------------------------------------------------------- writing
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            return False
+        replaced = [found for found in map(overwrite_of, values) if found is not None]
+        if len(replaced) > 1:
+            raise InvalidUpdateError(
+                f"At key '{self.key}': Can receive only one Overwrite value per super-step."
+            )
+        if replaced:
+            # The Overwrite wins over the superstep's other writes.
+            self.value = self._overwritten(replaced[0][0])
+            return True
+        base = self._fresh() if self.value is MISSING else self.value
+        if base is MISSING:
+            base = None
+        writes = list(values) if self.reducer is messages_delta_reducer else _with_ids(values)
+        self.value = self.reducer(base, writes)
+        return True
+
+    def _overwritten(self, new: Any) -> Any:
+        """The value an ``Overwrite(new)`` leaves (``None``: the empty value)."""
+        if new is None:
+            return self._fresh()
+        if self.reducer is messages_delta_reducer and isinstance(new, list | tuple):
+            return messages_delta_reducer([], [list(new)])
+        if isinstance(new, list | tuple):
+            for item in new:
+                if _is_message(item):
+                    _stamped(item, in_list=False)
+        return copy.copy(new)
+
+    def replay_writes(self, writes: Sequence[Any]) -> None:
+        """Fold saved writes, oldest first, in one reducer call.
+
+        Each write is a ``(task_id, channel, value)`` triple. The last
+        ``Overwrite`` among them resets the value; only the writes after it
+        are folded in.
+
+        Example:
+            >>> channel = DeltaChannel(lambda s, ws: [*s, *ws]).from_checkpoint([0])
+            >>> channel.replay_writes([("t", "k", 1), ("t", "k", 2)]); channel.get()
+            [0, 1, 2]
+        """
+        values = [write[2] for write in writes]
+        if not values:
+            return
+        base = self.value
+        rest = values
+        for at, value in enumerate(values):
+            found = overwrite_of(value)
+            if found is not None:
+                base = self._overwritten(found[0])
+                rest = values[at + 1 :]
+        if base is MISSING:
+            base = self._fresh()
+        self.value = self.reducer(None if base is MISSING else base, list(rest)) if rest else base
+
+
+DeltaValue = DeltaChannel
+"""The run's channel for a delta key (the same class; kept for the runtime's checks)."""
+
+
+def _empty_of(kind: Any) -> Any:
+    """A fresh empty value of ``kind`` (MISSING when it has none)."""
+    if not isinstance(kind, type) or kind is object or inspect.isabstract(kind):
+        return MISSING
+    try:
+        return kind()
+    except Exception:  # a type with required arguments has no empty value
+        return MISSING
 
 
 def overwrite_of(write: Any) -> tuple[Any] | None:
@@ -190,53 +344,6 @@ def _with_ids(values: Sequence[Any]) -> list[Any]:
     return out
 
 
-class DeltaValue(Channel):
-    """The run's channel for a :class:`DeltaChannel` key: one reducer call per superstep."""
-
-    __slots__ = ("empty", "reducer")
-
-    def __init__(self, key: str, reducer: Callable[[Any, Sequence[Any]], Any], empty: Any) -> None:
-        super().__init__(key)
-        self.reducer = reducer
-        self.empty = empty
-        # Like LangGraph, the key reads as its empty value before anything is written.
-        self.value = self._fresh()
-
-    def _fresh(self) -> Any:
-        # A copy per use: a reducer may change the value it is given in place.
-        return MISSING if self.empty is MISSING else copy.copy(self.empty)
-
-    def update(self, values: Sequence[Any]) -> bool:
-        if not values:
-            return False
-        replaced = [found for found in map(overwrite_of, values) if found is not None]
-        if len(replaced) > 1:
-            raise InvalidUpdateError(
-                f"At key '{self.key}': Can receive only one Overwrite value per super-step."
-            )
-        if replaced:
-            # The Overwrite wins over the superstep's other writes.
-            new = replaced[0][0]
-            if new is None:
-                self.value = self._fresh()
-            elif self.reducer is messages_delta_reducer and isinstance(new, list | tuple):
-                self.value = messages_delta_reducer([], [list(new)])
-            else:
-                if isinstance(new, list | tuple):
-                    for item in new:
-                        if _is_message(item):
-                            _stamped(item, in_list=False)
-                self.value = copy.copy(new)
-            return True
-        base = None if self.value is MISSING else self.value
-        writes = list(values) if self.reducer is messages_delta_reducer else _with_ids(values)
-        self.value = self.reducer(base, writes)
-        return True
-
-    def restore(self, stored: Any) -> None:
-        self.value = snapshot_value(stored)
-
-
 def messages_delta_reducer(state: Any, writes: Sequence[Any]) -> list[Any]:
     """A :class:`DeltaChannel` reducer for chat messages, merged by id in one pass.
 
@@ -263,7 +370,7 @@ def messages_delta_reducer(state: Any, writes: Sequence[Any]) -> list[Any]:
     result: list[Any] = [_as_message(m) for m in state or ()]
     index = {m.id: i for i, m in enumerate(result) if m.id is not None}
     for message in map(_as_message, flat):
-        if message.id is None:
+        if not message.id:  # None or an empty id
             message.id = str(uuid.uuid4())
         if isinstance(message, RemoveMessage) or getattr(message, "type", None) == "remove":
             at = index.pop(message.id, None)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowcore.compat.langgraph._savers import RunnableConfig
-from flowcore.compat.langgraph._savers_core import SaveBatch
+from flowcore.compat.langgraph._savers_batch import SaveBatch
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.runtime.durability import Durability, DurabilityWriter
 

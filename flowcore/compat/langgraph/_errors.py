@@ -18,8 +18,10 @@ __all__ = [
     "GraphInterrupt",
     "GraphRecursionError",
     "InvalidUpdateError",
+    "NodeCancelledError",
     "NodeTimeoutError",
     "ParentCommand",
+    "UnknownInterruptError",
 ]
 
 
@@ -154,3 +156,45 @@ class NodeTimeoutError(FlowcoreError):
         self.timeout = fired
         self.idle_timeout = idle_timeout
         self.run_timeout = run_timeout
+
+
+class UnknownInterruptError(Exception):
+    """A strict resume that does not answer the pending interrupts (nothing was written).
+
+    ``reason`` is ``"not_pending"`` (the ids in ``interrupt_ids`` are not
+    waiting), ``"empty_map"`` or ``"ambiguous"`` (one value, several waiting);
+    ``pending_ids`` are those still waiting, which can still be answered.
+
+    Example:
+        >>> UnknownInterruptError("no", reason="empty_map", pending_ids=["a"]).pending_ids
+        ('a',)
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        interrupt_ids: Sequence[str] = (),
+        pending_ids: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.interrupt_ids = tuple(interrupt_ids)
+        self.pending_ids = tuple(pending_ids)
+
+
+class NodeCancelledError(Exception):
+    """A node's own code raised ``asyncio.CancelledError`` (the run did not cancel it).
+
+    It fails the run as any other error of the node would; a task the run
+    cancels (a sibling failed, the caller went away) is not one.
+
+    Example:
+        >>> NodeCancelledError("fetch").node
+        'fetch'
+    """
+
+    def __init__(self, node: str, message: str | None = None) -> None:
+        super().__init__(message or f"Node {node!r} raised asyncio.CancelledError")
+        self.node = node

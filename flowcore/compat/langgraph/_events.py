@@ -26,7 +26,15 @@ version, the superstep and a timestamp:
   is stored, when the run ends (see :class:`~flowcore.events.CheckpointEvent`);
 - exactly one ``done`` last, with the final status and the output state.
 
-A subgraph runs as one task of its parent: its own nodes emit nothing here.
+A subgraph runs as one task of its parent. Its own nodes emit ``node_start``,
+``node_end``, ``node_error``, ``node_cancelled``, ``usage`` and ``custom`` too,
+with the event's ``namespace`` naming the enclosing tasks (``("outer:<task
+id>",)`` for a subgraph one level down); they are not in the run result's
+``node_runs`` or ``outputs``, which describe the run's own graph. A subgraph
+node that pauses on ``interrupt()`` is reported by the enclosing node's
+``interrupt`` event (empty namespace), once. Token usage is reported once per
+message id, by the innermost node whose update holds the message first: the
+subgraph's output, which holds the same messages, does not count them again.
 Compat nodes stream no text, so there are no ``text_delta`` events.
 
 These events are one projection of the run's one event stream (see
@@ -97,12 +105,15 @@ def as_compat_input(run_input: Any) -> Any:
     return Command(resume=run_input.value)
 
 
-def _update(writes: Sequence[tuple[str, Any]], keys: frozenset[str]) -> dict[str, Any] | None:
-    """A task's writes to state keys as one update (several writes to a key: a list)."""
+def _update(
+    writes: Sequence[tuple[str, Any]], keys: frozenset[str] | None
+) -> dict[str, Any] | None:
+    """A task's writes to state ``keys`` (None: to any channel not internal) as one update
+    (several writes to a key: a list)."""
     update: dict[str, Any] = {}
     several: set[str] = set()
     for chan, value in writes:
-        if chan not in keys:
+        if chan not in keys if keys is not None else chan.startswith(("__", "branch:", "join:")):
             continue
         if chan not in update:
             update[chan] = value
@@ -134,8 +145,8 @@ class EventProjector:
     """Builds the flowcore events and the :class:`RunResult` of one compat run.
 
     It is a sink of the run's records: :meth:`record` reads the kinds in
-    :attr:`KINDS` of the top run (a subgraph's records, whose namespace is
-    not empty, are its parent task's business) and ignores the rest. ``emit``
+    :attr:`KINDS` (a subgraph's records, whose namespace is not empty, give
+    events with that namespace) and ignores the rest. ``emit``
     receives every event (scrubbed by ``redactor`` first, when one is given).
     The driver calls :meth:`run_start` before the run and :meth:`finish`
     after it.
@@ -163,8 +174,11 @@ class EventProjector:
         self.redactor = redactor
         self._emit_raw = emit
         self._keys = graph.state_key_set
-        # Task id -> (task, its superstep, perf_counter at start, seconds since the run began).
-        self.open: dict[str, tuple[Task, int, float, float]] = {}
+        # Task id -> (task, its superstep, perf_counter at start, seconds since the run
+        # began, its namespace).
+        self.open: dict[str, tuple[Task, int, float, float, tuple[str, ...]]] = {}
+        # Ids of the chat messages whose token usage was reported (once per run).
+        self.counted: set[str] = set()
         self.node_runs: list[NodeRun] = []
         self.outputs: dict[str, Mapping[str, Any] | None] = {}
         self.interrupts: list[Interrupt] = []
@@ -176,14 +190,15 @@ class EventProjector:
         """Hand ``event`` on, without the secrets the redactor knows."""
         self._emit_raw(event if self.redactor is None else scrub(event, self.redactor))
 
-    def base(self, step: int) -> dict[str, Any]:
-        """The fields every event of this run has, for superstep ``step``."""
+    def base(self, step: int, ns: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The fields every event of this run has, for superstep ``step`` in namespace ``ns``."""
         return {
             "run_id": self.run_id,
             "graph_name": self.graph_name,
             "graph_version": self.graph_version,
             "superstep": max(step, 0),
             "timestamp": time.time(),
+            "namespace": ns,
         }
 
     def run_start(self, run_input: Any) -> None:
@@ -195,20 +210,21 @@ class EventProjector:
 
     def record(self, ns: tuple[str, ...], kind: str, payload: Any) -> None:
         """Read one record of the run's stream (the run's sink)."""
-        if ns:
-            return
         if kind == "task_start":
-            self._task_start(payload)
+            self._task_start(payload, ns)
         elif kind == "task_end":
             self._task_end(payload)
         elif kind == "custom":
-            self._custom(payload)
-        elif kind == "checkpoint":
+            self._custom(payload, ns)
+        elif kind == "checkpoint" and not ns:
+            # A subgraph's checkpoints belong to its parent's: the thread's history is the top's.
             self._checkpoint(payload)
 
-    def _custom(self, chunk: CustomChunk) -> None:
+    def _custom(self, chunk: CustomChunk, ns: tuple[str, ...]) -> None:
         self.emit(
-            CustomEvent(**self.base(chunk.step), node=chunk.node, name="custom", data=chunk.data)
+            CustomEvent(
+                **self.base(chunk.step, ns), node=chunk.node, name="custom", data=chunk.data
+            )
         )
 
     def _checkpoint(self, made: CheckpointMade) -> None:
@@ -223,27 +239,30 @@ class EventProjector:
             )
         )
 
-    def _task_start(self, start: TaskStart) -> None:
+    def _task_start(self, start: TaskStart, ns: tuple[str, ...]) -> None:
         task, step = start.task, start.step
         if task.name == START:
             return
-        self.step = step
+        if not ns:
+            self.step = step
         now = time.perf_counter()
-        self.open[task.id] = (task, step, now, now - self.t0)
-        self.emit(NodeStartEvent(**self.base(step), node=task.name))
+        self.open[task.id] = (task, step, now, now - self.t0, ns)
+        self.emit(NodeStartEvent(**self.base(step, ns), node=task.name))
 
     def _task_end(self, end: TaskEnd) -> None:
         entry = self.open.pop(end.task.id, None) if end.task.name != START else None
         if entry is None:
             return
-        task, _, began, started_at = entry
+        task, _, began, started_at, ns = entry
         step = end.step
         duration = time.perf_counter() - began
         name = task.name
         if end.outcome == "cancelled":
-            self._stopped(task, step, started_at, duration)
+            self._stopped(task, step, started_at, duration, ns)
             return
         if task.interrupts:
+            if ns:
+                return  # the enclosing node reports the pause, once
             for pause in task.interrupts:
                 self.interrupts.append(Interrupt(pause.id, name, pause.value))
                 self.emit(
@@ -253,28 +272,41 @@ class EventProjector:
                 )
             return
         if task.error is not None:
-            self._failed(task, step, task.error, started_at, duration)
+            self._failed(task, step, task.error, started_at, duration, ns)
             return
-        update = _update(task.writes, self._keys)
-        self.outputs[name] = update
         attempts = max(task.attempts, 1)
-        self.node_runs.append(
-            NodeRun(name, 1, step, "completed", update, started_at, duration, attempts)
-        )
+        if ns:
+            # A subgraph's state keys are its own: its update is every write it made.
+            update = _update(task.writes, None)
+        else:
+            update = _update(task.writes, self._keys)
+            self.outputs[name] = update
+            self.node_runs.append(
+                NodeRun(name, 1, step, "completed", update, started_at, duration, attempts)
+            )
         self.emit(
             NodeEndEvent(
-                **self.base(step), node=name, update=update, duration=duration, attempts=attempts
+                **self.base(step, ns),
+                node=name,
+                update=update,
+                duration=duration,
+                attempts=attempts,
             )
         )
         for message in _usage_messages(update):
-            self._usage(name, step, message)
+            message_id = getattr(message, "id", None)
+            if message_id:
+                if message_id in self.counted:
+                    continue
+                self.counted.add(str(message_id))
+            self._usage(name, step, message, ns)
 
-    def _usage(self, node: str, step: int, message: Any) -> None:
+    def _usage(self, node: str, step: int, message: Any, ns: tuple[str, ...]) -> None:
         usage = message.usage_metadata
         meta = getattr(message, "response_metadata", None) or {}
         self.emit(
             UsageEvent(
-                **self.base(step),
+                **self.base(step, ns),
                 node=node,
                 block_id="",
                 provider=str(meta.get("model_provider") or ""),
@@ -286,17 +318,24 @@ class EventProjector:
         )
 
     def _failed(
-        self, task: Task, step: int, error: BaseException, started_at: float, duration: float
+        self,
+        task: Task,
+        step: int,
+        error: BaseException,
+        started_at: float,
+        duration: float,
+        ns: tuple[str, ...],
     ) -> None:
         if self.redactor is not None:
             error = scrub_error(error, self.redactor)
         attempts = max(task.attempts, 1)
-        self.node_runs.append(
-            NodeRun(task.name, 1, step, "failed", None, started_at, duration, attempts, error)
-        )
+        if not ns:
+            self.node_runs.append(
+                NodeRun(task.name, 1, step, "failed", None, started_at, duration, attempts, error)
+            )
         self.emit(
             NodeErrorEvent(
-                **self.base(step),
+                **self.base(step, ns),
                 node=task.name,
                 error=error,
                 duration=duration,
@@ -304,22 +343,30 @@ class EventProjector:
             )
         )
 
-    def _stopped(self, task: Task, step: int, started_at: float, duration: float) -> None:
+    def _stopped(
+        self, task: Task, step: int, started_at: float, duration: float, ns: tuple[str, ...]
+    ) -> None:
         """A task stopped from outside: failed if it has an error of its own, else cancelled."""
         error = task.error
         if error is not None and not isinstance(error, asyncio.CancelledError):
-            self._failed(task, step, error, started_at, duration)
+            self._failed(task, step, error, started_at, duration, ns)
             return
-        self.node_runs.append(
-            NodeRun(task.name, 1, step, "cancelled", None, started_at, duration, 0)
-        )
-        self.emit(NodeCancelledEvent(**self.base(step), node=task.name, duration=duration))
+        if not ns:
+            self.node_runs.append(
+                NodeRun(task.name, 1, step, "cancelled", None, started_at, duration, 0)
+            )
+        self.emit(NodeCancelledEvent(**self.base(step, ns), node=task.name, duration=duration))
 
     def _close_open(self) -> None:
         """Close every task still open (one stopped where no record says how it ended)."""
         now = time.perf_counter()
-        for task, step, began, started_at in list(self.open.values()):
-            self._stopped(task, step, started_at, now - began)
+        # Innermost first: a subgraph's node closes before the node that ran it.
+        for task, step, began, started_at, ns in sorted(
+            self.open.values(), key=lambda entry: -len(entry[4])
+        ):
+            if task.interrupts and ns:
+                continue  # paused inside a subgraph: the enclosing node reported it
+            self._stopped(task, step, started_at, now - began, ns)
         self.open.clear()
 
     def finish(

@@ -28,6 +28,7 @@ from flowcore.compat.langgraph._graph import StateGraph
 from flowcore.compat.langgraph._node import describe_callable
 from flowcore.compat.langgraph._planner import INTERRUPT
 from flowcore.compat.langgraph._pregel import CompiledStateGraph
+from flowcore.compat.langgraph._task_cache import aclear_task_cache, clear_task_cache
 from flowcore.compat.langgraph._types import (
     END,
     START,
@@ -104,10 +105,12 @@ class _TaskFunction:
         return call_task(self, args, kwargs)
 
     def clear_cache(self, cache: Any) -> None:
-        """Drop this task's cached results from ``cache`` (results are not cached yet)."""
+        """Drop this task's cached results from ``cache`` (the graph's ``cache=``)."""
+        clear_task_cache(cache, self.name)
 
     async def aclear_cache(self, cache: Any) -> None:
         """The async form of :meth:`clear_cache`."""
+        await aclear_task_cache(cache, self.name)
 
 
 def task(
@@ -201,6 +204,14 @@ class EntrypointGraph(CompiledStateGraph):
         42
     """
 
+    #: What its runs are called in LangChain callbacks (``astream_events``, tracers):
+    #: LangGraph names every entrypoint's graph run "LangGraph", its node after the function.
+    trace_name = "LangGraph"
+
+    def trace_output(self, result: Any) -> Any:
+        """What the node's trace run shows as its output: the function's return value."""
+        return result.get(END) if isinstance(result, dict) else result
+
     def __init__(
         self,
         func: Callable[..., Any],
@@ -210,13 +221,19 @@ class EntrypointGraph(CompiledStateGraph):
         context_schema: Any,
         retry_policy: Sequence[RetryPolicy],
         timeout: TimeoutPolicy | None = None,
+        cache: Any = None,
+        cache_policy: Any = None,
     ) -> None:
         name = getattr(func, "__name__", "entrypoint")
         builder: StateGraph[Any, Any, Any, Any] = StateGraph(
             _EntrypointState, context_schema=context_schema
         )
         builder.add_node(
-            name, _EntrypointNode(func), retry_policy=list(retry_policy) or None, timeout=timeout
+            name,
+            _EntrypointNode(func),
+            retry_policy=list(retry_policy) or None,
+            timeout=timeout,
+            cache_policy=cache_policy,
         )
         builder.add_edge(START, name)
         builder.compiled = True
@@ -224,6 +241,7 @@ class EntrypointGraph(CompiledStateGraph):
             builder,
             checkpointer=checkpointer,
             store=store,
+            cache=cache,
             interrupt_before=(),
             interrupt_after=(),
             name=name,
@@ -446,6 +464,8 @@ class entrypoint:
             context_schema=self.context_schema,
             retry_policy=self.retry_policy,
             timeout=self.timeout,
+            cache=self.cache,
+            cache_policy=self.cache_policy,
         )
 
 

@@ -11,8 +11,16 @@ from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_h
 
 from typing_extensions import TypeVar
 
+from flowcore.compat.langgraph._error_handlers import (
+    DEFAULT_HANDLER_NODE,
+    ErrorHandler,
+    finish_handlers,
+    handler_node_name,
+)
+from flowcore.compat.langgraph._runnable import runnable_action
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._subgraph_detect import find_subgraph
+from flowcore.compat.langgraph._trace_policy import TracePolicy
 from flowcore.compat.langgraph._types import END, START, RetryPolicy, TimeoutPolicy
 
 __all__ = ["BranchSpec", "NodeRunnable", "NodeSpec", "StateGraph"]
@@ -33,6 +41,9 @@ class NodeSpec:
     destinations: tuple[str, ...] | None = None
     cache_policy: Any = None
     timeout: TimeoutPolicy | None = None
+    # Runs in the node's place when it fails (see _error_handlers).
+    error_handler: ErrorHandler | None = None
+    trace_policy: TracePolicy | None = None
 
     @property
     def runnable(self) -> NodeRunnable:
@@ -193,12 +204,18 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         cache_policy: Any = None,
         destinations: dict[str, str] | tuple[str, ...] | None = None,
         timeout: float | timedelta | TimeoutPolicy | None = None,
+        error_handler: Any = None,
+        trace_policy: TracePolicy | None = None,
         **legacy: Any,
     ) -> Self:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
 
         ``timeout`` (seconds, a ``timedelta`` or a :class:`TimeoutPolicy`) caps
-        each attempt of the node, which must then be async.
+        each attempt of the node, which must then be async. ``error_handler``
+        runs in the node's place when it fails (see ``_error_handlers``).
+        ``trace_policy``
+        changes what tracers record of the node's input and output (see
+        :class:`TracePolicy`).
 
         Example:
             >>> # graph.add_node("summarize", summarize, retry_policy=RetryPolicy())
@@ -212,6 +229,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 raise TypeError(f"add_node() got unexpected arguments: {sorted(legacy)}")
         if not isinstance(node, str):
             action, node = node, _node_name(node)
+        # A LangChain runnable (a tool, a chain) runs through its own ainvoke.
+        action = runnable_action(action) or action
         # Checked now, so a bad value names the add_node call that gave it.
         timeout_policy = TimeoutPolicy.coerce(timeout)
         if action is None:
@@ -239,8 +258,26 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             self.schemas[schema] = SchemaInfo(schema)
         # A dict of destinations maps node names to edge labels: only the names matter here.
         dests = tuple(destinations) if destinations is not None else None
+        handler = None
+        if error_handler is not None:
+            handler_name = handler_node_name(node)
+            if handler_name in self.nodes:
+                raise ValueError(
+                    f"Auto-generated error handler node `{handler_name}` already exists."
+                )
+            handler = ErrorHandler(handler_name, error_handler)
         self.nodes[node] = NodeSpec(
-            node, action, schema, defer, retry_policy, metadata, dests, cache_policy, timeout_policy
+            node,
+            action,
+            schema,
+            defer,
+            retry_policy,
+            metadata,
+            dests,
+            cache_policy,
+            timeout_policy,
+            handler,
+            trace_policy,
         )
         return self
 
@@ -250,8 +287,13 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         cache_policy: Any = None,
         timeout: float | timedelta | TimeoutPolicy | None = None,
+        error_handler: Any = None,
     ) -> Self:
         """Policies for every node that sets none of its own (applied at ``compile()``).
+
+        ``error_handler`` handles the failures of every node without a handler
+        of its own; handlers never handle each other. Retry and timeout
+        defaults apply to handlers too.
 
         May be called before or after ``add_node``; a later call replaces the
         defaults it names. Returns the builder, for chaining.
@@ -268,6 +310,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         timeout_policy = TimeoutPolicy.coerce(timeout)
         if timeout_policy is not None:
             self._node_defaults["timeout"] = timeout_policy
+        if error_handler is not None:
+            self._node_defaults["error_handler"] = ErrorHandler(DEFAULT_HANDLER_NODE, error_handler)
         return self
 
     def _apply_node_defaults(self) -> None:
@@ -275,6 +319,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             for key, value in self._node_defaults.items():
                 if getattr(spec, key) is None:
                     setattr(spec, key, value)
+        finish_handlers(self.nodes, self._node_defaults)
 
     def _check_timeouts(self) -> None:
         for spec in self.nodes.values():
@@ -428,8 +473,11 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             for target in targets:
                 if target in unknown:
                     raise ValueError(f"Found edge ending at unknown node `{target}`")
+        # LangGraph lists error handlers as nodes, so they may be named here; a handler
+        # runs within its failed node's task, so no step starts at one.
+        handlers = {spec.error_handler.name for spec in self.nodes.values() if spec.error_handler}
         for name in interrupt or ():
-            if name not in self.nodes and name != "*":
+            if name not in self.nodes and name != "*" and name not in handlers:
                 raise ValueError(f"Interrupt node `{name}` not found")
 
     def compile(
@@ -442,8 +490,12 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         interrupt_after: Sequence[str] | Literal["*"] | None = None,
         debug: bool = False,
         name: str | None = None,
+        transformers: Sequence[Any] | None = None,
     ) -> Any:
         """Check the graph and return a runnable ``CompiledStateGraph``.
+
+        ``transformers``: v3 stream transformer classes (or scope factories) every
+        ``stream_events(version="v3")`` run of the graph adds to the built-in ones.
 
         ``checkpointer`` saves every superstep of runs that name a thread in
         ``config["configurable"]["thread_id"]``; ``interrupt_before`` /
@@ -460,7 +512,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self._check_timeouts()
         self.validate([*before, *after])
         self.compiled = True
-        return CompiledStateGraph(
+        compiled = CompiledStateGraph(
             self,
             checkpointer=checkpointer,
             store=store,
@@ -470,6 +522,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             name=name or "LangGraph",
             debug=debug,
         )
+        if transformers:
+            compiled.stream_transformers = tuple(transformers)
+        return compiled
 
 
 def _is_async(action: Any) -> bool:

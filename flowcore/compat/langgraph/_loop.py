@@ -28,15 +28,25 @@ from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._context import TaskScope, running_scope, set_scope
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._durable import CheckpointCall, RunSaves, copy_checkpoint
+from flowcore.compat.langgraph._error_handlers import (
+    ERROR_SOURCE,
+    NodeError,
+    failure_from_record,
+    failure_record,
+    run_handled,
+)
 from flowcore.compat.langgraph._errors import (
     EmptyInputError,
     GraphDrained,
     GraphInterrupt,
     GraphRecursionError,
     InvalidUpdateError,
+    NodeCancelledError,
     ParentCommand,
 )
+from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
 from flowcore.compat.langgraph._node import (
+    TASKS,
     call_with_config,
     control_writes,
     retry_call,
@@ -63,8 +73,16 @@ from flowcore.compat.langgraph._records import (
     TaskStart,
 )
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
+from flowcore.compat.langgraph._savers_records import merged_metadata
 from flowcore.compat.langgraph._savers_shell import SaverShell
+from flowcore.compat.langgraph._strict_resume import check_resume, strict_resume_on
+from flowcore.compat.langgraph._tracing import RunObserver, observe
 from flowcore.compat.langgraph._types import START, Command, Interrupt
+from flowcore.compat.langgraph._untracked import (
+    persisted_writes,
+    stored_sends,
+    untracked_keys,
+)
 from flowcore.runtime import call_node, run_lease
 from flowcore.runtime.durability import Durability
 from flowcore.runtime.steps import StepWrites, run_supersteps
@@ -160,6 +178,8 @@ class Run:
         self.input = run_input
         self.config = dict(config)
         self.configurable = dict(config.get("configurable") or {})
+        # The run's own config keys (plain values) that each checkpoint's metadata carries.
+        self.config_metadata = merged_metadata(config, {})
         self.sink = sink
         self.ns_path: tuple[str, ...] = tuple(p for p in checkpoint_ns.split("|") if p)
         self.resuming = False
@@ -171,6 +191,8 @@ class Run:
         self.ns = checkpoint_ns
         self.thread_id = self.configurable.get("thread_id")
         self.saver = graph.checkpointer if self.thread_id is not None else None
+        # The UntrackedValue keys, whose writes are never stored (found at the first save).
+        self._untracked: frozenset[str] | None = None
         self.limit = int(config.get("recursion_limit", graph.default_recursion_limit))
         if self.limit < 1:
             raise ValueError("recursion_limit must be at least 1")
@@ -232,6 +254,9 @@ class Run:
         # Namespaces of subgraphs with a history of their own entered by this replay
         # (shared with its child runs): only a first entry goes back in time.
         self.entered: set[str] = set()
+        # The run's LangChain and graph-lifecycle callbacks (see _tracing): None when
+        # its config has none, so an untraced run pays nothing for them.
+        self.observer: RunObserver | None = None
 
     def emit(self, kind: str, payload: Any) -> None:
         """Hand one record of this run's event stream to its sink (see ``_records``).
@@ -276,7 +301,9 @@ class Run:
 
     def scope_config(self, task: Task, step: int) -> dict[str, Any]:
         """The config task ``task`` of superstep ``step`` receives, when it asks for it."""
-        return self.graph.task_config(self.config, task, step, self.ns)
+        config = self.graph.task_config(self.config, task, step, self.ns)
+        observer = self.observer
+        return config if observer is None else observer.node_config(task, config)
 
     # ------------------------------------------------------------ persistence
     def _ckpt_config(self) -> dict[str, Any]:
@@ -325,6 +352,8 @@ class Run:
             self.checkpoint = {**self.checkpoint, "id": new_checkpoint_id(after)}
         parents = dict(self.configurable.get("checkpoint_map") or {})
         self.metadata = {"source": source, "step": self.step, "parents": parents}
+        if self.config_metadata:
+            self.metadata = {**self.config_metadata, **self.metadata}
         if self.saver is not None and self.durability != "exit":
             await self._save()
         else:
@@ -367,7 +396,10 @@ class Run:
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
         versions = self.checkpoint["channel_versions"]
-        self.checkpoint["channel_values"] = self.graph.snapshot_channels(self.channels)
+        values = self.graph.snapshot_channels(self.channels)
+        if TASKS in values and self._untracked_keys():
+            values[TASKS] = stored_sends(values[TASKS], self._untracked_keys())
+        self.checkpoint["channel_values"] = values
         self.checkpoint["ts"] = datetime.now(UTC).isoformat()
         self.checkpoint["updated_channels"] = sorted(self.updated)
         changed = {k: v for k, v in versions.items() if self.saved_versions.get(k) != v}
@@ -397,9 +429,21 @@ class Run:
             # Stored when the run ends (see _exit), on whichever checkpoint it ends at.
             self.deferred.append((task, writes))
             return
-        encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
+        encoded = self._encoded(writes)
         # The task path as savers store it is the task's sort key (computed once per task).
         await self._saves().writes(self.saved_config, encoded, task.id, task.sort_key, rides=last)
+
+    def _encoded(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """Writes as a saver stores them (none to an ``UntrackedValue`` key)."""
+        untracked = self._untracked_keys()
+        if untracked:
+            writes = persisted_writes(writes, untracked)
+        return [(c, self.graph.encode_write(c, v)) for c, v in writes]
+
+    def _untracked_keys(self) -> frozenset[str]:
+        if self._untracked is None:
+            self._untracked = untracked_keys(self.channels)
+        return self._untracked
 
     def _saves(self) -> RunSaves:
         # Opened at the first save: an open batch makes the saver settle it before each
@@ -430,7 +474,7 @@ class Run:
                 by_task.setdefault(task_id, []).append((chan, value))
             for task in [*self.tasks, *self.calls.values()]:
                 if task.id in by_task:
-                    encoded = [(c, self.graph.encode_write(c, v)) for c, v in by_task[task.id]]
+                    encoded = self._encoded(by_task[task.id])
                     await saves.hold_writes(encoded, task.id, task.sort_key)
         stored = await saves.close(self._checkpoint_call)
         if stored is not None:
@@ -456,8 +500,15 @@ class Run:
             self.pending = [w for w in self.pending if w[0] == NULL_TASK_ID]
         forks = resuming and time_travel and self.metadata.get("source") not in ("update", "fork")
         carried: list[tuple[str, Any]] = []
+        superseded = addressed and not time_travel and await self._superseded()
         if command is not None:
             carried = await self._apply_command(command, store=not forks)
+        if superseded:
+            # A resume at a checkpoint the thread has moved past reruns the tasks that
+            # finished there (keeping the answers given), as a replay would.
+            self.pending = [
+                w for w in self.pending if w[0] == NULL_TASK_ID or w[1] in (INTERRUPT, RESUME)
+            ]
         null_writes = [(c, v) for t, c, v in self.pending if t == NULL_TASK_ID]
         if null_writes or carried:
             self.apply_writes([], extra=[*null_writes, *carried])
@@ -471,8 +522,9 @@ class Run:
                 await self._put_checkpoint("fork")
             self.emit_values(force=True)
             return
-        if self.input is None or command is not None:
+        if self.input is None:
             raise EmptyInputError(f"Received no input for {START}")
+        # A Command on a new thread is the run's input too (its START task applies it).
         writes = self.graph.input_writes(self.input)
         if not writes:
             raise EmptyInputError(f"Received no input for {self.graph.input_keys}")
@@ -486,8 +538,18 @@ class Run:
         self.pending = []
         await self._put_checkpoint("input")
 
+    async def _superseded(self) -> bool:
+        """Whether the thread has a later checkpoint than the one this run addressed."""
+        if self.saver is None:
+            return False
+        conf = {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}}
+        latest = await self.saver.aget_tuple(conf)
+        return latest is not None and latest.checkpoint["id"] != self.checkpoint.get("id")
+
     def _pending_interrupt_ids(self) -> list[str]:
-        answered = {t for t, c, _ in self.pending if c not in (INTERRUPT, RESUME, ERROR)}
+        answered = {
+            t for t, c, _ in self.pending if c not in (INTERRUPT, RESUME, ERROR, ERROR_SOURCE)
+        }
         return [
             i.id
             for t, c, v in self.pending
@@ -500,14 +562,18 @@ class Run:
             if self.saver is None:
                 raise RuntimeError("Cannot use Command(resume=...) without checkpointer")
             resume = command.resume
-            if isinstance(resume, dict) and all(_is_interrupt_id(k) for k in resume):
+            by_id = isinstance(resume, dict) and all(_is_interrupt_id(k) for k in resume)
+            # Strict only at the thread's head, for the graph the caller ran (not a child run).
+            strict = (
+                strict_resume_on(self.configurable)
+                and self.parent_scope is None
+                and "checkpoint_id" not in self.configurable
+            )
+            if strict or not by_id:
+                check_resume(resume, by_id, self._pending_interrupt_ids(), strict=strict)
+            if by_id:
                 self.resume_by_id.update(resume)
             else:
-                if len(self._pending_interrupt_ids()) > 1:
-                    raise RuntimeError(
-                        "When there are multiple pending interrupts, you must specify the "
-                        "interrupt id when resuming."
-                    )
                 self.null_resume.append(resume)
         writes: list[tuple[str, Any]] = []
         if command.update is not None:
@@ -517,9 +583,12 @@ class Run:
             raise EmptyInputError("Received empty Command input")
         if not writes or not store:
             return writes
+        # Savers keep the first write at each position of a task: the null task's
+        # writes accumulate, so an earlier resume's update keeps its slot.
+        earlier = [(c, v) for t, c, v in self.pending if t == NULL_TASK_ID]
         self.pending.extend((NULL_TASK_ID, c, v) for c, v in writes)
         if self.saver is not None and self.saved_config is not None:
-            encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
+            encoded = self._encoded([*earlier, *writes])
             await self.saver.aput_writes(self.saved_config, encoded, NULL_TASK_ID, "")
         return []
 
@@ -567,7 +636,11 @@ class Run:
             for chan, value in saved:
                 if chan == RESUME:
                     task.resume = list(value) if isinstance(value, list) else [value]
-            done = [(c, v) for c, v in saved if c not in (INTERRUPT, RESUME, ERROR)]
+            done = [(c, v) for c, v in saved if c not in (INTERRUPT, RESUME, ERROR, ERROR_SOURCE)]
+            for chan, value in saved:
+                if chan == ERROR_SOURCE:
+                    # The node failed and its handler took over: the handler runs again.
+                    task.handled = failure_from_record(value)
             if done:
                 task.writes = [(c, v) for c, v in done if c != NO_WRITES]
                 task.done = True
@@ -612,8 +685,12 @@ class Run:
         return task if task.done else None
 
     def stops(self, task: Task) -> bool:
-        """Any failure stops the step's other tasks; the first (in time) is the run's error."""
-        if task.error is None:
+        """Any failure stops the step's other tasks; the first (in time) is the run's error.
+
+        An answer that did not fit its interrupt's schema lets the others finish
+        (their answers may have started side effects); the run fails after the step.
+        """
+        if task.error is None or is_invalid_resume(task.error):
             return False
         if self.failure is None:
             self.failure = task.error
@@ -715,10 +792,9 @@ class Run:
             self._task_result(task, "interrupt")
             return task
         except ParentCommand as exc:
-            if self.parent_scope is None:
-                task.error = InvalidUpdateError("There is no parent graph")
-            else:
-                task.error = exc
+            # With no parent graph to take it, the command reaches the caller (as in
+            # LangGraph): a graph may be run as another's node by code of its own.
+            task.error = exc
             self._task_result(task, "parent_command")
             return task
         except asyncio.CancelledError:
@@ -736,6 +812,9 @@ class Run:
             del token
         task.done = True
         stored = task.writes or [(NO_WRITES, None)]
+        if task.handled is not None:
+            # Saved first when the node failed: kept first, so the writes after it are new.
+            stored = [(ERROR_SOURCE, failure_record(task.handled)), *stored]
         if scope.given:  # the answers the task was given or took (scope.resume)
             stored = [*stored, (RESUME, list(scope.resume))]
         if self.saver is not None:
@@ -753,12 +832,81 @@ class Run:
                 self.emit("task_end", TaskEnd(self.step, task, "done", self.output_keys))
         return task
 
+    async def _node_result(self, task: Task, scope: TaskScope, spec: Any) -> Any:
+        """What node ``task.name`` returned, through its retry policy and time limits."""
+        graph = self.graph
+        action = spec.action
+        if "messages_seen" in self.wants:
+            self.emit("messages_seen", task.input)
+        # A Send's own timeout needs the timed path, even for a node that has none.
+        direct = graph.direct_call(task.name) if task.timeout is None else None
+        if direct is not None:
+            scope.calls = 0
+            result = await call_node(direct, True, (task.input,))
+        elif (
+            spec.retry is None
+            and spec.timeout is None
+            and task.timeout is None
+            and not hasattr(action, "_arun_subgraph")
+        ):
+            # Nothing to retry and no subgraph: the plain call, without the wrappers.
+            scope.calls = 0
+            result = await call_with_config(
+                action,
+                task.input,
+                scope.get_config,
+                {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                graph.call_shape(action),
+            )
+        else:
+            task.attempts = 0
+
+            async def attempt() -> Any:
+                scope.calls = 0
+                task.attempts += 1
+                if hasattr(action, "_arun_subgraph"):
+                    try:
+                        return await action._arun_subgraph(task.input, scope, self)
+                    except ParentCommand as exc:
+                        # A node of the subgraph addressed this graph: it is this
+                        # node's result.
+                        return replace(exc.command, graph=None)
+                return await call_with_config(
+                    action,
+                    task.input,
+                    scope.get_config,
+                    {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                    graph.call_shape(action),
+                )
+
+            timeout = task.timeout or spec.timeout
+            result = await retry_call(attempt, spec.retry, timeout, task.name)
+        return result
+
+    async def record_failure(self, task: Task, failure: NodeError) -> None:
+        """Save that ``task``'s node failed and its error handler takes over."""
+        marker = [(ERROR_SOURCE, failure_record(failure))]
+        if self.saver is not None:
+            await self._put_writes(task, marker)
+            self.pending.extend((task.id, c, v) for c, v in marker)
+
     def _task_result(self, task: Task, outcome: Outcome) -> None:
         """Record how a task that did not return ended (its error, pause or stop is in it)."""
         if task.name != START and "task_end" in self.wants:
             self.emit("task_end", TaskEnd(self.step, task, outcome, self.output_keys))
 
     async def _call_node(self, task: Task, scope: TaskScope) -> list[tuple[str, Any]]:
+        observer = self.observer
+        if observer is None or task.name == START:
+            return await self._node_writes(task, scope, None)
+        return await observer.call_node(
+            task, self.step, lambda seen: self._node_writes(task, scope, seen)
+        )
+
+    async def _node_writes(
+        self, task: Task, scope: TaskScope, seen: Callable[[Any], None] | None
+    ) -> list[tuple[str, Any]]:
+        """Call the task's node; its writes. ``seen`` is handed what the node returned."""
         graph = self.graph
         if task.name == START:
             result = task.input
@@ -766,54 +914,29 @@ class Run:
             writes.extend(control_writes(result))
         else:
             spec = graph.nodes[task.name]
-            action = spec.action
-
-            if "messages_seen" in self.wants:
-                self.emit("messages_seen", task.input)
-
-            # A Send's own timeout needs the timed path, even for a node that has none.
-            direct = graph.direct_call(task.name) if task.timeout is None else None
-            if direct is not None:
-                scope.calls = 0
-                result = await call_node(direct, True, (task.input,))
-            elif (
-                spec.retry is None
-                and spec.timeout is None
-                and task.timeout is None
-                and not hasattr(action, "_arun_subgraph")
-            ):
-                # Nothing to retry and no subgraph: the plain call, without the wrappers.
-                scope.calls = 0
-                result = await call_with_config(
-                    action,
-                    task.input,
-                    scope.get_config,
-                    {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
-                    graph.call_shape(action),
-                )
-            else:
-                task.attempts = 0
-
-                async def attempt() -> Any:
-                    scope.calls = 0
-                    task.attempts += 1
-                    if hasattr(action, "_arun_subgraph"):
-                        try:
-                            return await action._arun_subgraph(task.input, scope, self)
-                        except ParentCommand as exc:
-                            # A node of the subgraph addressed this graph: it is this
-                            # node's result.
-                            return replace(exc.command, graph=None)
-                    return await call_with_config(
-                        action,
-                        task.input,
-                        scope.get_config,
+            try:
+                # Graphs built without a StateGraph (Pregel, entrypoints) have no handlers.
+                handler = getattr(spec, "error_handler", None)
+                if handler is None:
+                    result = await self._node_result(task, scope, spec)
+                else:
+                    result = await run_handled(
+                        self,
+                        task,
+                        scope,
+                        handler,
+                        lambda: self._node_result(task, scope, spec),
                         {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
-                        graph.call_shape(action),
                     )
-
-                timeout = task.timeout or spec.timeout
-                result = await retry_call(attempt, spec.retry, timeout, task.name)
+            except ParentCommand as exc:
+                # A graph the node's code ran addressed its parent: this graph.
+                result = replace(exc.command, graph=None)
+            except asyncio.CancelledError as exc:
+                current = asyncio.current_task()
+                if current is None or current.cancelling():
+                    raise  # the run cancelled the task
+                # Raised by the node's own code: a failure of the node, not a stop.
+                raise NodeCancelledError(task.name) from exc
             if type(result) is dict and graph.dict_results:
                 # The usual state update: no Command in it, so no control writes.
                 keys = graph.state_key_set
@@ -829,6 +952,11 @@ class Run:
                         raise ParentCommand(replace(parent_commands[0], graph=None))
                 writes = graph.result_writes(task.name, result)
                 writes.extend(control_writes(result))
+            if seen is not None:
+                seen(result)
+        if task.handled is not None:
+            # The handler's result stands for the node's: the failed node's edges do not fire.
+            return writes
         writes.extend(graph.static_writes[task.name])
         for branch in graph.branches.get(task.name, ()):
             fresh = graph.local_read(task.name, self.channels, writes)
@@ -877,21 +1005,14 @@ class Run:
         if not mine:
             update = None
         elif self.graph.root_output:
-            # A root-state graph's update is the value its node wrote (the last one).
-            update = mine[-1][1]
+            # A root-state graph's update is the value its node wrote (all of them, in
+            # order, when it wrote several).
+            update = mine[0][1] if len(mine) == 1 else [v for _, v in mine]
+        elif len({c for c, _ in mine}) < len(mine):
+            # A key written twice (a list of Commands): one single-key dict per write.
+            update = [{chan: value} for chan, value in mine]
         else:
-            update = {}
-            for chan, value in mine:
-                if chan in update:
-                    previous = update[chan]
-                    update[chan] = (
-                        [*previous, value]
-                        if isinstance(previous, _Multi)
-                        else _Multi([previous, value])
-                    )
-                else:
-                    update[chan] = value
-            update = {k: list(v) if isinstance(v, _Multi) else v for k, v in update.items()}
+            update = dict(mine)
         # A low-level graph's single output channel and an entrypoint's return value
         # are shown bare; a StateGraph's update is the dict of its writes.
         shown = self.graph.task_update(update, self.output_keys)
@@ -910,8 +1031,22 @@ class Run:
         does not lease); a run that finds it held raises ``ThreadBusyError``.
         """
         self.loop, self.loop_thread = asyncio.get_running_loop(), threading.get_ident()
-        async with self._lease():
-            await self._execute()
+        if "callbacks" not in self.config and self.parent_scope is None:
+            async with self._lease():
+                await self._execute()
+            return
+        observer = self.observer = await observe(self)
+        if observer is None:
+            async with self._lease():
+                await self._execute()
+            return
+        try:
+            async with self._lease():
+                await self._execute()
+        except BaseException as exc:
+            await observer.failed(exc)
+            raise
+        await observer.finished()
 
     def _lease(self) -> contextlib.AbstractAsyncContextManager[ThreadLease | None]:
         saver = self.saver
@@ -930,6 +1065,8 @@ class Run:
             else:
                 await self._close_saves()
             raise
+        if self.resuming and self.observer is not None:
+            await self.observer.resumed()
         try:
             await run_supersteps(self, limit=self.max_concurrency or None)
         except GraphInterrupt:
@@ -952,7 +1089,12 @@ class Run:
             )
 
     def _has_delta_keys(self) -> bool:
-        return any(isinstance(channel, DeltaValue) for channel in self.channels.values())
+        """Whether the run wrote some ``DeltaChannel`` key (it has a version)."""
+        versions = self.checkpoint["channel_versions"]
+        return any(
+            isinstance(channel, DeltaValue) and name in versions
+            for name, channel in self.channels.items()
+        )
 
     async def _save_root(self) -> None:
         """Store the empty checkpoint a new thread starts from, as the run's first parent.
@@ -973,13 +1115,9 @@ class Run:
             # No new checkpoint (a resumed run that paused again in the same step):
             # the writes belong to the checkpoint it resumed from.
             for task, writes in self.deferred:
-                encoded = [(c, self.graph.encode_write(c, v)) for c, v in writes]
+                encoded = self._encoded(writes)
                 await self.saver.aput_writes(self.saved_config, encoded, task.id, task.sort_key)
         self.deferred = []
-
-
-class _Multi(list[Any]):
-    """Several writes of one task to one key (shown as a list in ``updates``)."""
 
 
 def _is_interrupt_id(key: Any) -> bool:

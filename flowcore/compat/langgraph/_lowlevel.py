@@ -333,31 +333,12 @@ class Pregel(CompiledStateGraph):
 
     def task_update(self, update: Any, keys: Sequence[str]) -> Any:
         """A node's ``updates`` chunk: the value itself for a single output channel."""
-        if isinstance(update, dict) and len(keys) == 1 and isinstance(keys[0], _Scalar):
-            return update.get(keys[0])
+        if len(keys) == 1 and isinstance(keys[0], _Scalar):
+            if isinstance(update, dict):
+                return update.get(keys[0])
+            if isinstance(update, list):  # several writes: each value, in order
+                return [item.get(keys[0]) for item in update]
         return update
-
-    # ------------------------------------------------------------- batches
-    def batch(
-        self, inputs: Sequence[Any], config: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> list[Any]:
-        """:meth:`invoke` on each input, in order.
-
-        Example:
-            >>> # app.batch([1, 2]) -> [app.invoke(1), app.invoke(2)]
-        """
-        return [self.invoke(value, config, **kwargs) for value in inputs]
-
-    async def abatch(
-        self, inputs: Sequence[Any], config: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> list[Any]:
-        """:meth:`ainvoke` on each input, in order.
-
-        Example:
-            >>> # await app.abatch([1, 2])
-        """
-        # One after the other: the compat layer starts no tasks of its own.
-        return [await self.ainvoke(value, config, **kwargs) for value in inputs]
 
     def map(self) -> Any:
         """A node step that runs this graph on each item of a list, giving the list of outputs.

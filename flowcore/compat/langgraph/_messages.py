@@ -19,6 +19,7 @@ from typing_extensions import TypedDict
 
 from flowcore.compat.langgraph._channels import pure_reducer
 from flowcore.compat.langgraph._messages_langchain import (
+    equal_to_langchain,
     langchain_family,
     openai_shaped,
     to_langchain,
@@ -118,6 +119,15 @@ class BaseMessage(BaseModel):
                 or value != info.default
             ):
                 yield key, value
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, BaseModel):
+            mixed = equal_to_langchain(self, other)
+            return super().__eq__(other) if mixed is None else mixed
+        return NotImplemented
+
+    # Between two messages of one class this is pydantic's __eq__ (savers rely on it).
+    __eq__.model_eq_within_class = True  # type: ignore[attr-defined]
 
     @property
     def text(self) -> str:

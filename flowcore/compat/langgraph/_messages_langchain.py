@@ -14,11 +14,18 @@ is loaded, so the module is taken from ``sys.modules``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import Any
+from typing import Any, get_args, get_origin
 
-__all__ = ["langchain_family", "openai_shaped", "to_langchain"]
+__all__ = [
+    "LangChainMessages",
+    "equal_to_langchain",
+    "langchain_family",
+    "names_langchain",
+    "openai_shaped",
+    "to_langchain",
+]
 
 _MODULE = "langchain_core.messages"
 
@@ -73,3 +80,62 @@ def openai_shaped(messages: list[Any], module: ModuleType) -> list[Any]:
         >>> # -> [HumanMessage("a")]
     """
     return list(module.convert_to_messages(module.convert_to_openai_messages(messages)))
+
+
+def names_langchain(annotation: Any) -> bool:
+    """Whether a type annotation mentions a LangChain class (``list[BaseMessage]``, ``X | Y``).
+
+    Example:
+        >>> names_langchain(list[int])
+        False
+    """
+    seen: list[Any] = [annotation]
+    while seen:
+        item = seen.pop()
+        if isinstance(item, type) and item.__module__.startswith("langchain_core"):
+            return True
+        seen.extend(get_args(item))
+        # A pydantic-style discriminated union keeps its members in Annotated's first arg.
+        origin = get_origin(item)
+        if origin is not None and origin is not item:
+            seen.append(origin)
+    return False
+
+
+class LangChainMessages:
+    """``add_messages`` for a key typed with LangChain messages: every message is LangChain's.
+
+    A key declared ``Annotated[list[BaseMessage], add_messages]`` with
+    LangChain's ``BaseMessage`` gets LangChain messages for role pairs, strings
+    and dicts too, as LangGraph gives them, even before any LangChain message
+    reached the key.
+    """
+
+    def __init__(self, reducer: Callable[[Any, Any], Any]) -> None:
+        self.reducer = reducer
+
+    def __call__(self, left: Any, right: Any) -> Any:
+        module = sys.modules.get(_MODULE)
+        if module is not None:
+            rights = right if isinstance(right, list) else [right]
+            if langchain_family(rights) is None:
+                right = to_langchain(rights, module)
+        return self.reducer(left, right)
+
+
+def equal_to_langchain(own: Any, other: Any) -> bool | None:
+    """``own == other`` for a flowcore message and a LangChain one; None when ``other`` is not.
+
+    The two families have the same fields, so a flowcore message equals the
+    LangChain message of the same class name with the same field values (a
+    merge without any LangChain message makes flowcore's; a caller may hold
+    LangChain's).
+    """
+    module = sys.modules.get(_MODULE)
+    if module is None or not isinstance(other, module.BaseMessage):
+        return None
+    if type(other).__name__ != type(own).__name__:
+        return False
+    mine = getattr(own, "__pydantic_extra__", None) or {}
+    theirs = getattr(other, "__pydantic_extra__", None) or {}
+    return bool(own.__dict__ == other.__dict__ and mine == theirs)

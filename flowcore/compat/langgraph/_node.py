@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import inspect
 import random
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from typing import Any, TypeVar
 
 from flowcore.compat.langgraph._errors import (
     GraphBubbleUp,
@@ -13,7 +16,15 @@ from flowcore.compat.langgraph._errors import (
     NodeTimeoutError,
     ParentCommand,
 )
-from flowcore.compat.langgraph._types import END, ROOT, Command, RetryPolicy, Send, TimeoutPolicy
+from flowcore.compat.langgraph._types import (
+    END,
+    ROOT,
+    Command,
+    RetryPolicy,
+    Send,
+    TimeoutPolicy,
+    object_update,
+)
 from flowcore.runtime import AttemptTimeout, attempt_with_retries, call_node
 
 __all__ = [
@@ -21,11 +32,14 @@ __all__ = [
     "LangGraphRetryRule",
     "branch_channel",
     "call_with_config",
+    "called_from_sync",
     "control_writes",
     "describe_callable",
     "retry_call",
     "update_writes",
 ]
+
+T = TypeVar("T")
 
 TASKS = "__pregel_tasks"
 """The channel that carries ``Send``s to the next superstep."""
@@ -34,15 +48,6 @@ TASKS = "__pregel_tasks"
 def branch_channel(node: str) -> str:
     """The trigger channel of ``node``."""
     return f"branch:to:{node}"
-
-
-def _object_items(value: Any, keys: Collection[str]) -> list[tuple[str, Any]] | None:
-    fields = getattr(type(value), "model_fields", None)
-    if isinstance(fields, dict):
-        return [(k, getattr(value, k)) for k in fields if k in keys]
-    if hasattr(value, "__dataclass_fields__"):
-        return [(k, getattr(value, k)) for k in value.__dataclass_fields__ if k in keys]
-    return None
 
 
 def update_writes(value: Any, keys: Collection[str]) -> list[tuple[str, Any]]:
@@ -68,7 +73,7 @@ def update_writes(value: Any, keys: Collection[str]) -> list[tuple[str, Any]]:
         for item in value:
             writes.extend(update_writes(item, keys))
         return writes
-    items = _object_items(value, keys)
+    items = object_update(value, keys)
     if items is not None:
         return items
     raise InvalidUpdateError(f"Expected dict, got {value}")
@@ -250,6 +255,7 @@ async def retry_call(
             timeout=None if timeout is None else _float(timeout.run_timeout),
             idle_timeout=None if timeout is None else _float(timeout.idle_timeout),
             passthrough=(GraphBubbleUp, ParentCommand),
+            sleep=_blocking_backoff if _SYNC_CALLER.get() else None,
         )
     except AttemptTimeout as exc:
         if translate is None:
@@ -257,6 +263,27 @@ async def retry_call(
         # The runtime's own error is a detail of how the limit is kept: not the cause to show.
         raise translate(exc) from None
     return result
+
+
+_SYNC_CALLER: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "flowcore_compat_sync_caller", default=False
+)
+
+
+async def called_from_sync(work: Awaitable[T]) -> T:
+    """Await ``work`` as the run of a sync call (``invoke``, ``stream``).
+
+    Such a run waits between retries with ``time.sleep`` (in a worker thread),
+    as LangGraph's sync runner does, so code that patches ``time.sleep`` to skip
+    backoff works the same.
+    """
+    _SYNC_CALLER.set(True)
+    return await work
+
+
+async def _blocking_backoff(seconds: float) -> None:
+    # time.sleep is looked up at each call: a patched one is the one used.
+    await asyncio.to_thread(time.sleep, seconds)
 
 
 def _float(value: Any) -> float | None:

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flowcore.compat.langgraph._channels import MISSING, Channel
+from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
 from flowcore.compat.langgraph._errors import InvalidUpdateError
 from flowcore.compat.langgraph._node import TASKS
 from flowcore.compat.langgraph._types import START, Interrupt
@@ -48,6 +49,7 @@ __all__ = [
     "fold_writes",
     "plan_tasks",
     "should_interrupt",
+    "shown_path",
 ]
 
 INTERRUPT = "__interrupt__"
@@ -57,7 +59,7 @@ NO_WRITES = "__no_writes__"
 PULL = "__pregel_pull"
 PUSH = "__pregel_push"
 # Writes a task records for the loop (pauses, answers, failures), never folded into channels.
-_SPECIAL = frozenset({INTERRUPT, RESUME, ERROR, NO_WRITES})
+_SPECIAL = frozenset({INTERRUPT, RESUME, ERROR, NO_WRITES, ERROR_SOURCE})
 _NO_VERSIONS: Mapping[str, Any] = {}
 _SORT_KEY = operator.attrgetter("sort_key")
 
@@ -83,6 +85,21 @@ def _task_id(checkpoint_id: str, ns: str, step: int, name: str, path: Sequence[A
         text = "|".join([checkpoint_id, ns, str(step), name, *map(str, path)])
     d = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
     return f"{d[:8]}-{d[8:12]}-{d[12:16]}-{d[16:20]}-{d[20:]}"
+
+
+def shown_path(path: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A task's path as LangGraph shows it (snapshots, ``langgraph_path``).
+
+    A ``Send`` task's ``(PUSH, index)`` gets ``False`` appended, LangGraph's mark
+    of a pushed task that is not a ``@task`` call; other paths are unchanged.
+
+    Example:
+        >>> shown_path((PUSH, 0)), shown_path((PULL, "a"))
+        (('__pregel_push', 0, False), ('__pregel_pull', 'a'))
+    """
+    if len(path) == 2 and path[0] == PUSH:
+        return (*path, False)
+    return path
 
 
 def _path_key(path: tuple[Any, ...]) -> str:
@@ -145,6 +162,7 @@ class Task:
         "attempts",
         "done",
         "error",
+        "handled",
         "input",
         "interrupts",
         "name",
@@ -185,6 +203,8 @@ class Task:
         self.attempts = 1
         # A Send's own time limits, which replace the node's for this one task.
         self.timeout: Any = None
+        # The node's failure once its error handler took over (see _error_handlers).
+        self.handled: Any = None
 
     @property
     def id(self) -> str:

@@ -43,6 +43,11 @@ from flowcore.compat.langgraph._tooling import (
     tool_content,
     wrap_tool,
 )
+from flowcore.compat.langgraph._tools_langchain import (
+    LangChainTool,
+    is_langchain_message,
+    langchain_tool,
+)
 from flowcore.compat.langgraph._types import END, Command, Send
 from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.types import LLMRequest, LLMResponse, Message, ToolCall, ToolSpec
@@ -119,6 +124,13 @@ def _handled_types(handler: Callable[..., str]) -> tuple[type[Exception], ...]:
     )
 
 
+def _is_ai(message: Any) -> bool:
+    """An AI message: flowcore's, or LangChain's (the same ``type`` and ``tool_calls``)."""
+    if isinstance(message, AIMessage):
+        return True
+    return getattr(message, "type", None) == "ai" and hasattr(message, "tool_calls")
+
+
 class ToolNode:
     """A graph node that runs the tool calls of the last ``AIMessage``, all at once.
 
@@ -158,7 +170,7 @@ class ToolNode:
         self._messages_key = messages_key
         self._tools: dict[str, WrappedTool] = {}
         for tool in tools:
-            wrapped = wrap_tool(tool)
+            wrapped = langchain_tool(tool) or wrap_tool(tool)
             self._tools[wrapped.name] = wrapped
 
     @property
@@ -199,7 +211,7 @@ class ToolNode:
 
         async def one(call: dict[str, Any]) -> tuple[Any, Exception | None]:
             try:
-                return await self._run_one(call, input_type, state), None
+                return await self._run_one(call, input_type, state, config), None
             except Exception as exc:  # every call finishes; the first error in order is raised
                 return None, exc
 
@@ -223,12 +235,18 @@ class ToolNode:
             input_type = "dict"
         else:
             raise ValueError("No message found in input")
-        latest = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        latest = next((m for m in reversed(messages) if _is_ai(m)), None)
         if latest is None:
             raise ValueError("No AIMessage found in input")
         return [dict(call) for call in latest.tool_calls], input_type, input
 
-    async def _run_one(self, call: dict[str, Any], input_type: str, state: Any) -> Any:
+    async def _run_one(
+        self,
+        call: dict[str, Any],
+        input_type: str,
+        state: Any,
+        config: Mapping[str, Any] | None = None,
+    ) -> Any:
         tool = self._tools.get(call["name"])
         if tool is None:
             text = INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
@@ -236,7 +254,13 @@ class ToolNode:
             )
             return ToolMessage(text, name=call["name"], tool_call_id=call["id"], status="error")
         try:
-            response = await tool.ainvoke(call["args"], state)
+            if isinstance(tool, LangChainTool):
+                tools = [t.tool for t in self._tools.values() if isinstance(t, LangChainTool)]
+                response = await tool.call(call, state, config, tools)
+                if is_langchain_message(response):
+                    return response
+            else:
+                response = await tool.ainvoke(call["args"], state)
             return self._normalize(response, call, tool, input_type)
         except GraphBubbleUp:
             raise

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from flowcore.compat.langgraph._batch import BatchCalls
 from flowcore.compat.langgraph._cache import NodeCache
 from flowcore.compat.langgraph._channel_api import is_one_step
 from flowcore.compat.langgraph._channels import (
@@ -28,9 +29,16 @@ from flowcore.compat.langgraph._context import TaskScope, running_scope
 from flowcore.compat.langgraph._copy_fork import COPY, copy_checkpoint_update
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
+from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
 from flowcore.compat.langgraph._errors import GraphInterrupt, InvalidUpdateError
 from flowcore.compat.langgraph._events import CompatRunStream
+from flowcore.compat.langgraph._events_v2 import (
+    astream_events_v1,
+    astream_events_v2,
+    merge_bound_config,
+)
 from flowcore.compat.langgraph._graph import BranchSpec, NodeSpec, StateGraph
+from flowcore.compat.langgraph._input_channel import InputValue
 from flowcore.compat.langgraph._loop import (
     ERROR,
     INTERRUPT,
@@ -44,19 +52,28 @@ from flowcore.compat.langgraph._loop import (
 from flowcore.compat.langgraph._node import (
     TASKS,
     branch_channel,
+    called_from_sync,
     control_writes,
     describe_callable,
     target_writes,
     update_writes,
 )
+from flowcore.compat.langgraph._planner import shown_path
 from flowcore.compat.langgraph._records import (
     CheckpointMade,
     Sink,
     TaskEnd,
     kinds_for_modes,
 )
+from flowcore.compat.langgraph._runnable import as_runnable
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._state import SchemaInfo
+from flowcore.compat.langgraph._stream_v3 import (
+    ainvoke_v2,
+    astream_events_v3,
+    part_of_chunk,
+    stream_events_v3,
+)
 from flowcore.compat.langgraph._subgraph_detect import iter_subgraphs
 from flowcore.compat.langgraph._subgraph_travel import (
     CHECKPOINT_MAP,
@@ -66,6 +83,8 @@ from flowcore.compat.langgraph._subgraph_travel import (
     subgraph_at,
     with_checkpoint_map,
 )
+from flowcore.compat.langgraph._task_result import task_result
+from flowcore.compat.langgraph._tool_stream import tools_stream_handler, with_handler
 from flowcore.compat.langgraph._types import (
     END,
     OVERWRITE,
@@ -106,6 +125,14 @@ class _Topic(Channel):
 
     def restore(self, stored: Any) -> None:
         self.value = [_send_from(s) for s in stored] if stored else MISSING
+
+
+def _interrupt_plain(interrupt: Interrupt) -> dict[str, Any]:
+    """An interrupt as a saver stores it (its schema only when it has one)."""
+    plain = {"value": interrupt.value, "id": interrupt.id}
+    if interrupt.response_schema is not None:
+        plain["response_schema"] = interrupt.response_schema
+    return plain
 
 
 def _send_plain(send: Send) -> dict[str, Any]:
@@ -165,7 +192,7 @@ def _role(channel: Channel) -> tuple[bool, bool]:
     return (one_step, finishable)
 
 
-class CompiledStateGraph:
+class CompiledStateGraph(BatchCalls):
     """A compiled ``StateGraph``: LangGraph's run API on flowcore's compat runtime.
 
     Example:
@@ -175,6 +202,8 @@ class CompiledStateGraph:
 
     # What stream() streams when no stream_mode is given (a low-level Pregel: "values").
     stream_mode = "updates"
+    # compile(transformers=...): the v3 stream transformers every stream_events run adds.
+    stream_transformers: tuple[Any, ...] = ()
 
     def __init__(
         self,
@@ -226,7 +255,7 @@ class CompiledStateGraph:
         self.input_key_set = frozenset(self.input_keys)
         makers = self._channel_makers
         roles = self._roles
-        makers[START] = functools.partial(EphemeralValue, START)
+        makers[START] = functools.partial(InputValue, START)
         roles[START] = _ONE_STEP
         makers[TASKS] = functools.partial(_Topic, TASKS)
         roles[TASKS] = _ONE_STEP
@@ -358,7 +387,7 @@ class CompiledStateGraph:
     def encode_write(self, channel: str, value: Any) -> Any:
         """A pending write as a saver stores it (interrupts and sends as plain data)."""
         if channel == INTERRUPT:
-            return [{"value": i.value, "id": i.id} for i in value]
+            return [_interrupt_plain(i) for i in value]
         if channel == TASKS and isinstance(value, Send):
             return {"__send__": _send_plain(value)}
         if isinstance(value, Overwrite):
@@ -370,7 +399,9 @@ class CompiledStateGraph:
         """The inverse of :meth:`encode_write`."""
         if channel == INTERRUPT and isinstance(value, list):
             return [
-                Interrupt(v["value"], v["id"]) if isinstance(v, dict) and "id" in v else v
+                Interrupt(v["value"], v["id"], response_schema=v.get("response_schema"))
+                if isinstance(v, dict) and "id" in v
+                else v
                 for v in value
             ]
         if channel == TASKS and isinstance(value, dict) and "__send__" in value:
@@ -519,7 +550,10 @@ class CompiledStateGraph:
 
     def call_shape(self, func: Any) -> tuple[frozenset[str], bool]:
         """The parameter names of a node or router function, and whether it is async (cached)."""
-        shape = self._param_names.get(func)
+        try:
+            shape = self._param_names.get(func)
+        except TypeError:  # an unhashable callable (a LangChain tool is a pydantic model)
+            return describe_callable(func)
         if shape is None:
             shape = self._param_names[func] = describe_callable(func)
         return shape
@@ -560,7 +594,7 @@ class CompiledStateGraph:
             "langgraph_step": step,
             "langgraph_node": task.name,
             "langgraph_triggers": task.triggers,
-            "langgraph_path": task.path,
+            "langgraph_path": shown_path(task.path),
             "langgraph_checkpoint_ns": f"{ns}|{task.name}:{task.id}".lstrip("|"),
         }
         return {**dict(config), "configurable": configurable, "metadata": metadata}
@@ -615,9 +649,12 @@ class CompiledStateGraph:
         output_keys: Sequence[str] | None = None,
         context: Any = None,
         control: RunControl | None = None,
+        version: str = "v1",
         **_: Any,
     ) -> AsyncIterator[Any]:
         """Run and yield stream chunks as they happen (``stream_mode`` as in LangGraph).
+
+        ``version="v2"`` yields typed-dict stream parts (``type``, ``ns``, ``data``).
 
         Example:
             >>> # async for chunk in app.astream({"n": 1}, stream_mode="updates"): ...
@@ -630,11 +667,14 @@ class CompiledStateGraph:
         single = isinstance(stream_mode, str) or stream_mode is None
         out: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
-        formatter = _ChunkFormatter(modes, single=single, subgraphs=subgraphs)
+        formatter = _ChunkFormatter(modes, single=single and version != "v2", subgraphs=subgraphs)
 
         def sink(ns: tuple[str, ...], kind: str, payload: Any) -> None:
             for item in formatter.format(ns, kind, payload):
                 out.put_nowait(item)
+
+        if "tools" in modes:
+            config = with_handler(config, tools_stream_handler(_on_loop(sink), subgraphs=subgraphs))
 
         run = self._run(
             input,
@@ -665,13 +705,41 @@ class CompiledStateGraph:
                 item = await out.get()
                 if item is done:
                     break
-                yield item
+                yield item if version != "v2" else part_of_chunk(item, subgraphs, self)
             await worker
         finally:
             if not worker.done():
                 worker.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await worker
+
+    def astream_events(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        version: str = "v2",
+        **kwargs: Any,
+    ) -> Any:
+        """LangChain's run events of a run (``version`` "v2" or "v1"; see ``_events_v2``);
+        ``version="v3"``: an awaitable of an ``AsyncGraphRunStream`` (see ``_stream_v3``).
+
+        Example:
+            >>> # async for event in app.astream_events({"n": 1}, version="v2"): ...
+        """
+        if version == "v3":
+            return astream_events_v3(self, input, config, **kwargs)
+        if version == "v1":
+            return astream_events_v1(self, input, config, **kwargs)
+        return astream_events_v2(self, input, config, **kwargs)
+
+    def __or__(self, other: Any) -> Any:
+        """``graph | other``: a LangChain chain whose first step is this graph."""
+        return as_runnable(self) | other
+
+    def __ror__(self, other: Any) -> Any:
+        """``other | graph``: a LangChain chain whose last step is this graph."""
+        return other | as_runnable(self)
 
     def run_stream(
         self,
@@ -731,6 +799,18 @@ class CompiledStateGraph:
             },
         )
 
+    def stream_events(
+        self, input: Any, config: Mapping[str, Any] | None = None, *, version: str = "v2", **kw: Any
+    ) -> Any:
+        """``version="v3"``: a :class:`~flowcore.compat.langgraph._stream_v3_run.GraphRunStream`.
+
+        Example:
+            >>> # run = app.stream_events({"n": 1}, version="v3"); run.output
+        """
+        if version != "v3":
+            raise NotImplementedError(f"stream_events(version={version!r}) is not available")
+        return stream_events_v3(self, input, config, **kw)
+
     def stream(
         self,
         input: Any,
@@ -763,6 +843,8 @@ class CompiledStateGraph:
         Example:
             >>> # result = await app.ainvoke({"messages": [("user", "hi")]})
         """
+        if kwargs.pop("version", "v1") == "v2":
+            return await ainvoke_v2(self, input, config, stream_mode, kwargs)
         calling = self._calling_task(config, stream_mode, kwargs)
         if calling is not None:
             return await self._arun_subgraph(input, *calling)
@@ -1010,7 +1092,7 @@ class CompiledStateGraph:
                 entry["error"] = value
             elif chan == INTERRUPT:
                 entry["interrupts"] = [i for i in value if isinstance(i, Interrupt)]
-            elif chan != RESUME:
+            elif chan not in (RESUME, ERROR_SOURCE):
                 entry["writes"].append((chan, value))
         finished = []
         out_tasks: list[PregelTask] = []
@@ -1022,14 +1104,17 @@ class CompiledStateGraph:
                 task.writes = writes
                 finished.append(task)
             result = None
-            if is_done:
+            if is_done and self.root_output:
+                # A root-state graph's task result is the value it wrote, not a dict.
+                result = next((v for c, v in writes if c == ROOT), None)
+            elif is_done:
                 result = {c: v for c, v in writes if c in self.stream_keys}
             error = entry["error"]
             out_tasks.append(
                 PregelTask(
                     task.id,
                     task.name,
-                    task.path,
+                    shown_path(task.path),
                     error,
                     () if (live and is_done) else tuple(entry["interrupts"]),
                     None,
@@ -1204,6 +1289,12 @@ class CompiledStateGraph:
             return await self._save_update(
                 run, conf, saver, "input", step + 1 if saved is not None else -1
             )
+        if updates[0].values is None and updates[0].as_node == END:
+            if len(updates) > 1:
+                raise InvalidUpdateError("Cannot apply multiple updates when clearing state")
+            if saved is not None:
+                self._clear_tasks(run, saved, step)
+            return await self._save_update(run, conf, saver, "update", step + 1)
         if len(updates) == 1 and updates[0].as_node is None:
             updates = [updates[0]._replace(as_node=self._guess_writer(run.checkpoint))]
         # An update stands in for a task the checkpoint had scheduled for its node: its
@@ -1213,8 +1304,11 @@ class CompiledStateGraph:
             run.step = step + 1  # task ids depend on the step they run in
             for planned in run.prepare(for_execution=False):
                 scheduled.setdefault(planned.name, []).append(planned)
+        # The writes stand as the tasks' results on the checkpoint they build on, unless
+        # the thread has moved past it: its other children would read them too.
+        keeps_writes = saved is not None and not await _superseded(saver, conf, saved)
         tasks: list[Task] = []
-        for values, as_node, task_id in updates:
+        for index, (values, as_node, task_id) in enumerate(updates):
             if as_node is None:
                 raise InvalidUpdateError("as_node is required when applying multiple updates")
             if as_node not in self.nodes and as_node not in (START, END):
@@ -1222,15 +1316,36 @@ class CompiledStateGraph:
             planned_for = scheduled.get(as_node) or []
             stands_in = planned_for.pop(0) if planned_for and task_id is None else None
             task = self._update_task(
-                run, values, as_node, stands_in.id if stands_in is not None else task_id
+                run, values, as_node, stands_in.id if stands_in is not None else task_id, index
             )
             tasks.append(task)
-            if saved is not None and task.id != NULL_TASK_ID:
+            if keeps_writes and task.id != NULL_TASK_ID:
                 encoded = [(c, self.encode_write(c, v)) for c, v in task.writes]
                 path = stands_in.sort_key if stands_in is not None else ""
                 await saver.aput_writes(saved.config, encoded, task.id, path)
         run.apply_writes(tasks)
         return await self._save_update(run, conf, saver, "update", step + 1)
+
+    def _clear_tasks(self, run: Run, saved: Any, step: int) -> None:
+        """Close the checkpoint's superstep as if its tasks had all ended (``None`` as END).
+
+        What the checkpoint holds for it goes in: its Command writes, and the
+        writes of the tasks that finished (or that an update stood in for); the
+        tasks that did not finish end with no writes.
+        """
+        run.step = step + 1  # task ids depend on the step they run in
+        tasks = run.prepare(for_execution=False)
+        by_id = {task.id: task for task in tasks}
+        null_writes: list[tuple[str, Any]] = []
+        for task_id, chan, value in saved.pending_writes or ():
+            if chan in (INTERRUPT, RESUME, ERROR, NO_WRITES):
+                continue
+            write = (chan, self.decode_write(chan, value))
+            if task_id == NULL_TASK_ID:
+                null_writes.append(write)
+            elif task_id in by_id:
+                by_id[task_id].writes.append(write)
+        run.apply_writes(tasks, extra=null_writes)
 
     async def _save_update(
         self, run: Run, conf: Mapping[str, Any], saver: Any, source: str, step: int
@@ -1244,8 +1359,14 @@ class CompiledStateGraph:
         made: dict[str, Any] = with_checkpoint_map(run.saved_config, run.metadata)
         return made
 
-    def _update_task(self, run: Run, values: Any, as_node: str, task_id: str | None) -> Task:
-        """The task whose writes are ``values`` as node ``as_node`` returned them."""
+    def _update_task(
+        self, run: Run, values: Any, as_node: str, task_id: str | None, index: int = 0
+    ) -> Task:
+        """The task whose writes are ``values`` as node ``as_node`` returned them.
+
+        ``index`` is the update's place among those applied together: their writes
+        are folded in that order, whatever nodes they stand for.
+        """
         if as_node == END:
             writes: list[tuple[str, Any]] = []
         else:
@@ -1263,7 +1384,7 @@ class CompiledStateGraph:
         return Task(
             task_id or NULL_TASK_ID,
             as_node,
-            ("__pregel_update", as_node),
+            ("__pregel_update", index),
             None,
             (INTERRUPT,),
             writes,
@@ -1365,6 +1486,14 @@ class _Configured:
     def astream(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         return self.graph.astream(input, self._merge(config), **kw)
 
+    def astream_events(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        merged = merge_bound_config(self.config, config)
+        merged["configurable"] = self._merge(config)["configurable"]
+        return self.graph.astream_events(input, merged, **kw)
+
+    def stream_events(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        return self.graph.stream_events(input, self._merge(config), **kw)
+
 
 def _plain(arg: Any) -> Any:
     """A Send's argument as savers store it: a Command (or Send) in it as plain data."""
@@ -1403,6 +1532,20 @@ def _unplain(arg: Any) -> Any:
                 graph=fields["graph"], update=fields["update"], resume=fields["resume"], goto=goto
             )
     return arg
+
+
+def _on_loop(sink: Sink) -> Callable[[tuple[str, ...], Any], None]:
+    """``tools`` chunks into ``sink``, handed over to the running loop from worker threads."""
+    loop = asyncio.get_running_loop()
+    home = threading.get_ident()
+
+    def emit(ns: tuple[str, ...], payload: Any) -> None:
+        if threading.get_ident() == home:
+            sink(ns, "tools", payload)
+        else:
+            loop.call_soon_threadsafe(sink, ns, "tools", payload)
+
+    return emit
 
 
 def _nobody(ns: tuple[str, ...], kind: str, payload: Any) -> None:
@@ -1448,6 +1591,8 @@ class _ChunkFormatter:
             return []
         if kind in ("values", "updates") and kind in self.modes:
             return [self._wrap(ns, kind, payload)]
+        if kind == "tools" and "tools" in self.modes:
+            return [self._wrap(ns, "tools", payload)]
         if kind == "custom" and "custom" in self.modes:
             return [self._wrap(ns, "custom", payload.data)]
         if kind in ("messages_seen", "messages_from"):
@@ -1482,8 +1627,9 @@ class _ChunkFormatter:
         payload = {
             "id": task.id,
             "name": task.name,
-            "error": repr(task.error) if end.outcome == "error" else None,
-            "result": {c: v for c, v in task.writes if c in keys},
+            # The exception itself, as LangGraph streams it (str() gives its message).
+            "error": task.error if end.outcome == "error" else None,
+            "result": task_result(task.writes, keys),
             "interrupts": [
                 {
                     "value": i.value,
@@ -1555,15 +1701,24 @@ def _in_running_loop() -> bool:
 T = TypeVar("T")
 
 
+async def _superseded(saver: Any, conf: Mapping[str, Any], saved: Any) -> bool:
+    """Whether the thread has a later checkpoint than ``saved`` (which ``conf`` addressed)."""
+    if not conf.get("checkpoint_id"):
+        return False
+    latest_conf = {k: v for k, v in conf.items() if k != "checkpoint_id"}
+    latest = await saver.aget_tuple({"configurable": latest_conf})
+    return latest is not None and latest.checkpoint["id"] != saved.checkpoint["id"]
+
+
 def _sync_call(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine to completion from sync code (in a helper thread inside a running loop)."""
     if not _in_running_loop():
-        return asyncio.run(make())
+        return asyncio.run(called_from_sync(make()))
     box: dict[str, Any] = {}
 
     def target() -> None:  # a fresh loop of its own, beside the caller's
         try:
-            box["value"] = asyncio.run(make())
+            box["value"] = asyncio.run(called_from_sync(make()))
         except BaseException as exc:  # handed back to the caller's thread
             box["error"] = exc
 
@@ -1598,7 +1753,7 @@ def _sync_iter(make: Callable[[], AsyncIterator[Any]]) -> Iterator[Any]:
 
     def target() -> None:
         try:
-            asyncio.run(pump())
+            asyncio.run(called_from_sync(pump()))
         except BaseException as exc:
             items.put(("error", exc))
         else:

@@ -64,34 +64,25 @@ Where this differs from LangGraph's savers, and why:
 
 from __future__ import annotations
 
-import datetime as dt
-import functools
 import heapq
-import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace as dc_replace
-from typing import Any, NamedTuple
-from urllib.parse import quote, unquote
+from typing import TYPE_CHECKING, Any
 
 from flowcore.checkpoint import (
-    BatchCheckpointer,
     Checkpoint,
     LeasingCheckpointer,
     MaintainableCheckpointer,
     PendingWrite,
-    StoreItem,
     ThreadLease,
-    WriteAt,
 )
-from flowcore.compat.langgraph._savers import WRITES_IDX_MAP, CheckpointTuple, RunnableConfig
+from flowcore.compat.langgraph._savers import CheckpointTuple, RunnableConfig
 from flowcore.compat.langgraph._savers_layout import (
     MAX_CHAIN,
-    Shadow,
     ShadowCache,
     channel_versions,
     full_values,
     holders,
-    lay_out,
     ordered_writes,
     rebuilt_list,
     tails,
@@ -104,267 +95,28 @@ from flowcore.errors import (
     InvalidInputError,
     ThreadBusyError,
 )
-from flowcore.runtime.durability import Durability, DurabilityWriter
+
+if TYPE_CHECKING:
+    from flowcore.compat.langgraph._savers_batch import SaveBatch
 
 __all__ = [
-    "ListingScope",
-    "SaveBatch",
     "SaverCore",
-    "listing_scope",
-    "merged_metadata",
-    "writes_target",
 ]
-
-_PREFIX = "langgraph/"
-_PAGE = 100
-_EXCLUDED_METADATA_KEYS = frozenset(
-    {
-        "thread_id",
-        "checkpoint_id",
-        "checkpoint_ns",
-        "checkpoint_map",
-        "langgraph_step",
-        "langgraph_node",
-        "langgraph_triggers",
-        "langgraph_path",
-        "langgraph_checkpoint_ns",
-    }
+from flowcore.compat.langgraph._savers_records import (
+    _MISSING,
+    _PAGE,
+    _PREFIX,
+    _config,
+    _configurable,
+    _merged_writes,
+    _record,
+    _split_key,
+    _stored_entries,
+    _thread_key,
+    _thread_prefix,
+    listing_scope,
+    writes_target,
 )
-
-
-# ---------------------------------------------------------------------- config helpers
-
-
-def _configurable(config: Mapping[str, Any] | None, what: str) -> Mapping[str, Any]:
-    conf = (config or {}).get("configurable")
-    # An exact dict (as always in practice) skips the slower ABC check.
-    if (type(conf) is not dict and not isinstance(conf, Mapping)) or conf.get("thread_id") is None:
-        raise InvalidInputError(
-            f"{what} needs config['configurable']['thread_id'] to know which thread to use; "
-            'pass {"configurable": {"thread_id": "..."}}'
-        )
-    return conf
-
-
-# Every put and put_writes names its thread; a run names the same one each superstep.
-@functools.lru_cache(maxsize=1024)
-def _thread_key(thread_id: str, ns: str) -> str:
-    return f"{_thread_prefix(thread_id)}{quote(ns, safe='')}"
-
-
-def _thread_prefix(thread_id: str) -> str:
-    return f"{_PREFIX}{quote(thread_id, safe='')}/"
-
-
-def _split_key(key: str) -> tuple[str, str]:
-    thread, _, ns = key[len(_PREFIX) :].partition("/")
-    return unquote(thread), unquote(ns)
-
-
-class ListingScope(NamedTuple):
-    """What a ``list`` call covers: one thread key, or every key under ``prefix``."""
-
-    prefix: str
-    key: str | None
-    wanted: Any
-    before_id: Any
-
-
-def listing_scope(config: RunnableConfig | None, before: RunnableConfig | None) -> ListingScope:
-    """The threads, checkpoint id and ``before`` bound a ``list`` call names.
-
-    No config: every LangGraph thread; a config without ``checkpoint_ns``:
-    every namespace of its thread; with one: that namespace only.
-
-    Example:
-        >>> listing_scope({"configurable": {"thread_id": "1"}}, None).prefix
-        'langgraph/1/'
-    """
-    before_id = None
-    if before is not None:
-        before_id = (before.get("configurable") or {}).get("checkpoint_id") or None
-    if config is None:
-        return ListingScope(_PREFIX, None, None, before_id)
-    conf = _configurable(config, "list")
-    thread_id = str(conf["thread_id"])
-    ns = conf.get("checkpoint_ns")
-    wanted = conf.get("checkpoint_id") or None
-    if ns is None:
-        return ListingScope(_thread_prefix(thread_id), None, wanted, before_id)
-    return ListingScope("", _thread_key(thread_id, str(ns)), wanted, before_id)
-
-
-def writes_target(config: RunnableConfig) -> tuple[str, str, str]:
-    """``(thread_id, checkpoint_ns, checkpoint_id)`` of the checkpoint a put_writes names.
-
-    Example:
-        >>> writes_target({"configurable": {"thread_id": "1", "checkpoint_id": "c1"}})
-        ('1', '', 'c1')
-    """
-    conf = _configurable(config, "put_writes")
-    cid = conf.get("checkpoint_id")
-    if not cid:
-        raise InvalidInputError(
-            "put_writes needs config['configurable']['checkpoint_id'], the checkpoint "
-            "the writes belong to; pass the config put() returned"
-        )
-    return str(conf["thread_id"]), str(conf.get("checkpoint_ns") or ""), str(cid)
-
-
-def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
-    return {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": ns,
-            "checkpoint_id": checkpoint_id,
-        }
-    }
-
-
-def _clean(value: Any) -> Any:
-    return value.replace("\u0000", "") if isinstance(value, str) else value
-
-
-def merged_metadata(config: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """LangGraph's stored metadata: ``metadata`` plus the config's plain user keys.
-
-    Keys of ``config["metadata"]`` and ``config["configurable"]`` that are
-    not already there, not LangGraph's own and not ``__private``, are added
-    when their value is a str, int, float or bool. NUL characters are dropped
-    from strings.
-
-    Example:
-        >>> merged_metadata({"configurable": {"thread_id": "1", "user": "ann"}}, {"step": 0})
-        {'step': 0, 'user': 'ann'}
-    """
-    merged = dict(metadata)
-    for key, value in merged.items():
-        if isinstance(value, str) and "\u0000" in value:
-            merged[key] = _clean(value)
-    extra, conf = config.get("metadata"), config.get("configurable")
-    if extra is None and type(conf) is dict and conf.keys() <= _EXCLUDED_METADATA_KEYS:
-        return merged  # a run's own puts: nothing to add (what the loop below finds too)
-    for source in (extra, conf):
-        # None (no "metadata", as usual) and a dict of LangGraph's own keys only (the config
-        # a put returned) add nothing; exact dicts skip the slower ABC check.
-        if source is None:
-            continue
-        if type(source) is dict:
-            if source.keys() <= _EXCLUDED_METADATA_KEYS:
-                continue
-        elif not isinstance(source, Mapping):
-            continue
-        for key, value in source.items():
-            if key in _EXCLUDED_METADATA_KEYS or key in merged or key.startswith("__"):
-                continue
-            if isinstance(value, str | int | float | bool):
-                merged[key] = _clean(value)
-    return merged
-
-
-def _created_at(checkpoint: Mapping[str, Any]) -> float:
-    ts = checkpoint.get("ts", _MISSING)
-    if ts is _MISSING:
-        return time.time()
-    try:
-        return dt.datetime.fromisoformat(ts if type(ts) is str else str(ts)).timestamp()
-    except ValueError:
-        return time.time()
-
-
-_MISSING: Any = object()
-
-
-def _round_trips(versions: Mapping[Any, Any]) -> bool:
-    """Whether these versions read back from any store exactly as they are."""
-    # One plain loop: no generator or set per put.
-    for channel, version in versions.items():
-        if type(channel) is not str:
-            return False
-        kind = type(version)
-        if kind is not int and kind is not str:
-            return False
-    return True
-
-
-def _record(
-    key: str,
-    config: RunnableConfig,
-    checkpoint: Mapping[str, Any],
-    metadata: Mapping[str, Any],
-    new_versions: Mapping[str, Any],
-    parent_id: str | None,
-    stored_parent: str | None,
-    parent_versions: Mapping[str, Any],
-    parent_blobs: Mapping[str, str],
-    shadows: Mapping[str, Shadow],
-) -> tuple[Checkpoint, dict[str, str], dict[str, Shadow]]:
-    """The flowcore record of a LangGraph checkpoint, its ``blob_at``, and its list shadows.
-
-    ``shadows`` are what this core knows of the lists stored for the parent;
-    one counts only while its holder is where the parent's ``blob_at`` points.
-    """
-    cid = str(checkpoint["id"])
-    whole, tail, blob_at, after = lay_out(
-        cid, checkpoint, new_versions, parent_versions, parent_blobs, shadows
-    )
-    step = metadata.get("step")
-    record = Checkpoint(
-        key,
-        cid,
-        stored_parent,
-        step if isinstance(step, int) and not isinstance(step, bool) else 0,
-        _created_at(checkpoint),
-        write_groups(whole, tail),
-        cursor={"checkpoint": _without_values(checkpoint), "parent": parent_id, "blob_at": blob_at},
-        metadata=merged_metadata(config, metadata),
-    )
-    return record, blob_at, after
-
-
-def _without_values(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
-    """The LangGraph checkpoint without ``channel_values``, as the cursor keeps it."""
-    rest = dict(checkpoint)
-    rest.pop("channel_values", None)
-    return rest
-
-
-def _merged_writes(
-    entries: dict[int, dict[str, Any]], writes: Sequence[tuple[str, Any]], task_path: str
-) -> bool:
-    """Add a task's new ``writes`` to its stored ``entries``; whether any changed."""
-    changed = False
-    for position, (channel, value) in enumerate(writes):
-        idx = WRITES_IDX_MAP.get(channel, position)
-        if idx >= 0 and idx in entries:
-            continue  # a regular write is saved once: the first one stays
-        entries[idx] = {"idx": idx, "channel": channel, "path": task_path, "value": value}
-        changed = True
-    return changed
-
-
-def _first_writes(writes: Sequence[tuple[str, Any]], task_path: str) -> list[dict[str, Any]]:
-    """The entries of a task with no stored writes: what ``_merged_writes`` makes, in order."""
-    entries: list[dict[str, Any]] = []
-    for position, (channel, value) in enumerate(writes):
-        idx = WRITES_IDX_MAP.get(channel, position)
-        if idx < 0:
-            # A special write sorts first and replaces an earlier one: merge as usual.
-            merged: dict[int, dict[str, Any]] = {}
-            _merged_writes(merged, writes, task_path)
-            return [merged[i] for i in sorted(merged)]
-        # Regular writes: idx is the position, so they come in order, each once.
-        entries.append({"idx": idx, "channel": channel, "path": task_path, "value": value})
-    return entries
-
-
-def _stored_entries(saved: Iterable[PendingWrite], task_id: str) -> dict[int, dict[str, Any]]:
-    entries: dict[int, dict[str, Any]] = {}
-    for w in saved:
-        if w.node == task_id:
-            entries = {int(e["idx"]): dict(e) for e in w.payload.get("writes", ())}
-    return entries
-
 
 # ---------------------------------------------------------------------- the core
 
@@ -783,199 +535,6 @@ def _points_to(cp: Checkpoint) -> set[str]:
     for piece in tails(cp).values():
         pointed.add(str(piece["base"]))
     return pointed
-
-
-# ---------------------------------------------------------------------- batched saving
-
-
-class _Built:
-    """A checkpoint a batch built, as the batch's next put and put_writes read it back."""
-
-    __slots__ = ("blob_at", "checkpoint_id", "entries", "generation", "versions")
-
-    def __init__(
-        self, checkpoint_id: str, versions: Mapping[str, Any], blob_at: dict[str, str], gen: int
-    ) -> None:
-        self.checkpoint_id = checkpoint_id
-        self.versions = versions
-        self.blob_at = blob_at
-        self.generation = gen
-        # Per task: the write entries queued against this checkpoint so far.
-        self.entries: dict[str, dict[int, dict[str, Any]]] = {}
-
-
-class SaveBatch:
-    """The runtime writer's port onto flowcore's own savers, for one run.
-
-    ``put`` and ``put_writes`` build the same records :class:`SaverCore`
-    stores, but take the parent and the task's earlier writes from what this
-    batch built last instead of reading the store, and hand the records to
-    ``writer``, the runtime's :class:`DurabilityWriter` (``"async"``: queued
-    and stored in the background in batches, ``save_many`` being one
-    transaction on SQLite; ``"sync"``: stored before the run goes on, a
-    step's riding writes committed with its checkpoint). So a run waits for
-    neither its store's reads nor, under ``async``, its commits. When the
-    batch did not build what it needs (the run's first checkpoint, writes
-    against a loaded one, maintenance in between) it lets the queue reach the
-    store and reads from it, as ``SaverCore`` does. Every ``SaverCore``
-    operation first waits for the queues of the open batches, so nothing
-    reads around them.
-
-    A failed store write is raised by the next ``put``, ``put_writes`` or
-    :meth:`close`; what was queued before it is stored, what came after is not.
-
-    Example:
-        >>> # batch = SaveBatch(core); config = await batch.put(...); await batch.close()
-    """
-
-    def __init__(self, core: SaverCore, durability: Durability = "async") -> None:
-        self.core = core
-        self._built: dict[str, _Built] = {}
-        self.writer: DurabilityWriter[Checkpoint, WriteAt] = DurabilityWriter(
-            self, durability, group_commit=True
-        )
-        core.batches.add(self)
-
-    def use(self, durability: Durability) -> None:
-        """Save under ``durability`` (``"sync"`` or ``"async"``); call before the first save."""
-        if durability == "exit":
-            raise ValueError("a SaveBatch saves under 'sync' or 'async'; 'exit' saves at the end")
-        # Parallel tasks' writes saved together share one commit, under "sync" too.
-        self.writer = DurabilityWriter(self, durability, group_commit=True)
-
-    def _remembered(self, key: str, checkpoint_id: str) -> _Built | None:
-        built = self._built.get(key)
-        if (
-            built is None
-            or built.checkpoint_id != checkpoint_id
-            or built.generation != self.core.generation
-        ):
-            return None
-        return built
-
-    async def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Mapping[str, Any],
-        metadata: Mapping[str, Any],
-        new_versions: Mapping[str, Any],
-    ) -> RunnableConfig:
-        """Save ``checkpoint`` as the child of the checkpoint ``config`` names; its config."""
-        self._raise_failure()
-        conf = _configurable(config, "put")
-        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")
-        key = _thread_key(thread_id, ns)
-        cid = str(checkpoint["id"])
-        parent_id = conf.get("checkpoint_id") or None
-        parent_id = None if parent_id is None else str(parent_id)
-        store = self.core.store
-        if parent_id == cid or self._built.get(key, _NOT_BUILT).checkpoint_id == cid:
-            # Saved again under the same id: the store decides, as for a single put.
-            await self.flush()
-            self._raise_failure()
-            self._built.pop(key, None)
-            return await self.core.put(config, checkpoint, metadata, new_versions)
-        stored_parent: str | None = None
-        parent_versions: Mapping[str, Any] = {}
-        parent_blobs: Mapping[str, str] = {}
-        if parent_id is not None:
-            built = self._remembered(key, parent_id)
-            if built is not None:
-                stored_parent = parent_id
-                parent_versions, parent_blobs = built.versions, built.blob_at
-            else:
-                await self.flush()
-                self._raise_failure()
-                parent = await store.get(key, parent_id)
-                if parent is not None:
-                    stored_parent = parent.checkpoint_id
-                    parent_versions, parent_blobs = channel_versions(parent), holders(parent)
-        record, blob_at, shadows = _record(
-            key,
-            config,
-            checkpoint,
-            metadata,
-            new_versions,
-            parent_id,
-            stored_parent,
-            parent_versions,
-            parent_blobs,
-            self.core.shadows.get(key),
-        )
-        versions = checkpoint.get("channel_versions") or {}
-        if _round_trips(versions):
-            self._built[key] = _Built(cid, dict(versions), blob_at, self.core.generation)
-        else:
-            # The next put compares versions as a single put reads them back from the store.
-            self._built.pop(key, None)
-        await self.writer.checkpoint(record)
-        self.core.shadows.remember(key, shadows)
-        return _config(thread_id, ns, cid)
-
-    async def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-        *,
-        rides: bool = False,
-    ) -> None:
-        """Save a task's writes against the checkpoint ``config`` names.
-
-        ``rides``: under ``"sync"``, the writes wait for the checkpoint that
-        follows and are committed with it (the last task of a clean step).
-        """
-        self._raise_failure()
-        thread_id, ns, cid = writes_target(config)
-        key = _thread_key(thread_id, ns)
-        built = self._remembered(key, cid)
-        if built is not None:
-            entries = dict(built.entries.get(task_id, {}))
-        else:
-            await self.flush()
-            self._raise_failure()
-            entries = _stored_entries(await self.core.store.get_writes(key, cid), task_id)
-        if _merged_writes(entries, writes, task_path):
-            if built is not None:
-                built.entries[task_id] = entries
-            payload = {"writes": [entries[i] for i in sorted(entries)]}
-            item = WriteAt(key, cid, PendingWrite(task_id, payload))
-            await self.writer.writes(item, rides=rides)
-
-    async def flush(self) -> None:
-        """Wait until everything queued so far was handed to the store (failures are kept)."""
-        await self.writer.drain()
-
-    async def close(self) -> None:
-        """Store what is queued, stop batching, and raise a store failure if there was one."""
-        try:
-            await self.writer.close()
-        finally:
-            self.core.batches.discard(self)
-            self._built.clear()
-
-    def _raise_failure(self) -> None:
-        self.writer.raise_failure()
-
-    # ------------------------------------------ the runtime writer's DurableStore port
-    async def save_checkpoint(self, item: Checkpoint) -> None:
-        """Store one checkpoint record (as :meth:`SaverCore.put` stores it)."""
-        await self.core._store_checkpoint(item)
-
-    async def save_writes(self, item: WriteAt) -> None:
-        """Store one task's writes record."""
-        await self.core.store.put_write(item.thread_id, item.checkpoint_id, item.write)
-
-    async def save_many(self, items: Sequence[StoreItem]) -> None:
-        """Store records in one go (one transaction), on a store that can; else refuse."""
-        store = self.core.store
-        if not isinstance(store, BatchCheckpointer):
-            raise CheckpointError("this store has no put_many: store one record at a time")
-        await store.put_many(items)
-
-
-_NOT_BUILT = _Built("", {}, {}, -1)
 
 
 async def _newest_first(

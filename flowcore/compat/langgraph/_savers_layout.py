@@ -206,10 +206,15 @@ def _is_model_class(kind: type) -> bool:
     if known is None:
         known = _model_classes[kind] = (
             issubclass(kind, BaseModel)
-            and getattr(kind, "__eq__", None) is _MODEL_EQ
+            and _model_eq(getattr(kind, "__eq__", None))
             and not getattr(kind, "__private_attributes__", None)
         )
     return known
+
+
+def _model_eq(eq: Any) -> bool:
+    """pydantic's ``__eq__``, or one that says it is that for two models of one class."""
+    return eq is _MODEL_EQ or getattr(eq, "model_eq_within_class", False) is True
 
 
 def _plain(value: Any) -> bool:

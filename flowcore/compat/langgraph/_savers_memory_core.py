@@ -41,7 +41,15 @@ from flowcore.checkpoint import DEFAULT_LEASE_TTL, ThreadLease
 from flowcore.checkpoint.copying import CopyCodec
 from flowcore.checkpoint.lease import LeaseTable
 from flowcore.compat.langgraph._savers import CheckpointTuple, RunnableConfig
-from flowcore.compat.langgraph._savers_core import (
+from flowcore.compat.langgraph._savers_layout import (
+    MAX_CHAIN,
+    ShadowCache,
+    lay_out,
+    ordered_writes,
+    rebuilt_list,
+    unending_chain,
+)
+from flowcore.compat.langgraph._savers_records import (
     _config,
     _configurable,
     _first_writes,
@@ -52,14 +60,6 @@ from flowcore.compat.langgraph._savers_core import (
     listing_scope,
     merged_metadata,
     writes_target,
-)
-from flowcore.compat.langgraph._savers_layout import (
-    MAX_CHAIN,
-    ShadowCache,
-    lay_out,
-    ordered_writes,
-    rebuilt_list,
-    unending_chain,
 )
 from flowcore.errors import (
     CheckpointError,

@@ -24,7 +24,7 @@ from flowcore.compat.langgraph._savers import (
     RunnableConfig,
     next_version,
 )
-from flowcore.compat.langgraph._savers_core import SaveBatch
+from flowcore.compat.langgraph._savers_batch import SaveBatch
 
 __all__ = [
     "Listing",

@@ -26,7 +26,8 @@ import aiosqlite
 from flowcore.checkpoint import DEFAULT_LEASE_TTL, Serializer, SqliteCheckpointer
 from flowcore.checkpoint.lease import check_lease_ttl
 from flowcore.compat.langgraph._savers import CheckpointTuple
-from flowcore.compat.langgraph._savers_core import SaveBatch, SaverCore
+from flowcore.compat.langgraph._savers_batch import SaveBatch
+from flowcore.compat.langgraph._savers_core import SaverCore
 from flowcore.compat.langgraph._savers_encoding import reusing
 from flowcore.compat.langgraph._savers_shell import Listing, Operation, SaverShell
 from flowcore.errors import CheckpointError

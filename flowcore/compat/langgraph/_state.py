@@ -16,7 +16,9 @@ from flowcore.compat.langgraph._channels import (
     Channel,
     LastValue,
 )
-from flowcore.compat.langgraph._delta import DeltaChannel, DeltaValue
+from flowcore.compat.langgraph._delta import DeltaChannel
+from flowcore.compat.langgraph._messages import add_messages
+from flowcore.compat.langgraph._messages_langchain import LangChainMessages, names_langchain
 from flowcore.compat.langgraph._types import ROOT
 
 __all__ = ["IsLastStep", "ManagedValue", "RemainingSteps", "SchemaInfo", "read_schema"]
@@ -87,6 +89,8 @@ def _reducer(annotation: Any, key: str) -> Callable[[Any, Any], Any] | None:
             f"Got {inspect.signature(candidate)}"
         )
     reducer: Callable[[Any, Any], Any] = candidate
+    if candidate is add_messages and names_langchain(get_args(annotation)[0]):
+        reducer = LangChainMessages(candidate)
     return reducer
 
 
@@ -157,7 +161,7 @@ class SchemaInfo:
         annotation = _strip(self.hints[key])
         delta = _delta_of(annotation)
         if delta is not None:
-            return DeltaValue(key, delta.reducer, delta.empty(get_args(annotation)[0]))
+            return delta.bound(key, get_args(annotation)[0])
         declared = _declared_channel(annotation, key)
         if declared is not None:
             return declared

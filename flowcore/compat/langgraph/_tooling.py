@@ -216,6 +216,26 @@ def _from_flowcore(tool: Tool) -> WrappedTool:
     return WrappedTool(tool.name, tool.description, tool.input_model, run)
 
 
+def _from_langchain(tool: Any) -> WrappedTool | None:
+    """A LangChain tool (``@tool``, ``StructuredTool``): its own schema, run by ``ainvoke``."""
+    name = getattr(tool, "name", None)
+    schema = getattr(tool, "tool_call_schema", None) or getattr(tool, "args_schema", None)
+    if not (
+        isinstance(name, str)
+        and isinstance(schema, type)
+        and issubclass(schema, BaseModel)
+        and callable(getattr(tool, "ainvoke", None))
+    ):
+        return None
+
+    async def run(parsed: BaseModel, source: Any) -> Any:
+        # The arguments as the model sent them: the tool validates them again itself.
+        args = {k: getattr(parsed, k) for k in type(parsed).model_fields if k in source.given}
+        return await tool.ainvoke(args)
+
+    return WrappedTool(name, str(getattr(tool, "description", "") or ""), schema, run)
+
+
 def wrap_tool(tool: Tool | WrappedTool | Callable[..., Any]) -> WrappedTool:
     """A flowcore :class:`~flowcore.tools.Tool` or a typed callable, ready for ``ToolNode``.
 
@@ -235,6 +255,9 @@ def wrap_tool(tool: Tool | WrappedTool | Callable[..., Any]) -> WrappedTool:
         return tool
     if isinstance(tool, Tool):
         return _from_flowcore(tool)
+    langchain = _from_langchain(tool)
+    if langchain is not None:
+        return langchain
     if callable(tool):
         return _from_callable(tool)
     raise FlowcoreError(

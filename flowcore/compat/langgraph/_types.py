@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
@@ -21,6 +21,7 @@ __all__ = [
     "StateUpdate",
     "TimeoutPolicy",
     "default_retry_on",
+    "object_update",
     "overwritten",
 ]
 
@@ -131,33 +132,103 @@ class Command(Generic[N]):
 
 
 def _object_fields(value: Any) -> dict[str, Any] | None:
-    dump = getattr(value, "model_dump", None)
-    if callable(dump) and hasattr(type(value), "model_fields"):
-        return {k: getattr(value, k) for k in type(value).model_fields}
-    if hasattr(value, "__dataclass_fields__"):
-        return {k: getattr(value, k) for k in value.__dataclass_fields__}
+    """The update a pydantic model or dataclass instance makes, LangGraph's way.
+
+    A field left at ``None`` is no update unless its default is not ``None`` or
+    (pydantic) it was set explicitly: ``Update(query="q")`` of a model whose
+    other fields default to ``None`` writes only ``query``.
+    """
+    fields = getattr(type(value), "model_fields", None)
+    if isinstance(fields, dict) and callable(getattr(value, "model_dump", None)):
+        given = value.model_fields_set
+        return {
+            k: v
+            for k, info in fields.items()
+            if (v := getattr(value, k)) is not None or info.default is not None or k in given
+        }
+    specs = getattr(value, "__dataclass_fields__", None)
+    if isinstance(specs, dict):
+        return {
+            k: v
+            for k, spec in specs.items()
+            if (v := getattr(value, k)) is not None or spec.default is not None
+        }
     return None
+
+
+DEFAULT_INTERRUPT_ID = "placeholder-id"
+"""The id of an ``Interrupt`` built without one."""
+
+
+def object_update(value: Any, keys: Collection[str]) -> list[tuple[str, Any]] | None:
+    """The writes of a node result that is a pydantic model or dataclass (None if neither).
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Update:
+        ...     a: int | None = None
+        ...     b: int | None = None
+        >>> object_update(Update(a=1), {"a", "b"})
+        [('a', 1)]
+    """
+    fields = _object_fields(value)
+    if fields is None:
+        return None
+    return [(k, v) for k, v in fields.items() if k in keys]
 
 
 class Interrupt:
     """A pause raised by ``interrupt(value)``; ``id`` answers it in ``Command(resume={id: ...})``.
 
+    ``response_schema`` is the JSON Schema the answer should match, when the
+    node gave one. Keyword arguments of LangGraph's pre-1.0 interrupts
+    (``ns``, ``when``, ``resumable``) are accepted so old checkpoints load; an
+    ``ns`` without an ``id`` gives the id LangGraph derives from it.
+
     Example:
         >>> Interrupt("Approve?", id="abc")
-        Interrupt(value='Approve?', id='abc')
+        Interrupt(value='Approve?', id='abc', response_schema=None)
     """
 
-    __slots__ = ("id", "value")
+    __slots__ = ("id", "response_schema", "value")
 
-    def __init__(self, value: Any, id: str = "placeholder-id") -> None:
+    def __init__(
+        self,
+        value: Any,
+        id: str = DEFAULT_INTERRUPT_ID,
+        *,
+        response_schema: Any = None,
+        **legacy: Any,
+    ) -> None:
         self.value = value
+        self.response_schema = response_schema
+        ns = legacy.get("ns")
+        if id == DEFAULT_INTERRUPT_ID and isinstance(ns, Sequence) and ns is not None:
+            from flowcore.compat.langgraph._interrupt_options import legacy_interrupt_id
+
+            id = legacy_interrupt_id(ns)
         self.id = id
 
+    @classmethod
+    def from_ns(cls, value: Any, ns: str, *, response_schema: Any = None) -> Interrupt:
+        """The interrupt LangGraph raises in the task of checkpoint namespace ``ns``."""
+        from flowcore.compat.langgraph._interrupt_options import legacy_interrupt_id
+
+        return cls(value, legacy_interrupt_id(ns), response_schema=response_schema)
+
     def __repr__(self) -> str:
-        return f"Interrupt(value={self.value!r}, id={self.id!r})"
+        return (
+            f"Interrupt(value={self.value!r}, id={self.id!r}, "
+            f"response_schema={self.response_schema!r})"
+        )
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Interrupt) and (self.value, self.id) == (other.value, other.id)
+        return isinstance(other, Interrupt) and (self.value, self.id, self.response_schema) == (
+            other.value,
+            other.id,
+            other.response_schema,
+        )
 
     def __hash__(self) -> int:
         return hash(self.id)
