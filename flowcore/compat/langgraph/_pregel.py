@@ -49,6 +49,7 @@ from flowcore.compat.langgraph._loop import (
     Task,
     empty_checkpoint,
 )
+from flowcore.compat.langgraph._messages_stream import messages_stream_handler
 from flowcore.compat.langgraph._node import (
     TASKS,
     branch_channel,
@@ -675,6 +676,9 @@ class CompiledStateGraph(BatchCalls):
 
         if "tools" in modes:
             config = with_handler(config, tools_stream_handler(_on_loop(sink), subgraphs=subgraphs))
+        if "messages" in modes:
+            tokens = messages_stream_handler(_on_loop(sink, "llm_token"), subgraphs=subgraphs)
+            config = with_handler(config, tokens)
 
         run = self._run(
             input,
@@ -1534,16 +1538,16 @@ def _unplain(arg: Any) -> Any:
     return arg
 
 
-def _on_loop(sink: Sink) -> Callable[[tuple[str, ...], Any], None]:
-    """``tools`` chunks into ``sink``, handed over to the running loop from worker threads."""
+def _on_loop(sink: Sink, kind: str = "tools") -> Callable[[tuple[str, ...], Any], None]:
+    """``kind`` records into ``sink``, handed over to the running loop from worker threads."""
     loop = asyncio.get_running_loop()
     home = threading.get_ident()
 
     def emit(ns: tuple[str, ...], payload: Any) -> None:
         if threading.get_ident() == home:
-            sink(ns, "tools", payload)
+            sink(ns, kind, payload)
         else:
-            loop.call_soon_threadsafe(sink, ns, "tools", payload)
+            loop.call_soon_threadsafe(sink, ns, kind, payload)
 
     return emit
 
@@ -1593,6 +1597,11 @@ class _ChunkFormatter:
             return [self._wrap(ns, kind, payload)]
         if kind == "tools" and "tools" in self.modes:
             return [self._wrap(ns, "tools", payload)]
+        if kind == "llm_token":
+            # A streamed message is not streamed again when its node returns it.
+            if getattr(payload[0], "id", None):
+                self.seen_messages.add(payload[0].id)
+            return [self._wrap(ns, "messages", payload)]
         if kind == "custom" and "custom" in self.modes:
             return [self._wrap(ns, "custom", payload.data)]
         if kind in ("messages_seen", "messages_from"):

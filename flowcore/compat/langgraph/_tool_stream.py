@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from flowcore.compat.langgraph._messages_stream import graph_namespace
+
 __all__ = ["ToolRuntime", "tools_stream_handler", "with_handler"]
 
 ContextT = TypeVar("ContextT")
@@ -67,9 +69,8 @@ class ToolRuntime(_Injected, Generic[ContextT, StateT]):
 
 
 def _graph_ns(metadata: Any) -> tuple[str, ...]:
-    """The namespace of the graph a task runs in, from its ``langgraph_checkpoint_ns``."""
-    ns = str((metadata or {}).get("langgraph_checkpoint_ns") or "")
-    return tuple(ns.split("|")[:-1]) if ns else ()
+    """The namespace of the graph a task runs in (``@task`` calls run in their caller's)."""
+    return graph_namespace(metadata)
 
 
 def tools_stream_handler(
