@@ -12,11 +12,13 @@ reports to the handler:
 The node's returned message with the same id is then not streamed again (the
 stream's formatter remembers streamed ids). A model tagged ``nostream`` is not
 streamed; with ``subgraphs=False`` only the top graph's models are. Nothing
-here imports LangChain until a run streams ``messages``.
+here imports LangChain: the handler is made only when ``langchain_core`` is
+loaded (no chat model can run before), from its modules in ``sys.modules``.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -64,21 +66,18 @@ def messages_stream_handler(emit: Emit, *, subgraphs: bool) -> Any:
     """A LangChain callback handler that turns a chat model's tokens into ``messages`` chunks.
 
     ``emit(ns, (message, metadata))`` gets each with the namespace of the graph
-    the model ran in.
+    the model ran in. ``None`` while LangChain's chat models are not loaded.
 
     Example:
         >>> # config = with_handler(config, messages_stream_handler(put, subgraphs=False))
     """
-    from langchain_core.callbacks import BaseCallbackHandler
-
-    try:
-        from langchain_core.tracers._streaming import _StreamingCallbackHandler
-    except ImportError:  # pragma: no cover - an older LangChain streams to any handler
-        _StreamingCallbackHandler = object  # type: ignore[assignment,misc]
-
-    handler_base: Any = BaseCallbackHandler
+    callbacks = sys.modules.get("langchain_core.callbacks.base")
+    streaming = sys.modules.get("langchain_core.tracers._streaming")
+    if callbacks is None or streaming is None:
+        return None
+    handler_base: Any = callbacks.BaseCallbackHandler
     # A chat model streams its tokens (even from invoke) to a handler of this kind.
-    streaming_base: Any = _StreamingCallbackHandler
+    streaming_base: Any = streaming._StreamingCallbackHandler
 
     class MessagesStream(handler_base, streaming_base):  # type: ignore[misc]
         run_inline = True

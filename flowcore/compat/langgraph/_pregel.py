@@ -678,7 +678,8 @@ class CompiledStateGraph(BatchCalls):
             config = with_handler(config, tools_stream_handler(_on_loop(sink), subgraphs=subgraphs))
         if "messages" in modes:
             tokens = messages_stream_handler(_on_loop(sink, "llm_token"), subgraphs=subgraphs)
-            config = with_handler(config, tokens)
+            if tokens is not None:
+                config = with_handler(config, tokens)
 
         run = self._run(
             input,
