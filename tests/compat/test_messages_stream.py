@@ -63,3 +63,32 @@ def test_graph_namespace_drops_the_tasks_segment_and_its_callers() -> None:
     assert graph_namespace({"langgraph_checkpoint_ns": "a:1|b:2"}) == ("a:1",)
     call = ("__pregel_push", ("__pregel_pull", "wf"), 0, True)
     assert graph_namespace({"langgraph_checkpoint_ns": "wf:1|t:2", "langgraph_path": call}) == ()
+
+
+def test_a_pushed_message_streams_at_once_and_is_written_to_its_key() -> None:
+    from flowcore.compat.langgraph import AIMessage, push_message
+
+    def node(state: MessagesState) -> dict[str, Any]:
+        push_message(AIMessage(id="only-streamed", content="a"), state_key=None)
+        push_message(AIMessage(id="kept", content="b"))
+        return {}
+
+    graph = _graph(node)
+    parts = list(graph.stream({"messages": []}, stream_mode=["messages", "values"]))
+
+    assert [data[0].id for mode, data in parts if mode == "messages"] == ["only-streamed", "kept"]
+    assert [m.id for m in graph.invoke({"messages": []})["messages"]] == ["kept"]
+
+
+def test_push_message_needs_a_node_and_an_id() -> None:
+    from flowcore.compat.langgraph import AIMessage, push_message
+
+    with pytest.raises(RuntimeError):
+        push_message(AIMessage(id="x", content="a"))
+
+    def node(state: MessagesState) -> dict[str, Any]:
+        push_message(AIMessage(content="no id"))
+        return {}
+
+    with pytest.raises(ValueError, match="Message ID is required"):
+        _graph(node).invoke({"messages": []})

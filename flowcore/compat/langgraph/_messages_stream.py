@@ -131,6 +131,12 @@ def messages_stream_handler(emit: Emit, *, subgraphs: bool) -> Any:
                     if message is not None:
                         emit(found[0], (message, found[1]))
 
+        def push_message(self, message: Any, metadata: dict[str, Any]) -> None:
+            """Stream a message a node pushed (see ``_push``) from the node's metadata."""
+            ns = graph_namespace(metadata)
+            if subgraphs or not ns:
+                emit(ns, (message, metadata))
+
         def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
             run_id = kwargs.get("run_id")
             self.models.pop(run_id, None)
