@@ -40,7 +40,8 @@ def test_every_redirected_name_is_public_in_flowcore_compat() -> None:
         ("langgraph.checkpoint.memory", "redirect"),
         ("langgraph.pregel", "redirect"),
         ("langgraph.pregel._loop", "missing"),
-        ("langgraph.pregel.remote", "missing"),
+        ("langgraph.pregel.remote", "redirect"),
+        ("langgraph.pregel.protocol", "missing"),
         ("langgraph.channels.last_value", "redirect"),
         ("langgraph.func", "redirect"),
         ("langgraph.checkpoint.serde.jsonplus", "library"),
@@ -147,7 +148,7 @@ HOOK_SCRIPT = textwrap.dedent(
     out["graph"] = StateGraph.__module__
     out["saver"] = InMemorySaver.__module__
     try:
-        import langgraph.pregel.remote
+        import langgraph.pregel.protocol
     except ModuleNotFoundError as exc:
         out["pregel"] = str(exc)
     try:
@@ -159,9 +160,9 @@ HOOK_SCRIPT = textwrap.dedent(
     out["serde"] = JsonPlusSerializer.__module__
     suite = {"__name__": "tests.test_fake"}
     exec(
-        "from langgraph.pregel.remote import RemoteGraph\\n"
+        "from langgraph.pregel.protocol import StreamProtocol\\n"
         "from langgraph.types import PregelExecutableTask\\n"
-        "def test_uses():\\n    return RemoteGraph()\\n"
+        "def test_uses():\\n    return StreamProtocol()\\n"
         "def test_does_not():\\n    return 1\\n",
         suite,
     )
@@ -193,8 +194,8 @@ def test_import_hook_answers_langgraph_names_from_flowcore_and_nothing_falls_thr
     assert "[flowcore-suite]" in out["pregel"]
     assert out["missing_name"] == "ImportError"
     assert out["serde"] == "langgraph.checkpoint.serde.jsonplus"
-    assert out["in_suite"] == "langgraph.pregel.remote.RemoteGraph"
-    assert out["named"] == ["langgraph.pregel.remote.RemoteGraph"]
+    assert out["in_suite"] == "langgraph.pregel.protocol.StreamProtocol"
+    assert out["named"] == ["langgraph.pregel.protocol.StreamProtocol"]
     assert out["built"] == []
 
 

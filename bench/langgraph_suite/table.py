@@ -121,6 +121,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.checkpoint.sqlite.aio": ("AsyncSqliteSaver",),
     "langgraph.pregel": ("NodeBuilder", "Pregel"),
     "langgraph.pregel.main": ("NodeBuilder", "Pregel"),
+    "langgraph.pregel.remote": ("RemoteException", "RemoteGraph"),
     "langgraph.channels": (
         "AnyValue",
         "BaseChannel",

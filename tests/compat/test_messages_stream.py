@@ -11,7 +11,7 @@ pytest.importorskip("langchain_core")
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from flowcore.compat.langgraph import START, MessagesState, StateGraph, entrypoint, task
-from flowcore.compat.langgraph._messages_stream import graph_namespace
+from flowcore.compat.langgraph._graph_ns import graph_namespace
 
 
 def _chat(state: MessagesState) -> dict[str, Any]:

@@ -13,21 +13,30 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
+import flowcore.compat.langgraph as compat
 from flowcore.compat.langgraph import (
     END,
     START,
     StateGraph,
     ToolNode,
-    ToolRuntime,
     add_messages,
 )
 
 messages = pytest.importorskip("langchain_core.messages")
 tools = pytest.importorskip("langchain_core.tools")
+# Asked for once LangChain is loaded: then ToolRuntime is what LangChain's tools treat
+# as an injected argument (flowcore never loads LangChain itself).
+ToolRuntime = compat.ToolRuntime
 
 
 class State(TypedDict):
     messages: Annotated[list[Any], add_messages]
+
+
+def test_tool_runtime_is_langchain_injected_once_langchain_is_loaded() -> None:
+    base = tools.base._DirectlyInjectedToolArg
+    assert issubclass(ToolRuntime, base)
+    assert "runtime" not in shout.tool_call_schema.model_fields
 
 
 def _graph(tool_list: list[Any], calls: list[dict[str, Any]]) -> Any:
@@ -121,3 +130,79 @@ def test_a_langchain_runnable_runs_as_a_node() -> None:
     )
     graph = StateGraph(Count).add_node("bump", step).add_edge(START, "bump").compile()
     assert graph.invoke({"n": 1}) == {"n": 2}
+
+
+def test_a_drained_tool_is_not_a_tool_error() -> None:
+    from flowcore.compat.langgraph import GraphDrained, RunControl
+
+    control = RunControl()
+
+    def drain(state: State) -> dict[str, Any]:
+        control.request_drain()
+        return {}
+
+    inner = (
+        StateGraph(State)
+        .add_node("drain", drain)
+        .add_node("after", lambda state: {})
+        .add_edge(START, "drain")
+        .add_edge("drain", "after")
+        .compile()
+    )
+
+    @tools.tool
+    def drained() -> str:
+        """Runs a graph that drains under its own control."""
+        inner.invoke({"messages": []}, control=control)
+        return "unreachable"
+
+    graph = _graph([drained], [{"name": "drained", "args": {}, "id": "d1"}])
+    seen: list[str] = []
+
+    def consume() -> None:
+        for _, payload in graph.stream({"messages": []}, stream_mode=["tools"]):
+            seen.append(payload["event"])
+
+    with pytest.raises(GraphDrained):
+        consume()
+    assert seen == ["tool-started"]
+
+
+def test_a_graph_invoked_in_a_tool_can_hand_off_to_the_tools_graph() -> None:
+    class Flow(TypedDict):
+        messages: Annotated[list[Any], add_messages]
+        done: bool
+
+    def hand_off(state: Flow) -> Any:
+        from flowcore.compat.langgraph import Command
+
+        return Command(graph=Command.PARENT, goto="finish", update={"done": True})
+
+    inner = StateGraph(Flow).add_node("hand_off", hand_off).add_edge(START, "hand_off").compile()
+
+    @tools.tool
+    def handoff() -> str:
+        """Hands off to the graph that runs this tool."""
+        inner.invoke({"messages": [], "done": False})
+        return "unreachable"
+
+    def caller(state: Flow) -> dict[str, Any]:
+        call = {"name": "handoff", "args": {}, "id": "h1"}
+        return {"messages": [messages.AIMessage("", tool_calls=[call])]}
+
+    visited: list[str] = []
+    graph = (
+        StateGraph(Flow)
+        .add_node("caller", caller)
+        .add_node("tools", ToolNode([handoff]))
+        .add_node("finish", lambda state: visited.append("finish") or {})
+        .add_edge(START, "caller")
+        .add_edge("caller", "tools")
+        .add_edge("tools", END)
+        .compile()
+    )
+    events = [
+        p["event"] for _, p in graph.stream({"messages": [], "done": False}, stream_mode=["tools"])
+    ]
+    assert events == ["tool-started", "tool-error"]
+    assert visited == ["finish"]

@@ -1,5 +1,7 @@
 """LangGraph's API on flowcore's engine: change the imports, keep the code."""
 
+from typing import Any as _Any
+
 from flowcore.compat.langgraph._aliases import Durability, StreamMode, StreamWriter
 from flowcore.compat.langgraph._cache import CachePolicy
 from flowcore.compat.langgraph._callbacks import (
@@ -65,6 +67,7 @@ from flowcore.compat.langgraph._prebuilt import (
 )
 from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph
 from flowcore.compat.langgraph._push import push_message
+from flowcore.compat.langgraph._remote import RemoteException, RemoteGraph
 from flowcore.compat.langgraph._runtime import (
     DEFAULT_RUNTIME,
     ExecutionInfo,
@@ -100,7 +103,6 @@ from flowcore.compat.langgraph._stream_v3_transformers import (
     ValuesTransformer,
 )
 from flowcore.compat.langgraph._stream_v3_types import ProtocolEvent, StreamTransformer
-from flowcore.compat.langgraph._tool_stream import ToolRuntime
 from flowcore.compat.langgraph._tooling import InjectedState
 from flowcore.compat.langgraph._trace_policy import TracePolicy, omit_payload
 from flowcore.compat.langgraph._types import (
@@ -182,6 +184,8 @@ __all__ = [
     "PregelTask",
     "ProtocolEvent",
     "RemainingSteps",
+    "RemoteException",
+    "RemoteGraph",
     "RemoveMessage",
     "RetryPolicy",
     "RunControl",
@@ -230,3 +234,12 @@ __all__ = [
     "task",
     "tools_condition",
 ]
+
+
+def __getattr__(name: str) -> _Any:
+    # ToolRuntime is built on first use: LangChain's tool module is slow to import.
+    if name == "ToolRuntime":
+        from flowcore.compat.langgraph._tool_stream import tool_runtime_class
+
+        return tool_runtime_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,9 +7,10 @@ from a paused or saved checkpoint (``on_resume``). Other handlers in the same
 list are left alone. A handler that raises is logged and skipped unless it
 sets ``raise_error = True``, in which case the error ends the run.
 
-``GraphCallbackHandler`` is a LangChain ``BaseCallbackHandler`` when
-``langchain_core`` is installed (so LangChain's managers accept it), and a
-plain class otherwise.
+``GraphCallbackHandler`` has the interface LangChain's callback managers
+expect of a handler (:class:`CallbackHandlerBase`: every LangChain event a
+no-op), so it can sit in the same list or manager as LangChain's handlers
+without flowcore loading LangChain.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import inspect
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from flowcore.compat.langgraph._types import Interrupt
 
 __all__ = [
+    "CallbackHandlerBase",
     "GraphCallbackHandler",
     "GraphInterruptEvent",
     "GraphLifecycleStatus",
@@ -39,13 +41,33 @@ GraphLifecycleStatus = Literal[
     "input", "pending", "done", "interrupt_before", "interrupt_after", "out_of_steps"
 ]
 
-if TYPE_CHECKING:
-    _Base = object
-else:
-    try:
-        from langchain_core.callbacks import BaseCallbackHandler as _Base
-    except ImportError:  # pragma: no cover - exercised only without langchain_core
-        _Base = object
+
+def _ignore(*args: Any, **kwargs: Any) -> None:
+    """A LangChain callback event this handler does not handle."""
+
+
+class CallbackHandlerBase:
+    """What LangChain's callback managers expect of a handler; every ``on_*`` event a no-op.
+
+    Example:
+        >>> CallbackHandlerBase().on_chain_start({}, {"a": 1}) is None
+        True
+    """
+
+    raise_error: bool = False
+    run_inline: bool = True
+    ignore_llm: bool = False
+    ignore_retry: bool = False
+    ignore_chain: bool = False
+    ignore_agent: bool = False
+    ignore_retriever: bool = False
+    ignore_chat_model: bool = False
+    ignore_custom_event: bool = False
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("on_"):
+            return _ignore
+        raise AttributeError(name)
 
 
 @dataclass(frozen=True)
@@ -79,7 +101,7 @@ class GraphResumeEvent:
     checkpoint_ns: tuple[str, ...]
 
 
-class GraphCallbackHandler(_Base):
+class GraphCallbackHandler(CallbackHandlerBase):
     """Subclass and override :meth:`on_interrupt` / :meth:`on_resume` (sync or async).
 
     Example:

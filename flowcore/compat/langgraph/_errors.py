@@ -82,13 +82,13 @@ class GraphInterrupt(GraphBubbleUp):
     """
 
     def __init__(self, interrupts: Sequence[Interrupt] = ()) -> None:
-        super().__init__(tuple(interrupts))
+        # Kept as given (a list or a tuple), as LangGraph keeps it in ``args[0]``.
+        super().__init__(interrupts if isinstance(interrupts, list | tuple) else tuple(interrupts))
 
     @property
     def interrupts(self) -> tuple[Interrupt, ...]:
         """The pauses this interrupt carries."""
-        found: tuple[Interrupt, ...] = self.args[0]
-        return found
+        return tuple(self.args[0])
 
 
 class GraphDrained(GraphBubbleUp):

@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import Any, Protocol
 
+from flowcore.compat.langgraph._langchain import require_langchain_module
+
 __all__ = ["astream_events_v1", "astream_events_v2", "merge_bound_config"]
 
 
@@ -51,11 +53,7 @@ class _AsRunnable:
 
 
 def _event_module() -> Any:
-    try:
-        from langchain_core.tracers import event_stream
-    except ImportError as exc:  # pragma: no cover - exercised only without langchain_core
-        raise ImportError("astream_events needs langchain_core") from exc
-    return event_stream
+    return require_langchain_module("tracers.event_stream", "astream_events")
 
 
 async def astream_events_v2(

@@ -83,6 +83,7 @@ from flowcore.compat.langgraph._untracked import (
     stored_sends,
     untracked_keys,
 )
+from flowcore.compat.langgraph._update_steps import moved_past
 from flowcore.runtime import call_node, run_lease
 from flowcore.runtime.durability import Durability
 from flowcore.runtime.steps import StepWrites, run_supersteps
@@ -500,7 +501,15 @@ class Run:
             self.pending = [w for w in self.pending if w[0] == NULL_TASK_ID]
         forks = resuming and time_travel and self.metadata.get("source") not in ("update", "fork")
         carried: list[tuple[str, Any]] = []
-        superseded = addressed and not time_travel and await self._superseded()
+        superseded = (
+            addressed
+            and not time_travel
+            and await moved_past(
+                self.saver,
+                {"thread_id": self.thread_id, "checkpoint_ns": self.ns},
+                self.checkpoint.get("id"),
+            )
+        )
         if command is not None:
             carried = await self._apply_command(command, store=not forks)
         if superseded:
@@ -537,14 +546,6 @@ class Run:
         self.emit_values()
         self.pending = []
         await self._put_checkpoint("input")
-
-    async def _superseded(self) -> bool:
-        """Whether the thread has a later checkpoint than the one this run addressed."""
-        if self.saver is None:
-            return False
-        conf = {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}}
-        latest = await self.saver.aget_tuple(conf)
-        return latest is not None and latest.checkpoint["id"] != self.checkpoint.get("id")
 
     def _pending_interrupt_ids(self) -> list[str]:
         answered = {

@@ -1,97 +1,74 @@
-"""The ``messages`` stream mode's tokens: chat models a node calls, token by token.
+"""``stream_mode="messages"`` token by token, from LangChain's chat-model callbacks.
 
-``astream`` adds :func:`messages_stream_handler` to a run's LangChain
-callbacks when it streams ``messages``. Nodes find the run's callbacks in
-LangChain's child config (see ``_tracing``), so a chat model a node calls
-reports to the handler:
-
-* each token it streams is a ``(chunk, metadata)`` chunk at once, the metadata
-  being the node's (``langgraph_node``, ``langgraph_step``...) and the model's;
-* a model that does not stream gives its whole message when it ends.
-
-The node's returned message with the same id is then not streamed again (the
-stream's formatter remembers streamed ids). A model tagged ``nostream`` is not
-streamed; with ``subgraphs=False`` only the top graph's models are. Nothing
-here imports LangChain: the handler is made only when ``langchain_core`` is
-loaded (no chat model can run before), from its modules in ``sys.modules``.
+A LangChain chat model called inside a node (with the node's config, or
+from its context) reports to the run's callbacks. The handler
+:func:`messages_stream_handler` makes, which ``astream`` adds to them for
+the ``messages`` mode, hears those reports: each streamed chunk
+(``on_llm_new_token``) becomes a ``(chunk, metadata)`` item, and a model
+that did not stream gives its whole message when it ends. Its presence makes
+LangChain's chat models stream (it has the tap methods of LangChain's
+streaming handlers). The message ids it shows are marked seen, so the
+node's returned messages (shown by the run's own ``messages`` records) are
+not shown twice. Nodes that return messages without a chat model keep
+working as before. A model run tagged ``nostream`` is not shown.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-__all__ = ["graph_namespace", "messages_stream_handler"]
+from flowcore.compat.langgraph._callbacks import CallbackHandlerBase
+from flowcore.compat.langgraph._graph_ns import graph_namespace
 
-_NOSTREAM = frozenset({"nostream", "langsmith:nostream"})
+__all__ = ["messages_stream_handler"]
 
-Emit = Callable[[tuple[str, ...], Any], None]
-
-
-_PUSH = "__pregel_push"
+_NOSTREAM = "nostream"
 
 
-def graph_namespace(metadata: Any) -> tuple[str, ...]:
-    """The namespace of the graph a task runs in, from its run's metadata.
-
-    The task's own segment goes, and one more per enclosing ``@task`` call: a
-    call runs in its caller's graph, though its segment nests under the
-    caller's. A call's ``langgraph_path`` is ``(PUSH, caller's path, index,
-    True)``, the caller's path flat (a call's own starts with ``PUSH``).
-
-    Example:
-        >>> graph_namespace({"langgraph_checkpoint_ns": "sub:1|node:2"})
-        ('sub:1',)
-        >>> graph_namespace({"langgraph_checkpoint_ns": "wf:1|outer:2|inner:3",
-        ...     "langgraph_path": (_PUSH, (_PUSH, "__pregel_pull", "wf", 0), 0, True)})
-        ()
-    """
-    ns = str((metadata or {}).get("langgraph_checkpoint_ns") or "")
-    if not ns:
-        return ()
-    parts = tuple(ns.split("|"))
-    path = (metadata or {}).get("langgraph_path") or ()
-    drop = 1
-    if isinstance(path, tuple) and len(path) == 4 and path[0] == _PUSH and path[-1] is True:
-        drop += 1
-        caller = path[1]
-        while isinstance(caller, tuple) and caller and caller[0] == _PUSH:
-            drop += 1
-            caller = caller[1:-1]
-    return parts[: max(len(parts) - drop, 0)]
+def _graph_ns(metadata: Any) -> tuple[str, ...]:
+    # A @task call's model runs in its caller's graph (see _graph_ns).
+    return graph_namespace(metadata)
 
 
-def messages_stream_handler(emit: Emit, *, subgraphs: bool) -> Any:
-    """A LangChain callback handler that turns a chat model's tokens into ``messages`` chunks.
+def messages_stream_handler(
+    emit: Callable[[tuple[str, ...], Any], None], seen: set[str], *, subgraphs: bool
+) -> Any:
+    """A callback handler that streams chat-model output as ``messages`` items.
 
-    ``emit(ns, (message, metadata))`` gets each with the namespace of the graph
-    the model ran in. ``None`` while LangChain's chat models are not loaded.
+    ``emit(ns, (message, metadata))`` gets each item; ``seen`` holds the
+    message ids already shown (shared with the node-output projection).
 
     Example:
-        >>> # config = with_handler(config, messages_stream_handler(put, subgraphs=False))
+        >>> handler = messages_stream_handler(lambda ns, item: None, set(), subgraphs=False)
+        >>> handler.run_inline
+        True
     """
-    callbacks = sys.modules.get("langchain_core.callbacks.base")
-    streaming = sys.modules.get("langchain_core.tracers._streaming")
-    if callbacks is None or streaming is None:
-        return None
-    handler_base: Any = callbacks.BaseCallbackHandler
-    # A chat model streams its tokens (even from invoke) to a handler of this kind.
-    streaming_base: Any = streaming._StreamingCallbackHandler
 
-    class MessagesStream(handler_base, streaming_base):  # type: ignore[misc]
+    class MessagesStream(CallbackHandlerBase):
         run_inline = True
 
         def __init__(self) -> None:
-            # Model run id -> (namespace, metadata) of the call.
-            self.models: dict[Any, tuple[tuple[str, ...], dict[str, Any]]] = {}
-            self.streamed: set[Any] = set()
+            # Chat-model run id -> (namespace, metadata shown with its messages).
+            self.runs: dict[Any, tuple[tuple[str, ...], dict[str, Any]]] = {}
 
-        def tap_output_aiter(self, run_id: Any, output: Any) -> Any:
+        def tap_output_aiter(self, run_id: Any, output: AsyncIterator[Any]) -> AsyncIterator[Any]:
             return output
 
-        def tap_output_iter(self, run_id: Any, output: Any) -> Any:
+        def tap_output_iter(self, run_id: Any, output: Iterator[Any]) -> Iterator[Any]:
             return output
+
+        def _show(self, run_id: Any, message: Any, *, once: bool) -> None:
+            entry = self.runs.get(run_id)
+            if entry is None:
+                return
+            if once and message.id in seen:
+                return
+            if message.id is None:
+                message.id = str(uuid.uuid4())
+            seen.add(message.id)
+            emit(entry[0], (message, entry[1]))
 
         def on_chat_model_start(
             self,
@@ -101,45 +78,44 @@ def messages_stream_handler(emit: Emit, *, subgraphs: bool) -> Any:
             run_id: Any,
             tags: list[str] | None = None,
             metadata: dict[str, Any] | None = None,
-            **_: Any,
+            **kwargs: Any,
         ) -> None:
-            if not metadata or (tags and not _NOSTREAM.isdisjoint(tags)):
+            if not metadata or "langgraph_node" not in metadata:
                 return
-            ns = graph_namespace(metadata)
+            if tags and _NOSTREAM in tags:
+                return
+            ns = _graph_ns(metadata)
             if ns and not subgraphs:
                 return
-            self.models[run_id] = (ns, dict(metadata))
+            shown = dict(metadata)
+            if tags:
+                shown["tags"] = [t for t in tags if not t.startswith(("seq:step", "graph:step"))]
+            self.runs[run_id] = (ns, shown)
 
-        def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
-            run_id = kwargs.get("run_id")
-            found = self.models.get(run_id)
-            message = getattr(kwargs.get("chunk"), "message", None)
-            if found is None or message is None:
-                return
-            self.streamed.add(run_id)
-            emit(found[0], (message, found[1]))
+        def on_llm_new_token(
+            self, token: str, *, chunk: Any = None, run_id: Any, **kwargs: Any
+        ) -> None:
+            message = getattr(chunk, "message", None)
+            if message is not None:
+                self._show(run_id, message, once=False)
 
-        def on_llm_end(self, response: Any, **kwargs: Any) -> None:
-            run_id = kwargs.get("run_id")
-            found = self.models.pop(run_id, None)
-            if found is None or run_id in self.streamed:
-                self.streamed.discard(run_id)
-                return
-            for generations in getattr(response, "generations", None) or ():
-                for generation in generations:
-                    message = getattr(generation, "message", None)
-                    if message is not None:
-                        emit(found[0], (message, found[1]))
+        def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
+            generations = getattr(response, "generations", None)
+            if generations and generations[0]:
+                message = getattr(generations[0][0], "message", None)
+                if message is not None:
+                    self._show(run_id, message, once=True)
+            self.runs.pop(run_id, None)
+
+        def on_llm_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
+            self.runs.pop(run_id, None)
 
         def push_message(self, message: Any, metadata: dict[str, Any]) -> None:
-            """Stream a message a node pushed (see ``_push``) from the node's metadata."""
-            ns = graph_namespace(metadata)
-            if subgraphs or not ns:
-                emit(ns, (message, metadata))
-
-        def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
-            run_id = kwargs.get("run_id")
-            self.models.pop(run_id, None)
-            self.streamed.discard(run_id)
+            """Show a message a node pushed (see ``_push``), with the node's metadata."""
+            ns = _graph_ns(metadata)
+            if ns and not subgraphs:
+                return
+            seen.add(message.id)
+            emit(ns, (message, metadata))
 
     return MessagesStream()

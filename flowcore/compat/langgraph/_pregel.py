@@ -76,7 +76,7 @@ from flowcore.compat.langgraph._stream_v3 import (
     part_of_chunk,
     stream_events_v3,
 )
-from flowcore.compat.langgraph._subgraph_detect import iter_subgraphs
+from flowcore.compat.langgraph._subgraph_detect import find_subgraph, iter_subgraphs
 from flowcore.compat.langgraph._subgraph_travel import (
     CHECKPOINT_MAP,
     address_root,
@@ -101,6 +101,7 @@ from flowcore.compat.langgraph._types import (
     StateUpdate,
     TimeoutPolicy,
 )
+from flowcore.compat.langgraph._update_steps import close_superstep, moved_past
 from flowcore.secrets import Redactor
 
 __all__ = ["DEFAULT_RECURSION_LIMIT", "CompiledStateGraph"]
@@ -682,11 +683,13 @@ class CompiledStateGraph(BatchCalls):
                 also(ns, kind, payload)
 
         if "tools" in modes:
-            config = with_handler(config, tools_stream_handler(_on_loop(sink), subgraphs=subgraphs))
+            config = with_handler(
+                config, tools_stream_handler(_on_loop(sink, "tools"), subgraphs=subgraphs)
+            )
         if "messages" in modes:
-            tokens = messages_stream_handler(_on_loop(sink, "llm_token"), subgraphs=subgraphs)
-            if tokens is not None:
-                config = with_handler(config, tokens)
+            chunks = _on_loop(sink, "messages_chunk")
+            handler = messages_stream_handler(chunks, formatter.seen_messages, subgraphs=subgraphs)
+            config = with_handler(config, handler)
 
         run = self._run(
             input,
@@ -860,7 +863,7 @@ class CompiledStateGraph(BatchCalls):
             return await ainvoke_v2(self, input, config, stream_mode, kwargs)
         calling = self._calling_task(config, stream_mode, kwargs)
         if calling is not None:
-            return await self._arun_subgraph(input, *calling)
+            return await self._arun_subgraph(input, *calling, control=kwargs.get("control"))
         if stream_mode != "values":
             return [c async for c in self.astream(input, config, stream_mode=stream_mode, **kwargs)]
         latest: Any = None
@@ -911,7 +914,7 @@ class CompiledStateGraph(BatchCalls):
             if parent.loop is not None and threading.get_ident() != parent.loop_thread:
                 # A sync node runs in a worker thread while its run's loop waits for it:
                 # the child run goes on that loop, beside its parent's saver and batches.
-                child = self._arun_subgraph(input, scope, parent)
+                child = self._arun_subgraph(input, scope, parent, control=kwargs.get("control"))
                 return asyncio.run_coroutine_threadsafe(child, parent.loop).result()
         return _sync_call(lambda: self.ainvoke(input, config, **kwargs))
 
@@ -946,7 +949,10 @@ class CompiledStateGraph(BatchCalls):
             return ns
         return "|".join(part.split(":")[0] for part in ns.split("|"))
 
-    async def _arun_subgraph(self, value: Any, scope: TaskScope, parent: Run) -> Any:
+    async def _arun_subgraph(
+        self, value: Any, scope: TaskScope, parent: Run, *, control: RunControl | None = None
+    ) -> Any:
+        """Run this graph as a child of ``parent``'s task ``scope`` (``control``: the call's)."""
         ns = f"{parent.ns}|{scope.node}:{scope.task_id}".lstrip("|")
         if scope.graphs_run:
             # A task's later graphs each keep a history of their own.
@@ -981,7 +987,7 @@ class CompiledStateGraph(BatchCalls):
             run.thread_id = parent.thread_id
         run.force_resume = parent.resuming or bool(scope.resume)
         run.resume_by_id = parent.resume_by_id
-        run.context, run.control = parent.context, parent.control
+        run.context, run.control = parent.context, control or parent.control
         run.replay_of, run.entered = parent.replay_of, parent.entered
         addressed = "checkpoint_id" in config["configurable"]
         if (
@@ -1019,6 +1025,9 @@ class CompiledStateGraph(BatchCalls):
             yield item
 
     def _saver(self) -> Any:
+        if self.checkpointer is None and self.own_history:
+            # checkpointer=True borrows its parent's saver: read on its own, it has none.
+            raise RuntimeError("checkpointer=True cannot be used for root graphs.")
         if self.checkpointer is None:
             raise ValueError("No checkpointer set")
         return self.checkpointer
@@ -1049,20 +1058,30 @@ class CompiledStateGraph(BatchCalls):
         snapshot = self._snapshot(config, saved, live="checkpoint_id" not in conf)
         if saved is None:
             return snapshot
+        return await self._with_task_states(snapshot, saver, conf, subgraphs=subgraphs)
+
+    async def _with_task_states(
+        self, snapshot: StateSnapshot, saver: Any, conf: Mapping[str, Any], *, subgraphs: bool
+    ) -> StateSnapshot:
+        """``snapshot`` with each subgraph task's state: the config of the subgraph's
+        history (``subgraphs``: the subgraph's own snapshot there)."""
         tasks = []
         for task in snapshot.tasks:
             spec = self.nodes.get(task.name)
-            if spec is None or not hasattr(spec.action, "_state_with"):
+            # A subgraph node, or a node whose code runs a graph (a child run of it); a
+            # checkpointer=False subgraph keeps no history.
+            child = None if spec is None else find_subgraph(spec.action)
+            if child is None or getattr(child, "opted_out", False):
                 tasks.append(task)
                 continue
-            ns = f"{conf['checkpoint_ns']}|{task.name}:{task.id}".lstrip("|")
+            ns = f"{conf.get('checkpoint_ns') or ''}|{task.name}:{task.id}".lstrip("|")
             child_config = {
                 "configurable": {"thread_id": conf.get("thread_id"), "checkpoint_ns": ns}
             }
             state: Any = child_config
             if subgraphs:
-                child_saver = spec.action.checkpointer or saver
-                state = await spec.action._state_with(child_saver, child_config, subgraphs=True)
+                child_saver = child.checkpointer or saver
+                state = await child._state_with(child_saver, child_config, subgraphs=True)
             tasks.append(task._replace(state=state))
         return snapshot._replace(tasks=tuple(tasks))
 
@@ -1081,6 +1100,8 @@ class CompiledStateGraph(BatchCalls):
             durability="sync",
             interrupt_before=(),
             interrupt_after=(),
+            # Task ids depend on the namespace: the snapshot's are the run's.
+            checkpoint_ns=saved.config["configurable"].get("checkpoint_ns") or "",
         )
         run.wants = set()
         run.channels = self.new_channels()
@@ -1165,10 +1186,32 @@ class CompiledStateGraph(BatchCalls):
         saver = self._saver()
         conf = {**dict(config.get("configurable") or {})}
         conf.setdefault("checkpoint_ns", "")
+        sub = subgraph_at(self, conf["checkpoint_ns"])
+        if sub is not None:
+            # A subgraph's config: the subgraph's history, read on this graph's saver.
+            async for snapshot in sub._history_with(
+                sub.checkpointer or saver, config, conf, filter, before, limit
+            ):
+                yield snapshot
+            return
+        async for snapshot in self._history_with(saver, config, conf, filter, before, limit):
+            yield snapshot
+
+    async def _history_with(
+        self,
+        saver: Any,
+        config: Mapping[str, Any],
+        conf: dict[str, Any],
+        filter: dict[str, Any] | None,
+        before: Mapping[str, Any] | None,
+        limit: int | None,
+    ) -> AsyncIterator[StateSnapshot]:
+        conf = {**conf, "checkpoint_ns": self._history_ns(conf.get("checkpoint_ns") or "")}
         async for saved in saver.alist(
             {"configurable": conf}, filter=filter, before=before, limit=limit
         ):
-            yield self._snapshot(config, saved, live=False)
+            snapshot = self._snapshot(config, saved, live=False)
+            yield await self._with_task_states(snapshot, saver, conf, subgraphs=False)
 
     def get_state_history(
         self, config: Mapping[str, Any], **kwargs: Any
@@ -1262,7 +1305,8 @@ class CompiledStateGraph(BatchCalls):
         self, config: Mapping[str, Any], updates: list[StateUpdate], saver: Any
     ) -> dict[str, Any]:
         conf = dict(config.get("configurable") or {})
-        conf.setdefault("checkpoint_ns", "")
+        # A checkpointer=True subgraph's one history, whichever task's config names it.
+        conf["checkpoint_ns"] = self._history_ns(conf.get("checkpoint_ns") or "")
         saved = await saver.aget_tuple({"configurable": conf})
         run = Run(
             self,
@@ -1272,6 +1316,8 @@ class CompiledStateGraph(BatchCalls):
             durability="sync",
             interrupt_before=(),
             interrupt_after=(),
+            # Task ids depend on the namespace: the updates stand in for the real tasks.
+            checkpoint_ns=conf["checkpoint_ns"],
         )
         run.wants = set()
         run.channels = self.new_channels()
@@ -1306,7 +1352,7 @@ class CompiledStateGraph(BatchCalls):
             if len(updates) > 1:
                 raise InvalidUpdateError("Cannot apply multiple updates when clearing state")
             if saved is not None:
-                self._clear_tasks(run, saved, step)
+                close_superstep(run, saved, step)
             return await self._save_update(run, conf, saver, "update", step + 1)
         if len(updates) == 1 and updates[0].as_node is None:
             updates = [updates[0]._replace(as_node=self._guess_writer(run.checkpoint))]
@@ -1319,7 +1365,9 @@ class CompiledStateGraph(BatchCalls):
                 scheduled.setdefault(planned.name, []).append(planned)
         # The writes stand as the tasks' results on the checkpoint they build on, unless
         # the thread has moved past it: its other children would read them too.
-        keeps_writes = saved is not None and not await _superseded(saver, conf, saved)
+        keeps_writes = saved is not None and not (
+            conf.get("checkpoint_id") and await moved_past(saver, conf, saved.checkpoint["id"])
+        )
         tasks: list[Task] = []
         for index, (values, as_node, task_id) in enumerate(updates):
             if as_node is None:
@@ -1338,27 +1386,6 @@ class CompiledStateGraph(BatchCalls):
                 await saver.aput_writes(saved.config, encoded, task.id, path)
         run.apply_writes(tasks)
         return await self._save_update(run, conf, saver, "update", step + 1)
-
-    def _clear_tasks(self, run: Run, saved: Any, step: int) -> None:
-        """Close the checkpoint's superstep as if its tasks had all ended (``None`` as END).
-
-        What the checkpoint holds for it goes in: its Command writes, and the
-        writes of the tasks that finished (or that an update stood in for); the
-        tasks that did not finish end with no writes.
-        """
-        run.step = step + 1  # task ids depend on the step they run in
-        tasks = run.prepare(for_execution=False)
-        by_id = {task.id: task for task in tasks}
-        null_writes: list[tuple[str, Any]] = []
-        for task_id, chan, value in saved.pending_writes or ():
-            if chan in (INTERRUPT, RESUME, ERROR, NO_WRITES):
-                continue
-            write = (chan, self.decode_write(chan, value))
-            if task_id == NULL_TASK_ID:
-                null_writes.append(write)
-            elif task_id in by_id:
-                by_id[task_id].writes.append(write)
-        run.apply_writes(tasks, extra=null_writes)
 
     async def _save_update(
         self, run: Run, conf: Mapping[str, Any], saver: Any, source: str, step: int
@@ -1547,7 +1574,7 @@ def _unplain(arg: Any) -> Any:
     return arg
 
 
-def _on_loop(sink: Sink, kind: str = "tools") -> Callable[[tuple[str, ...], Any], None]:
+def _on_loop(sink: Sink, kind: str) -> Callable[[tuple[str, ...], Any], None]:
     """``kind`` records into ``sink``, handed over to the running loop from worker threads."""
     loop = asyncio.get_running_loop()
     home = threading.get_ident()
@@ -1606,13 +1633,13 @@ class _ChunkFormatter:
             return [self._wrap(ns, kind, payload)]
         if kind == "tools" and "tools" in self.modes:
             return [self._wrap(ns, "tools", payload)]
-        if kind == "llm_token":
-            # A streamed message is not streamed again when its node returns it.
-            if getattr(payload[0], "id", None):
-                self.seen_messages.add(payload[0].id)
-            return [self._wrap(ns, "messages", payload)] if "messages" in self.modes else []
+        if kind == "messages_chunk" and "messages" in self.modes:
+            return [self._wrap(ns, "messages", payload)]
         if kind == "custom" and "custom" in self.modes:
             return [self._wrap(ns, "custom", payload.data)]
+        if kind == "remote_messages" and "messages" in self.modes:
+            # A RemoteGraph node's (message, metadata) pair, as its server streamed it.
+            return [self._wrap(ns, "messages", payload)]
         if kind in ("messages_seen", "messages_from"):
             return self._messages(ns, kind, payload)
         if kind == "step_tasks":
@@ -1717,15 +1744,6 @@ def _in_running_loop() -> bool:
 
 
 T = TypeVar("T")
-
-
-async def _superseded(saver: Any, conf: Mapping[str, Any], saved: Any) -> bool:
-    """Whether the thread has a later checkpoint than ``saved`` (which ``conf`` addressed)."""
-    if not conf.get("checkpoint_id"):
-        return False
-    latest_conf = {k: v for k, v in conf.items() if k != "checkpoint_id"}
-    latest = await saver.aget_tuple({"configurable": latest_conf})
-    return latest is not None and latest.checkpoint["id"] != saved.checkpoint["id"]
 
 
 def _sync_call(make: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -15,14 +15,16 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from flowcore.compat.langgraph._langchain import require_langchain_module
+
 __all__ = ["as_runnable", "runnable_action"]
 
 
 @functools.cache
 def _runnable_class() -> type[Any]:
-    from langchain_core.runnables import Runnable
+    base: Any = require_langchain_module("runnables", "Composing a graph with |").Runnable
 
-    class GraphRunnable(Runnable[Any, Any]):
+    class GraphRunnable(base):  # type: ignore[misc]
         """A compat graph seen as a LangChain ``Runnable``."""
 
         def __init__(self, graph: Any) -> None:

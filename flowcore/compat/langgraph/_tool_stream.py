@@ -16,13 +16,16 @@ event: it runs again later and reports then.
 from __future__ import annotations
 
 import contextvars
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from flowcore.compat.langgraph._messages_stream import graph_namespace
+from flowcore.compat.langgraph._callbacks import CallbackHandlerBase
+from flowcore.compat.langgraph._graph_ns import graph_namespace
+from flowcore.compat.langgraph._langchain import langchain_loaded, langchain_module
 
-__all__ = ["ToolRuntime", "tools_stream_handler", "with_handler"]
+__all__ = ["ToolRuntimeFields", "tool_runtime_class", "tools_stream_handler", "with_handler"]
 
 ContextT = TypeVar("ContextT")
 StateT = TypeVar("StateT")
@@ -32,22 +35,18 @@ _TOOL_WRITER: contextvars.ContextVar[Callable[[Any], None] | None] = contextvars
     "flowcore_compat_tool_writer", default=None
 )
 
-if TYPE_CHECKING:
-    _Injected = object
-else:
-    try:
-        from langchain_core.tools.base import _DirectlyInjectedToolArg as _Injected
-    except ImportError:  # pragma: no cover - exercised only without langchain_core
-        _Injected = object
-
 
 @dataclass
-class ToolRuntime(_Injected, Generic[ContextT, StateT]):
+class ToolRuntimeFields(Generic[ContextT, StateT]):
     """What ``ToolNode`` hands a tool's ``runtime: ToolRuntime`` parameter.
 
+    ``ToolRuntime`` itself (:func:`tool_runtime_class`) is this class marked
+    as a directly injected argument for LangChain's tools; it is built on
+    first use, since LangChain's tool module is slow to import.
+
     Example:
-        >>> runtime = ToolRuntime(state={}, context=None, config={}, stream_writer=print,
-        ...                       tool_call_id="c1", store=None)
+        >>> runtime = ToolRuntimeFields(state={}, context=None, config={}, stream_writer=print,
+        ...                             tool_call_id="c1", store=None)
         >>> runtime.emit_output_delta("ignored: no tools stream")
     """
 
@@ -68,6 +67,30 @@ class ToolRuntime(_Injected, Generic[ContextT, StateT]):
             writer(delta)
 
 
+def tool_runtime_class() -> type[ToolRuntimeFields[Any, Any]]:
+    """``ToolRuntime``: :class:`ToolRuntimeFields` that LangChain's tools treat as injected.
+
+    Built when first asked for; if the app has not loaded LangChain by then,
+    it is a plain class (no LangChain tool can exist yet to read it).
+
+    Example:
+        >>> tool_runtime_class().__name__
+        'ToolRuntime'
+    """
+    return _runtime_class(langchain_loaded())
+
+
+@functools.cache
+def _runtime_class(with_langchain: bool) -> type[ToolRuntimeFields[Any, Any]]:
+    bases: tuple[type, ...] = (ToolRuntimeFields,)
+    module = langchain_module("tools.base") if with_langchain else None
+    if module is not None:
+        bases = (ToolRuntimeFields, module._DirectlyInjectedToolArg)
+    runtime = type("ToolRuntime", bases, {"__slots__": ()})
+    runtime.__module__ = __name__
+    return runtime
+
+
 def _graph_ns(metadata: Any) -> tuple[str, ...]:
     """The namespace of the graph a task runs in (``@task`` calls run in their caller's)."""
     return graph_namespace(metadata)
@@ -84,9 +107,8 @@ def tools_stream_handler(
     Example:
         >>> # config["callbacks"] = [tools_stream_handler(put, subgraphs=False)]
     """
-    from langchain_core.callbacks import BaseCallbackHandler
 
-    class ToolsStream(BaseCallbackHandler):
+    class ToolsStream(CallbackHandlerBase):
         run_inline = True
 
         def __init__(self) -> None:

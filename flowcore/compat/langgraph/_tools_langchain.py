@@ -16,7 +16,7 @@ from typing import Any, get_origin, get_type_hints
 
 from pydantic import BaseModel, create_model
 
-from flowcore.compat.langgraph._tool_stream import ToolRuntime
+from flowcore.compat.langgraph._tool_stream import ToolRuntimeFields, tool_runtime_class
 from flowcore.compat.langgraph._tooling import WrappedTool
 
 __all__ = ["LangChainTool", "is_langchain_message", "langchain_tool"]
@@ -34,7 +34,7 @@ def _runtime_params(tool: Any) -> list[str]:
     found = []
     for name, hint in hints.items():
         kind = get_origin(hint) or hint
-        if isinstance(kind, type) and issubclass(kind, ToolRuntime):
+        if isinstance(kind, type) and issubclass(kind, ToolRuntimeFields):
             found.append(name)
     return found
 
@@ -93,12 +93,12 @@ class LangChainTool(WrappedTool):
 
 def _tool_runtime(
     call: Mapping[str, Any], state: Any, config: Mapping[str, Any] | None, tools: list[Any]
-) -> ToolRuntime[Any, Any]:
+) -> ToolRuntimeFields[Any, Any]:
     from flowcore.compat.langgraph._context import running_scope
 
     scope = running_scope()
     runtime = None if scope is None else scope.runtime()
-    return ToolRuntime(
+    return tool_runtime_class()(
         state=state,
         context=getattr(runtime, "context", None),
         config=dict(config or {}),

@@ -19,7 +19,8 @@ instances), the run gets a :class:`RunObserver`:
 
 A subgraph's run is a child of its node's run. Nothing here runs nodes: the
 run's loop calls :meth:`RunObserver.call_node` around the call it makes.
-LangChain is imported only when some run has callbacks.
+LangChain's own modules are used only once the app has loaded LangChain (see
+:mod:`._langchain`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,6 +38,7 @@ from flowcore.compat.langgraph._callbacks import (
     dispatch_lifecycle,
     graph_handlers,
 )
+from flowcore.compat.langgraph._langchain import langchain_module
 from flowcore.compat.langgraph._trace_policy import recorded_payload
 
 if TYPE_CHECKING:
@@ -53,30 +56,34 @@ NodeCall = Callable[[Callable[[Any], None]], Awaitable[list[tuple[str, Any]]]]
 
 
 def _langchain() -> Any:
-    """``langchain_core.callbacks.manager``, or None when LangChain is not installed."""
-    try:
-        from langchain_core.callbacks import manager
-    except ImportError:  # pragma: no cover - exercised only without langchain_core
-        return None
-    return manager
+    """``langchain_core.callbacks.manager``, or None when the app has not loaded LangChain."""
+    return langchain_module("callbacks.manager")
 
 
 def _child_config_var() -> contextvars.ContextVar[Any]:
-    from langchain_core.runnables.config import var_child_runnable_config
+    """LangChain's context variable that runnables read their parent's config from."""
+    var: contextvars.ContextVar[Any] = _langchain_attr(
+        "runnables.config", "var_child_runnable_config"
+    )
+    return var
 
-    return var_child_runnable_config
+
+def _langchain_attr(submodule: str, name: str) -> Any:
+    module = langchain_module(submodule)
+    return None if module is None else getattr(module, name)
 
 
 def _is_stream_handler(handler: Any) -> bool:
-    from langchain_core.tracers._streaming import _StreamingCallbackHandler
-
-    return _StreamingCallbackHandler in type(handler).__mro__
+    # Such a handler exists only once LangChain's streaming module is loaded.
+    module = sys.modules.get("langchain_core.tracers._streaming")
+    return module is not None and module._StreamingCallbackHandler in type(handler).__mro__
 
 
 def _is_tracer(handler: Any) -> bool:
-    from langchain_core.tracers.base import AsyncBaseTracer, BaseTracer
-
-    return isinstance(handler, BaseTracer | AsyncBaseTracer) and not _is_stream_handler(handler)
+    module = sys.modules.get("langchain_core.tracers.base")
+    if module is None or _is_stream_handler(handler):
+        return False
+    return isinstance(handler, module.BaseTracer | module.AsyncBaseTracer)
 
 
 def _config_metadata(config: Mapping[str, Any]) -> dict[str, Any]:
