@@ -225,3 +225,59 @@ def test_both_runs_of_one_upstream_file_are_counted(tmp_path: Path) -> None:
     counted = summary["flowcore_passed"] + sum(summary["causes"].values())
     assert counted == summary["langgraph_passed"]
     assert [row["file"] for row in summary["files"]] == ["tests/test_managed_values.py"]
+
+
+def test_the_guide_section_is_rewritten_from_a_runs_figures(tmp_path: Path) -> None:
+    from langgraph_suite.doc import END, START, write_doc
+
+    guide = tmp_path / "guide.md"
+    guide.write_text(f"# Guide\n\n{START}\nstale figures\n{END}\n\n## After\n")
+    result = {
+        "meta": {
+            "date": "2026-11-25T09:00:00+00:00",
+            "command": "python bench/langgraph_suite/run.py",
+            "langgraph_sdist": "langgraph==1.2.22",
+            "python": "3.11.7",
+        },
+        "summary": {
+            "langgraph_passed": 10,
+            "flowcore_passed": 7,
+            "percent": 70.0,
+            "causes": {"behaviour": 2, "internals": 1},
+            "files": [
+                {
+                    "file": "tests/test_a.py",
+                    "langgraph_passed": 10,
+                    "flowcore_passed": 7,
+                    "behaviour": 2,
+                    "internals": 1,
+                },
+            ],
+            "clusters": [
+                {"count": 1, "cause": "internals", "key": "lacks langgraph._internal.X"},
+                {"count": 2, "cause": "behaviour", "key": "AssertionError: a | b"},
+            ],
+        },
+    }
+
+    write_doc(guide, result)
+
+    text = guide.read_text()
+    assert "stale figures" not in text
+    assert text.startswith("# Guide\n")
+    assert text.endswith("## After\n")
+    section = text[text.index(START) : text.index(END)]
+    assert "**7 of the 10 tests that pass on LangGraph pass on flowcore (70.0 %)**" in section
+    assert "| tests/test_a.py | 10 | 7 |" in section
+    # Internals are explained, not listed as groups to fix; a | in an error is escaped.
+    assert "lacks langgraph._internal.X" not in section
+    assert "AssertionError: a \\| b" in section
+
+
+def test_a_guide_without_the_markers_is_refused(tmp_path: Path) -> None:
+    from langgraph_suite.doc import write_doc
+
+    guide = tmp_path / "guide.md"
+    guide.write_text("# Guide\n")
+    with pytest.raises(ValueError, match="no section to write"):
+        write_doc(guide, {"summary": {}, "meta": {}})

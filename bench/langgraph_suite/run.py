@@ -49,6 +49,7 @@ from typing import Any
 # Run as a script, this file's folder is on sys.path, not the package's parent.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from langgraph_suite.doc import write_doc
 from langgraph_suite.table import is_internal
 
 __all__ = ["LANGGRAPH_VERSION", "main", "summarize"]
@@ -462,6 +463,13 @@ def main(argv: list[str] | None = None) -> int:
         "--floor", type=int, default=None, help="exit 1 when fewer tests pass on flowcore"
     )
     parser.add_argument(
+        "--doc",
+        type=Path,
+        default=None,
+        help="rewrite the figures section of this guide (docs/langgraph-migration.md); "
+        "whole runs only",
+    )
+    parser.add_argument(
         "--no-service-count",
         action="store_true",
         help="skip the two collections that count what NO_DOCKER leaves out",
@@ -529,6 +537,12 @@ def main(argv: list[str] | None = None) -> int:
     options.json.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
     print_summary(result)
     log(f"figures written to {options.json}")
+    if options.doc is not None:
+        if options.only:
+            log("--doc ignored: a run with --only measures part of the suite")
+        else:
+            write_doc(options.doc, result)
+            log(f"figures written into {options.doc}")
     if base_collect:
         log(f"collection errors on LangGraph itself: {sorted(base_collect)}")
     if options.floor is not None and summary["flowcore_passed"] < options.floor:
