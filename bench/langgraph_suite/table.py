@@ -53,6 +53,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
         "MessagesState",
         "_messages_delta_reducer",
         "add_messages",
+        "push_message",
     ),
     "langgraph.types": (
         "CachePolicy",

@@ -66,6 +66,7 @@ from flowcore.compat.langgraph._prebuilt import (
     tools_condition,
 )
 from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph
+from flowcore.compat.langgraph._push import push_message
 from flowcore.compat.langgraph._remote import RemoteException, RemoteGraph
 from flowcore.compat.langgraph._runtime import (
     DEFAULT_RUNTIME,
@@ -229,6 +230,7 @@ __all__ = [
     "messages_from_dict",
     "messages_to_dict",
     "omit_payload",
+    "push_message",
     "task",
     "tools_condition",
 ]

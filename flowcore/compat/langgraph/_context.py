@@ -51,7 +51,7 @@ class TaskScope(Answers):
     only worked out when something asks for them: most nodes never do.
     """
 
-    __slots__ = ("_config", "graphs_run", "host", "started_at", "step", "task")
+    __slots__ = ("_config", "graphs_run", "host", "pushed", "started_at", "step", "task")
 
     def __init__(
         self,
@@ -73,6 +73,8 @@ class TaskScope(Answers):
         self.started_at = time.time()
         # Graphs this task has run so far: the n-th (from 0) saves under "|n" (n > 0).
         self.graphs_run = 0
+        # Writes push_message made during the call (see _push), ahead of the node's own.
+        self.pushed: list[tuple[str, Any]] | None = None
 
     @property
     def resume(self) -> Sequence[Any]:

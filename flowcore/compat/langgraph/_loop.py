@@ -815,6 +815,8 @@ class Run:
         finally:
             set_scope(outer)
             del token
+        if scope.pushed:
+            task.writes = [*scope.pushed, *task.writes]
         task.done = True
         stored = task.writes or [(NO_WRITES, None)]
         if task.handled is not None:

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from flowcore.compat.langgraph._callbacks import CallbackHandlerBase
+from flowcore.compat.langgraph._graph_ns import graph_namespace
 
 __all__ = ["messages_stream_handler"]
 
@@ -27,8 +28,8 @@ _NOSTREAM = "nostream"
 
 
 def _graph_ns(metadata: Any) -> tuple[str, ...]:
-    ns = str((metadata or {}).get("langgraph_checkpoint_ns") or "")
-    return tuple(ns.split("|")[:-1]) if ns else ()
+    # A @task call's model runs in its caller's graph (see _graph_ns).
+    return graph_namespace(metadata)
 
 
 def messages_stream_handler(
@@ -108,5 +109,13 @@ def messages_stream_handler(
 
         def on_llm_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
             self.runs.pop(run_id, None)
+
+        def push_message(self, message: Any, metadata: dict[str, Any]) -> None:
+            """Show a message a node pushed (see ``_push``), with the node's metadata."""
+            ns = _graph_ns(metadata)
+            if ns and not subgraphs:
+                return
+            seen.add(message.id)
+            emit(ns, (message, metadata))
 
     return MessagesStream()

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from flowcore.compat.langgraph._batch import BatchCalls
 from flowcore.compat.langgraph._cache import NodeCache
+from flowcore.compat.langgraph._caller_stream import caller_sink
 from flowcore.compat.langgraph._channel_api import is_one_step
 from flowcore.compat.langgraph._channels import (
     MISSING,
@@ -666,6 +667,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         context: Any = None,
         control: RunControl | None = None,
         version: str = "v1",
+        _caller: Any = MISSING,
         **_: Any,
     ) -> AsyncIterator[Any]:
         """Run and yield stream chunks as they happen (``stream_mode`` as in LangGraph).
@@ -685,9 +687,14 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         done = object()
         formatter = _ChunkFormatter(modes, single=single and version != "v2", subgraphs=subgraphs)
 
+        # Found where the stream was started (stream() iterates on a thread of its own).
+        also = caller_sink(config) if _caller is MISSING else _caller
+
         def sink(ns: tuple[str, ...], kind: str, payload: Any) -> None:
             for item in formatter.format(ns, kind, payload):
                 out.put_nowait(item)
+            if also is not None:
+                also(ns, kind, payload)
 
         if "tools" in modes:
             config = with_handler(
@@ -844,7 +851,8 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls):
         Example:
             >>> # for chunk in app.stream({"n": 1}, stream_mode="values"): print(chunk)
         """
-        return _sync_iter(lambda: self.astream(input, config, **kwargs))
+        also = caller_sink(config)
+        return _sync_iter(lambda: self.astream(input, config, _caller=also, **kwargs))
 
     async def ainvoke(
         self,

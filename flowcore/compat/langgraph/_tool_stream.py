@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from flowcore.compat.langgraph._callbacks import CallbackHandlerBase
+from flowcore.compat.langgraph._graph_ns import graph_namespace
 from flowcore.compat.langgraph._langchain import langchain_loaded, langchain_module
 
 __all__ = ["ToolRuntimeFields", "tool_runtime_class", "tools_stream_handler", "with_handler"]
@@ -91,9 +92,8 @@ def _runtime_class(with_langchain: bool) -> type[ToolRuntimeFields[Any, Any]]:
 
 
 def _graph_ns(metadata: Any) -> tuple[str, ...]:
-    """The namespace of the graph a task runs in, from its ``langgraph_checkpoint_ns``."""
-    ns = str((metadata or {}).get("langgraph_checkpoint_ns") or "")
-    return tuple(ns.split("|")[:-1]) if ns else ()
+    """The namespace of the graph a task runs in (``@task`` calls run in their caller's)."""
+    return graph_namespace(metadata)
 
 
 def tools_stream_handler(
