@@ -5,11 +5,15 @@
   and ``add_node(runnable)`` takes the runnable's ``name``;
 * a key declared ``Annotated[list[<LangChain message class>], add_messages]`` holds
   LangChain messages even when only role pairs or strings were written to it;
+* any ``add_messages`` key turns strings, role pairs and dicts into LangChain messages
+  once ``langchain_core.messages`` is loaded (and no flowcore message is in the merge),
+  into flowcore's own otherwise;
 * a flowcore message equals the LangChain message of the same class and fields.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -68,11 +72,22 @@ def test_a_langchain_typed_key_holds_langchain_messages() -> None:
     assert [m.content for m in out] == ["hi", "hi"]
 
 
-def test_an_untyped_key_keeps_flowcore_messages() -> None:
-    class Chat(TypedDict):
-        messages: Annotated[list[str], add_messages]
+class _Chat(TypedDict):
+    messages: Annotated[list[str], add_messages]
 
-    graph = StateGraph(Chat).add_node("noop", lambda s: None).add_edge(START, "noop").compile()
+
+def test_an_untyped_key_makes_langchain_messages_once_langchain_is_loaded() -> None:
+    messages = pytest.importorskip("langchain_core.messages")
+    graph = StateGraph(_Chat).add_node("noop", lambda s: None).add_edge(START, "noop").compile()
+    (message,) = graph.invoke({"messages": "hi"})["messages"]
+    assert type(message) is messages.HumanMessage
+
+
+def test_an_untyped_key_makes_flowcore_messages_without_langchain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(sys.modules, "langchain_core.messages", raising=False)
+    graph = StateGraph(_Chat).add_node("noop", lambda s: None).add_edge(START, "noop").compile()
     (message,) = graph.invoke({"messages": "hi"})["messages"]
     assert type(message) is HumanMessage
 

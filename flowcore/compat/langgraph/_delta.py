@@ -23,12 +23,14 @@ import copy
 import inspect
 import uuid
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 from flowcore.compat.langgraph._channel_api import BaseChannel
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._errors import InvalidUpdateError
 from flowcore.compat.langgraph._messages import BaseMessage, RemoveMessage, convert_to_messages
+from flowcore.compat.langgraph._messages_langchain import langchain_family, to_langchain
 
 __all__ = ["DeltaChannel", "DeltaValue", "messages_delta_reducer", "overwrite_of", "snapshot_value"]
 
@@ -325,7 +327,7 @@ def _stamped(item: Any, *, in_list: bool) -> Any:
         return item
     if _is_message_dict(item) and not item.get("id"):
         if in_list:
-            return _stamped(convert_to_messages([item])[0], in_list=False)
+            return _stamped(_as_message(item, langchain_family([item])), in_list=False)
         return {**item, "id": str(uuid.uuid4())}
     return item
 
@@ -367,9 +369,11 @@ def messages_delta_reducer(state: Any, writes: Sequence[Any]) -> list[Any]:
             flat.extend(write)
         else:
             flat.append(write)
-    result: list[Any] = [_as_message(m) for m in state or ()]
+    # Strings, pairs and dicts become messages of the family add_messages would pick.
+    family = langchain_family(state or (), flat)
+    result: list[Any] = [_as_message(m, family) for m in state or ()]
     index = {m.id: i for i, m in enumerate(result) if m.id is not None}
-    for message in map(_as_message, flat):
+    for message in (_as_message(m, family) for m in flat):
         if not message.id:  # None or an empty id
             message.id = str(uuid.uuid4())
         if isinstance(message, RemoveMessage) or getattr(message, "type", None) == "remove":
@@ -384,6 +388,14 @@ def messages_delta_reducer(state: Any, writes: Sequence[Any]) -> list[Any]:
     return [m for m in result if m is not None]
 
 
-def _as_message(item: Any) -> Any:
-    """A message object for ``item``; another library's message (LangChain's) is kept as is."""
-    return item if _is_message(item) else convert_to_messages([item])[0]
+def _as_message(item: Any, family: ModuleType | None = None) -> Any:
+    """A message object for ``item``; another library's message (LangChain's) is kept as is.
+
+    A string, role pair or role dict becomes a LangChain message when ``family``
+    (``langchain_core.messages``) is given, else one of flowcore's.
+    """
+    if _is_message(item):
+        return item
+    if family is not None:
+        return to_langchain([item], family)[0]
+    return convert_to_messages([item])[0]

@@ -1,14 +1,22 @@
 """``add_messages`` on LangChain's own message objects.
 
 flowcore's message classes (``_messages``) stand on their own, but an app
-written for LangGraph hands its reducer ``langchain_core`` messages, and then
-compares the merged list with LangChain messages or checks their classes. So
-when either side of a merge holds a LangChain message, the whole merge is done
-in LangChain's family: strings, role pairs, role dicts and flowcore messages
-on either side are turned into LangChain messages with LangChain's own
-converters, and chunks into whole messages, as LangGraph does. Nothing is
-imported here: a LangChain message can only exist once ``langchain_core.messages``
-is loaded, so the module is taken from ``sys.modules``.
+written for LangGraph hands its reducer ``langchain_core`` messages, passes the
+merged list to LangChain chat models, and compares it with LangChain messages.
+LangGraph always makes LangChain messages, so the rule here follows it for
+LangChain users without flowcore ever importing LangChain:
+
+- when either side of a merge holds a LangChain message, the whole merge is
+  done in LangChain's family;
+- when it holds flowcore messages and no LangChain one, flowcore's family;
+- when it holds no message object at all (only strings, role pairs and role
+  dicts, e.g. the input ``{"messages": "hi"}``), LangChain's family if
+  ``langchain_core.messages`` is already loaded in the process, else flowcore's.
+
+In LangChain's family, strings, role pairs, role dicts and flowcore messages
+are turned into LangChain messages with LangChain's own converters, and chunks
+into whole messages, as LangGraph does. Nothing is imported here: the module
+is taken from ``sys.modules``.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ __all__ = [
     "langchain_family",
     "names_langchain",
     "openai_shaped",
+    "to_flowcore",
     "to_langchain",
 ]
 
@@ -31,19 +40,29 @@ _MODULE = "langchain_core.messages"
 
 
 def langchain_family(*sides: Iterable[Any]) -> ModuleType | None:
-    """``langchain_core.messages`` when some side holds a LangChain message, else ``None``.
+    """``langchain_core.messages`` when a merge of ``sides`` is LangChain's family, else ``None``.
+
+    LangChain's family when some side holds a LangChain message, or when no
+    side holds any message object and ``langchain_core.messages`` is loaded
+    (see the module docstring).
 
     Example:
-        >>> langchain_family([("user", "hi")], []) is None
-        True
+        >>> # with langchain_core.messages loaded:
+        >>> # langchain_family([("user", "hi")], []) -> the module
+        >>> # langchain_family([("user", "hi")], [flowcore_ai_message]) -> None
     """
     module = sys.modules.get(_MODULE)
     if module is None:
         return None
+    # Imported here: _messages imports this module.
+    from flowcore.compat.langgraph._messages import BaseMessage as Own
+
     base = module.BaseMessage
     # The distinct classes only: a long chat is many messages of a few classes.
     kinds = {type(item) for side in sides for item in side}
-    return module if any(issubclass(kind, base) for kind in kinds) else None
+    if any(issubclass(kind, base) for kind in kinds):
+        return module
+    return None if any(issubclass(kind, Own) for kind in kinds) else module
 
 
 def to_langchain(items: list[Any], module: ModuleType) -> list[Any]:
@@ -68,6 +87,33 @@ def to_langchain(items: list[Any], module: ModuleType) -> list[Any]:
             item = module.convert_to_messages([item])[0]
         if isinstance(item, chunk):
             item = module.message_chunk_to_message(item)
+        converted.append(item)
+    return converted
+
+
+def to_flowcore(items: list[Any]) -> list[Any]:
+    """``items`` with each LangChain message rebuilt as flowcore's message of the same type.
+
+    For flowcore's own consumers of a chat (``create_react_agent`` with a
+    flowcore model): a merge may have made LangChain messages (see the module
+    docstring). Chunks are made whole first; anything else stays as it is.
+
+    Example:
+        >>> to_flowcore(["hi"])
+        ['hi']
+    """
+    module = sys.modules.get(_MODULE)
+    if module is None:
+        return items
+    from flowcore.compat.langgraph._messages import messages_from_dict
+
+    base, chunk = module.BaseMessage, module.BaseMessageChunk
+    converted: list[Any] = []
+    for item in items:
+        if isinstance(item, base):
+            if isinstance(item, chunk):
+                item = module.message_chunk_to_message(item)
+            item = messages_from_dict([{"type": item.type, "data": item.model_dump()}])[0]
         converted.append(item)
     return converted
 

@@ -33,6 +33,7 @@ from flowcore.compat.langgraph._messages import (
     add_messages,
     convert_to_messages,
 )
+from flowcore.compat.langgraph._messages_langchain import to_flowcore
 from flowcore.compat.langgraph._state import RemainingSteps
 from flowcore.compat.langgraph._tooling import (
     INVALID_TOOL_NAME_ERROR_TEMPLATE,
@@ -129,6 +130,18 @@ def _is_ai(message: Any) -> bool:
     if isinstance(message, AIMessage):
         return True
     return getattr(message, "type", None) == "ai" and hasattr(message, "tool_calls")
+
+
+def _is_tool(message: Any) -> bool:
+    """A tool message: flowcore's, or LangChain's (the same ``type`` and ``tool_call_id``)."""
+    if isinstance(message, ToolMessage):
+        return True
+    return getattr(message, "type", None) == "tool" and hasattr(message, "tool_call_id")
+
+
+def _update_messages(items: list[Any]) -> list[Any]:
+    """A tool's ``Command`` update as messages; LangChain messages in it stay LangChain's."""
+    return [m if is_langchain_message(m) else convert_to_messages([m])[0] for m in items]
 
 
 class ToolNode:
@@ -312,7 +325,7 @@ class ToolNode:
                     f"tool {call['name']!r} returned Command.update as a dict, which needs state "
                     f"input with a {self._messages_key!r} key; got a list of messages as input"
                 )
-            messages = convert_to_messages(list(update.get(self._messages_key, [])))
+            messages = _update_messages(list(update.get(self._messages_key, [])))
             command = dataclasses.replace(command, update={**update, self._messages_key: messages})
         elif isinstance(update, list):
             if input_type != "list":
@@ -320,7 +333,7 @@ class ToolNode:
                     f"tool {call['name']!r} returned Command.update as a list of messages, which "
                     "needs a list of messages as input; return a dict with the messages key"
                 )
-            messages = convert_to_messages(update)
+            messages = _update_messages(update)
             command = dataclasses.replace(command, update=messages)
         else:
             return command
@@ -328,7 +341,7 @@ class ToolNode:
             return command
         answered = False
         for message in messages:
-            if isinstance(message, ToolMessage) and message.tool_call_id == call["id"]:
+            if _is_tool(message) and message.tool_call_id == call["id"]:
                 message.name = call["name"]
                 answered = True
         if command.graph is None and not answered:
@@ -391,14 +404,16 @@ def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tool
 
 
 def to_llm_messages(messages: Sequence[BaseMessage]) -> tuple[Message, ...]:
-    """Our messages as flowcore LLM messages (text content; tool calls and ids kept).
+    """Chat messages as flowcore LLM messages (text content; tool calls and ids kept).
+
+    LangChain messages are taken too (as flowcore's of the same type).
 
     Example:
         >>> to_llm_messages([SystemMessage("Be brief."), HumanMessage("Hi")])[1]
         Message(role='user', content='Hi', tool_call_id=None, tool_calls=())
     """
     converted: list[Message] = []
-    for message in messages:
+    for message in to_flowcore(list(messages)):
         if isinstance(message, SystemMessage):
             converted.append(Message("system", message.text))
         elif isinstance(message, HumanMessage):
@@ -478,7 +493,7 @@ async def _model_input(prompt: Prompt | None, state: Any, messages: list[BaseMes
         return messages
     if isinstance(prompt, str):
         return [SystemMessage(prompt), *messages]
-    if isinstance(prompt, SystemMessage):
+    if isinstance(prompt, SystemMessage) or is_langchain_message(prompt):
         return [prompt, *messages]
     if callable(prompt):
         result = prompt(state)
@@ -491,7 +506,7 @@ def _as_messages(value: Any) -> list[BaseMessage]:
         return [HumanMessage(value)]
     if isinstance(value, Mapping) and "messages" in value:
         value = value["messages"]
-    return convert_to_messages(list(value))
+    return convert_to_messages(to_flowcore(list(value)))
 
 
 def _builtin_spec(tool: Mapping[str, Any]) -> ToolSpec:
@@ -584,7 +599,7 @@ def create_react_agent(
         messages = (key and _state_value(state, key)) or _state_value(state, "messages")
         if messages is None:
             raise ValueError(f"Expected input to call_model to have a 'messages' key, got {state}")
-        messages = convert_to_messages(list(messages))
+        messages = convert_to_messages(to_flowcore(list(messages)))
         _check_history(messages)
         chosen = _as_messages(await _model_input(prompt, state, messages))
         request = LLMRequest(messages=to_llm_messages(chosen), tools=specs)
@@ -595,7 +610,7 @@ def create_react_agent(
         return {"messages": [response]}
 
     async def structured_response(state: Any) -> dict[str, Any]:
-        messages = convert_to_messages(list(_state_value(state, "messages")))
+        messages = convert_to_messages(to_flowcore(list(_state_value(state, "messages"))))
         schema = response_format
         if isinstance(schema, tuple):
             system, schema = schema
@@ -662,7 +677,7 @@ def create_react_agent(
 
     def should_continue(state: Any) -> Any:
         last = _state_value(state, "messages")[-1]
-        if not isinstance(last, AIMessage) or not last.tool_calls:
+        if not _is_ai(last) or not last.tool_calls:
             return finish()
         if version == "v1":
             return "tools"
@@ -676,12 +691,12 @@ def create_react_agent(
 
         def after_post_hook(state: Any) -> Any:
             messages = _state_value(state, "messages")
-            answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-            last_ai = next(m for m in reversed(messages) if isinstance(m, AIMessage))
+            answered = {m.tool_call_id for m in messages if _is_tool(m)}
+            last_ai = next(m for m in reversed(messages) if _is_ai(m))
             pending = [c for c in last_ai.tool_calls if c["id"] not in answered]
             if pending:
                 return sends(state, pending)
-            if isinstance(messages[-1], ToolMessage):
+            if _is_tool(messages[-1]):
                 return entry
             return end
 
