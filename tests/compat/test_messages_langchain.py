@@ -2,10 +2,11 @@
 
 When either side holds a ``langchain_core`` message, every item of the merge
 (strings, role pairs, role dicts, flowcore messages, chunks) comes out as a
-LangChain message made by LangChain's converters; with no LangChain message
-around, flowcore's own classes are used and LangChain is never looked up.
-The project's venv has no langchain_core, so a small stand-in module under
-its name plays the part (the real one is exercised by LangGraph's own suite).
+LangChain message made by LangChain's converters; a merge holding flowcore
+messages and no LangChain one keeps flowcore's classes, and one holding no
+message object at all makes LangChain's (the module is loaded). A small
+stand-in module under LangChain's name plays the part here (the real one is
+used by test_langchain_message_family.py and LangGraph's own suite).
 """
 
 from __future__ import annotations
@@ -113,6 +114,16 @@ def test_a_langchain_removal_deletes_by_id(langchain: types.ModuleType) -> None:
 def test_without_langchain_messages_flowcore_classes_are_kept(langchain: types.ModuleType) -> None:
     merged = add_messages([("user", "hi")], [AIMessage("yo", id="2")])
     assert [type(m) for m in merged] == [HumanMessage, AIMessage]
+
+
+def test_without_any_message_object_the_loaded_langchain_family_is_used(
+    langchain: types.ModuleType,
+) -> None:
+    merged = add_messages([], [("user", "hi"), {"role": "assistant", "content": "yo"}])
+    assert [(type(m), m.type, m.content) for m in merged] == [
+        (_LcMessage, "human", "hi"),
+        (_LcMessage, "ai", "yo"),
+    ]
 
 
 def test_a_graph_state_takes_langchain_messages_from_a_node(langchain: types.ModuleType) -> None:
