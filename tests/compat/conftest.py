@@ -108,3 +108,12 @@ def failing_beside_a_slow_sibling() -> Callable[[type[Any]], StateGraph]:
         return graph
 
     return build
+
+
+def patch_checkpoint_ids(monkeypatch: pytest.MonkeyPatch, make_id: Any) -> None:
+    """Make every compat module that mints checkpoint ids use ``make_id`` (deterministic ids)."""
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("flowcore.compat.langgraph") and hasattr(module, "new_checkpoint_id"):
+            monkeypatch.setattr(module, "new_checkpoint_id", make_id)

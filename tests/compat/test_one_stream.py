@@ -25,7 +25,7 @@ from flowcore.compat.langgraph import (
     get_stream_writer,
 )
 from flowcore.compat.langgraph._events import EventProjector
-from flowcore.compat.langgraph._pregel import _ChunkFormatter
+from flowcore.compat.langgraph._pregel_helpers import _ChunkFormatter
 from flowcore.compat.langgraph._records import KINDS, TaskEnd, fan_out, kinds_for_modes
 from flowcore.events import Event
 

@@ -26,7 +26,7 @@ from flowcore.compat.langgraph import (
     Send,
     StateGraph,
 )
-from flowcore.compat.langgraph._loop import empty_checkpoint
+from flowcore.compat.langgraph._loop_helpers import empty_checkpoint
 from flowcore.compat.langgraph._node import TASKS, branch_channel
 from flowcore.compat.langgraph._planner import (
     INTERRUPT,

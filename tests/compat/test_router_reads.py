@@ -19,7 +19,7 @@ import pytest
 
 from flowcore.compat.langgraph import END, START, AIMessage, StateGraph, add_messages
 from flowcore.compat.langgraph._channels import BinaryOperatorAggregate, LastValue, pure_reducer
-from flowcore.compat.langgraph._loop import new_checkpoint_id
+from flowcore.compat.langgraph._loop_helpers import new_checkpoint_id
 
 
 def _loop_graph(state: Any, write: Any, seen: list[Any], route: Any = None) -> Any:

@@ -23,10 +23,11 @@ from flowcore.compat.langgraph import (
     AsyncSqliteSaver,
     Command,
     StateGraph,
-    _loop,
     interrupt,
 )
 from flowcore.errors import SerializationError
+
+from .conftest import patch_checkpoint_ids
 
 
 class State(TypedDict):
@@ -99,7 +100,7 @@ async def test_a_batched_run_stores_what_a_save_per_call_stores(
 
     monkeypatch.setattr(batched.store, "put_many", counting)
     for saver in savers:
-        monkeypatch.setattr(_loop, "new_checkpoint_id", _counter())
+        patch_checkpoint_ids(monkeypatch, _counter())
         graph = loop_graph().compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "t"}}
         out = await graph.ainvoke({"n": 0, "log": []}, config, durability="async")
@@ -131,7 +132,7 @@ async def test_an_interrupted_run_has_stored_its_checkpoints_when_it_returns(
 
     held = []
     for saver in savers:
-        monkeypatch.setattr(_loop, "new_checkpoint_id", _counter())
+        patch_checkpoint_ids(monkeypatch, _counter())
         graph = loop_graph(step).compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "t"}}
         paused = await graph.ainvoke({"n": 0, "log": []}, config, durability="async")
@@ -152,7 +153,7 @@ async def test_a_value_the_store_refuses_fails_the_run_after_storing_what_came_b
         return {"n": state["n"] + 1, "log": [bad]}
 
     for saver in savers:
-        monkeypatch.setattr(_loop, "new_checkpoint_id", _counter())
+        patch_checkpoint_ids(monkeypatch, _counter())
         graph = loop_graph(step).compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "t"}}
         with pytest.raises(SerializationError):
@@ -168,7 +169,7 @@ async def test_a_node_reading_the_thread_sees_every_earlier_checkpoint(
 ) -> None:
     seen: list[list[Any]] = []
     for saver in savers:
-        monkeypatch.setattr(_loop, "new_checkpoint_id", _counter())
+        patch_checkpoint_ids(monkeypatch, _counter())
         reads: list[Any] = []
         seen.append(reads)
 

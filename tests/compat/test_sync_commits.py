@@ -16,8 +16,9 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from flowcore.compat.langgraph import END, START, AsyncSqliteSaver, StateGraph, _loop
+from flowcore.compat.langgraph import END, START, AsyncSqliteSaver, StateGraph
 
+from .conftest import patch_checkpoint_ids
 from .test_save_batch import _counter, loop_graph, stored
 
 
@@ -59,7 +60,7 @@ async def run_on_both(
     outputs, counts = [], []
     for saver in savers:
         commits = count_commits(saver)
-        monkeypatch.setattr(_loop, "new_checkpoint_id", _counter())
+        patch_checkpoint_ids(monkeypatch, _counter())
         graph = builder.compile(checkpointer=saver)
         before = commits[0]
         config = {"configurable": {"thread_id": "t"}}

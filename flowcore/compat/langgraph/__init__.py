@@ -65,7 +65,8 @@ from flowcore.compat.langgraph._prebuilt import (
     create_react_agent,
     tools_condition,
 )
-from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph
+from flowcore.compat.langgraph._pregel import CompiledStateGraph
+from flowcore.compat.langgraph._pregel_helpers import DEFAULT_RECURSION_LIMIT
 from flowcore.compat.langgraph._push import push_message
 from flowcore.compat.langgraph._remote import RemoteException, RemoteGraph
 from flowcore.compat.langgraph._runtime import (

@@ -31,7 +31,8 @@ from flowcore.compat.langgraph._channel_api import BaseChannel, Topic, is_one_st
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._node import TASKS
 from flowcore.compat.langgraph._node_builder import PASSTHROUGH, NodeBuilder, PregelNode
-from flowcore.compat.langgraph._pregel import DEFAULT_RECURSION_LIMIT, CompiledStateGraph, _Topic
+from flowcore.compat.langgraph._pregel import CompiledStateGraph
+from flowcore.compat.langgraph._pregel_helpers import DEFAULT_RECURSION_LIMIT, _Topic
 from flowcore.compat.langgraph._types import RetryPolicy, Send
 
 __all__ = ["Pregel"]

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
 from flowcore.compat.langgraph._errors import InvalidUpdateError
+from flowcore.compat.langgraph._loop_helpers import new_checkpoint_id
 from flowcore.compat.langgraph._node import TASKS
 from flowcore.compat.langgraph._types import START, Interrupt
 
@@ -71,9 +72,7 @@ class IdClock(Protocol):
 
 
 def _new_checkpoint_id(after: str | None) -> str:
-    # Imported here: _loop imports this module as it loads.
-    from flowcore.compat.langgraph._loop import new_checkpoint_id
-
+    # Looked up at each call, so a test that fixes the ids patches this module's name.
     return new_checkpoint_id(after)
 
 

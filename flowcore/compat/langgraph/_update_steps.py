@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
+from flowcore.compat.langgraph._loop_helpers import NULL_TASK_ID
 from flowcore.compat.langgraph._planner import ERROR, INTERRUPT, NO_WRITES, RESUME
 
 if TYPE_CHECKING:
@@ -46,8 +47,6 @@ def close_superstep(run: Run, saved: Any, step: int) -> None:
     Example:
         >>> # close_superstep(run, saver.get_tuple(config), step)
     """
-    from flowcore.compat.langgraph._loop import NULL_TASK_ID  # _loop imports this module
-
     run.step = step + 1  # task ids depend on the step they run in
     tasks = run.prepare(for_execution=False)
     by_id = {task.id: task for task in tasks}
