@@ -96,6 +96,12 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
         "is_invalid_resume",
     ),
     "langgraph.config": ("get_config", "get_stream_writer"),
+    "langgraph.warnings": (
+        "LangGraphDeprecatedSinceV05",
+        "LangGraphDeprecatedSinceV10",
+        "LangGraphDeprecatedSinceV11",
+        "LangGraphDeprecationWarning",
+    ),
     "langgraph.func": ("entrypoint", "task"),
     "langgraph.runtime": (
         "DEFAULT_RUNTIME",

@@ -119,6 +119,12 @@ from flowcore.compat.langgraph._types import (
     StateUpdate,
     TimeoutPolicy,
 )
+from flowcore.compat.langgraph._warnings import (
+    LangGraphDeprecatedSinceV05,
+    LangGraphDeprecatedSinceV10,
+    LangGraphDeprecatedSinceV11,
+    LangGraphDeprecationWarning,
+)
 
 __all__ = [
     "DEFAULT_RECURSION_LIMIT",
@@ -167,6 +173,10 @@ __all__ = [
     "Interrupt",
     "InvalidUpdateError",
     "IsLastStep",
+    "LangGraphDeprecatedSinceV05",
+    "LangGraphDeprecatedSinceV10",
+    "LangGraphDeprecatedSinceV11",
+    "LangGraphDeprecationWarning",
     "LastValue",
     "LifecyclePayload",
     "LifecycleTransformer",

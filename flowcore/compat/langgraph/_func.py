@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -36,6 +35,11 @@ from flowcore.compat.langgraph._types import (
     RetryPolicy,
     StateSnapshot,
     TimeoutPolicy,
+)
+from flowcore.compat.langgraph._warnings import (
+    LangGraphDeprecatedSinceV05,
+    LangGraphDeprecatedSinceV10,
+    warn_deprecated,
 )
 from flowcore.runtime import call_node
 
@@ -435,11 +439,10 @@ class entrypoint:
         if kwargs:
             raise TypeError(f"entrypoint() got unexpected arguments: {sorted(kwargs)}")
         if config_schema is not None:
-            warnings.warn(
+            warn_deprecated(
+                LangGraphDeprecatedSinceV10,
                 "`config_schema` is deprecated and will be removed. "
                 "Please use `context_schema` instead.",
-                DeprecationWarning,
-                stacklevel=2,
             )
             context_schema = context_schema or config_schema
         retry_policy = _retry_policy(retry, retry_policy)
@@ -476,9 +479,9 @@ def _retry_policy(retry: Any, retry_policy: Any) -> Any:
     """``retry_policy``, or the deprecated ``retry=`` given in its place (with a warning)."""
     if retry is None:
         return retry_policy
-    warnings.warn(
+    warn_deprecated(
+        LangGraphDeprecatedSinceV05,
         "`retry` is deprecated and will be removed. Please use `retry_policy` instead.",
-        DeprecationWarning,
         stacklevel=3,
     )
     return retry_policy or retry

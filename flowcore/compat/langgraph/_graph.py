@@ -23,6 +23,9 @@ from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._subgraph_detect import find_subgraph
 from flowcore.compat.langgraph._trace_policy import TracePolicy
 from flowcore.compat.langgraph._types import END, START, RetryPolicy, TimeoutPolicy
+from flowcore.compat.langgraph._warnings import LangGraphDeprecatedSinceV05 as V05
+from flowcore.compat.langgraph._warnings import LangGraphDeprecatedSinceV10 as V10
+from flowcore.compat.langgraph._warnings import LangGraphDeprecationWarning, warn_deprecated
 
 __all__ = ["BranchSpec", "NodeRunnable", "NodeSpec", "StateGraph"]
 
@@ -144,6 +147,20 @@ InputT = TypeVar("InputT", default=StateT)
 OutputT = TypeVar("OutputT", default=StateT)
 
 
+def _legacy_arg(
+    given: dict[str, Any], old: str, new: str, since: type[LangGraphDeprecationWarning]
+) -> Any:
+    """Pop the deprecated keyword ``old`` from ``given``, warning that ``new`` replaces it."""
+    value = given.pop(old, None)
+    if value is not None:
+        warn_deprecated(
+            since,
+            f"`{old}` is deprecated and will be removed. Please use `{new}` instead.",
+            stacklevel=3,
+        )
+    return value
+
+
 class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     """A graph whose nodes read and update one shared state; mirrors LangGraph's ``StateGraph``.
 
@@ -169,8 +186,13 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     ) -> None:
         if state_schema is None:
             raise ValueError("StateGraph needs a state_schema (a TypedDict, dataclass or model)")
-        input_schema = input_schema if input_schema is not None else legacy.pop("input", None)
-        output_schema = output_schema if output_schema is not None else legacy.pop("output", None)
+        config_schema = _legacy_arg(legacy, "config_schema", "context_schema", V10)
+        if context_schema is None:
+            context_schema = config_schema
+        legacy_input = _legacy_arg(legacy, "input", "input_schema", V05)
+        legacy_output = _legacy_arg(legacy, "output", "output_schema", V05)
+        input_schema = input_schema if input_schema is not None else legacy_input
+        output_schema = output_schema if output_schema is not None else legacy_output
         if legacy:
             raise TypeError(f"StateGraph() got unexpected arguments: {sorted(legacy)}")
         self.state_schema = state_schema
@@ -228,9 +250,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         """
         if legacy:
             if "retry" in legacy:
-                retry_policy = legacy.pop("retry")
+                retry_policy = _legacy_arg(legacy, "retry", "retry_policy", V05)
             if "input" in legacy:
-                input_schema = legacy.pop("input")
+                input_schema = _legacy_arg(legacy, "input", "input_schema", V05)
             if legacy:
                 raise TypeError(f"add_node() got unexpected arguments: {sorted(legacy)}")
         if not isinstance(node, str):

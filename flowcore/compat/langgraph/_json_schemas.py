@@ -21,9 +21,11 @@ import types
 import typing
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from pydantic import BaseModel, create_model
 from typing_extensions import is_typeddict
 
 from flowcore.compat.langgraph._types import ROOT
+from flowcore.compat.langgraph._warnings import LangGraphDeprecatedSinceV10, warn_deprecated
 
 __all__ = ["JsonSchemaCalls", "context_json_schema", "state_json_schema"]
 
@@ -111,3 +113,41 @@ class JsonSchemaCalls:
     def get_context_jsonschema(self) -> dict[str, Any] | None:
         """The JSON schema of the graph's ``context_schema`` (None without one)."""
         return context_json_schema(self.builder.context_schema)
+
+    def config_schema(self, *, include: typing.Sequence[str] | None = None) -> type[BaseModel]:
+        """Deprecated: a pydantic model of the run config, ``configurable`` typed by the context.
+
+        ``include`` adds other top-level config keys (``tags``, ``metadata`` ...).
+        """
+        warn_deprecated(
+            LangGraphDeprecatedSinceV10,
+            "`config_schema` is deprecated. Use `get_context_jsonschema` "
+            "for the relevant schema instead.",
+        )
+        return _config_model(self, include)
+
+    def get_config_jsonschema(
+        self, *, include: typing.Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Deprecated: the JSON schema of :meth:`config_schema`'s model."""
+        warn_deprecated(
+            LangGraphDeprecatedSinceV10,
+            "`get_config_jsonschema` is deprecated. Use `get_context_jsonschema` instead.",
+        )
+        return _config_model(self, include).model_json_schema()
+
+
+def _config_model(graph: Any, include: typing.Sequence[str] | None) -> type[BaseModel]:
+    """What ``config_schema()`` returns: the context under ``configurable``, and ``include``."""
+    fields: dict[str, Any] = {}
+    context = graph._context_schema()
+    if context is not None:
+        fields["configurable"] = (context, None)
+    if include:
+        from langchain_core.runnables import RunnableConfig  # LangChain's config keys
+
+        hints = get_type_hints(RunnableConfig)
+        for key in include:
+            if key != "configurable" and key in hints:
+                fields[key] = (hints[key], None)
+    return create_model(f"{graph.name}Config", **fields)

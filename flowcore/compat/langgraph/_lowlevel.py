@@ -34,6 +34,7 @@ from flowcore.compat.langgraph._node_builder import PASSTHROUGH, NodeBuilder, Pr
 from flowcore.compat.langgraph._pregel import CompiledStateGraph
 from flowcore.compat.langgraph._pregel_helpers import DEFAULT_RECURSION_LIMIT, _Topic
 from flowcore.compat.langgraph._types import RetryPolicy, Send
+from flowcore.compat.langgraph._warnings import LangGraphDeprecatedSinceV10, warn_deprecated
 
 __all__ = ["Pregel"]
 
@@ -94,8 +95,15 @@ class Pregel(CompiledStateGraph):
         name: str = "LangGraph",
         debug: bool = False,
         auto_validate: bool = True,
-        **_: Any,
+        **legacy: Any,
     ) -> None:
+        if legacy.get("config_type") is not None:
+            warn_deprecated(
+                LangGraphDeprecatedSinceV10,
+                "`config_type` is deprecated and will be removed. "
+                "Please use `context_schema` instead.",
+            )
+            context_schema = context_schema if context_schema is not None else legacy["config_type"]
         self.checkpointer = checkpointer
         # As a subgraph with checkpointer=True it keeps its own history (see _arun_subgraph).
         self.own_history = checkpointer is True
