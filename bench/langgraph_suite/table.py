@@ -18,7 +18,7 @@ Every module under ``langgraph`` falls in exactly one of three groups:
 
 Example:
     >>> REDIRECTS["langgraph.graph"]
-    ('END', 'START', 'MessagesState', 'StateGraph', 'add_messages')
+    ('END', 'START', 'MessageGraph', 'MessagesState', 'StateGraph', 'add_messages')
     >>> kind_of("langgraph.checkpoint.serde.jsonplus"), kind_of("langgraph.pregel")
     ('library', 'missing')
 """
@@ -43,13 +43,21 @@ Kind = Literal["redirect", "library", "missing", "package"]
 # the real module exports (its __all__, or what it defines when it has none) are listed:
 # a name LangGraph has there only by accident of its own imports is not part of its API.
 REDIRECTS: dict[str, tuple[str, ...]] = {
-    "langgraph.graph": ("END", "START", "MessagesState", "StateGraph", "add_messages"),
+    "langgraph.graph": (
+        "END",
+        "START",
+        "MessageGraph",
+        "MessagesState",
+        "StateGraph",
+        "add_messages",
+    ),
     "langgraph.graph.state": ("CompiledStateGraph", "StateGraph"),
     "langgraph.channels.delta": ("DeltaChannel",),
     # _messages_delta_reducer is re-exported as `X as X` and is how DeltaChannel's own
     # docstring tells users to merge messages, so it is part of the API despite the underscore.
     "langgraph.graph.message": (
         "REMOVE_ALL_MESSAGES",
+        "MessageGraph",
         "MessagesState",
         "_messages_delta_reducer",
         "add_messages",
@@ -90,6 +98,7 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
         "InvalidUpdateError",
         "NodeCancelledError",
         "NodeError",
+        "NodeInterrupt",
         "NodeTimeoutError",
         "ParentCommand",
         "UnknownInterruptError",

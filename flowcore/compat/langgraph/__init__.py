@@ -32,6 +32,7 @@ from flowcore.compat.langgraph._errors import (
     GraphRecursionError,
     InvalidUpdateError,
     NodeCancelledError,
+    NodeInterrupt,
     NodeTimeoutError,
     ParentCommand,
     UnknownInterruptError,
@@ -40,6 +41,7 @@ from flowcore.compat.langgraph._func import EntrypointGraph, entrypoint, task
 from flowcore.compat.langgraph._graph import StateGraph
 from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
 from flowcore.compat.langgraph._lowlevel import Pregel
+from flowcore.compat.langgraph._message_graph import MessageGraph
 from flowcore.compat.langgraph._messages import (
     REMOVE_ALL_MESSAGES,
     AIMessage,
@@ -181,12 +183,14 @@ __all__ = [
     "LifecyclePayload",
     "LifecycleTransformer",
     "MemorySaver",
+    "MessageGraph",
     "MessagesState",
     "MessagesTransformer",
     "NamedBarrierValue",
     "NodeBuilder",
     "NodeCancelledError",
     "NodeError",
+    "NodeInterrupt",
     "NodeTimeoutError",
     "Overwrite",
     "ParentCommand",

@@ -19,6 +19,7 @@ __all__ = [
     "GraphRecursionError",
     "InvalidUpdateError",
     "NodeCancelledError",
+    "NodeInterrupt",
     "NodeTimeoutError",
     "ParentCommand",
     "UnknownInterruptError",
@@ -104,6 +105,25 @@ class GraphDrained(GraphBubbleUp):
     def __init__(self, reason: str = "shutdown") -> None:
         self.reason = reason
         super().__init__(f"Graph drained: {reason}")
+
+
+class NodeInterrupt(GraphInterrupt):
+    """Deprecated: raised by a node to pause the run with ``value``; use ``interrupt()``.
+
+    Example:
+        >>> # raise NodeInterrupt("Approve?")  # warns: use interrupt("Approve?")
+    """
+
+    def __init__(self, value: Any, id: str | None = None) -> None:
+        from flowcore.compat.langgraph._types import Interrupt
+        from flowcore.compat.langgraph._warnings import LangGraphDeprecatedSinceV10, warn_deprecated
+
+        warn_deprecated(
+            LangGraphDeprecatedSinceV10,
+            "NodeInterrupt is deprecated. Please use `langgraph.types.interrupt` instead.",
+        )
+        pause = Interrupt(value) if id is None else Interrupt(value, id)
+        super().__init__([pause])
 
 
 class ParentCommand(GraphBubbleUp):

@@ -216,6 +216,11 @@ class EntrypointGraph(CompiledStateGraph):
         """What the node's trace run shows as its output: the function's return value."""
         return result.get(END) if isinstance(result, dict) else result
 
+    @property
+    def context_schema(self) -> Any:
+        """The ``context_schema`` the entrypoint was declared with (None without one)."""
+        return self.builder.context_schema
+
     def __init__(
         self,
         func: Callable[..., Any],

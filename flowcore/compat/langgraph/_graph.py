@@ -148,7 +148,10 @@ OutputT = TypeVar("OutputT", default=StateT)
 
 
 def _legacy_arg(
-    given: dict[str, Any], old: str, new: str, since: type[LangGraphDeprecationWarning]
+    given: dict[str, Any],
+    old: str,
+    new: str,
+    since: Callable[[str], LangGraphDeprecationWarning],
 ) -> Any:
     """Pop the deprecated keyword ``old`` from ``given``, warning that ``new`` replaces it."""
     value = given.pop(old, None)

@@ -222,6 +222,8 @@ class Run(RunSaving, RunInput, RunTasks):
     def scope_config(self, task: Task, step: int) -> dict[str, Any]:
         """The config task ``task`` of superstep ``step`` receives, when it asks for it."""
         config = self.graph.task_config(self.config, task, step, self.ns)
+        # LangGraph shows a node its run's durability under this configurable key.
+        config["configurable"]["__pregel_durability"] = self.durability
         observer = self.observer
         return config if observer is None else observer.node_config(task, config)
 

@@ -58,6 +58,7 @@ from flowcore.compat.langgraph._tool_stream import tools_stream_handler, with_ha
 from flowcore.compat.langgraph._types import (
     Interrupt,
 )
+from flowcore.compat.langgraph._warnings import durability_of, without_checkpoint_during
 from flowcore.secrets import Redactor
 
 if TYPE_CHECKING:
@@ -131,6 +132,7 @@ class Running:
         Example:
             >>> # async for chunk in app.astream({"n": 1}, stream_mode="updates"): ...
         """
+        durability = durability_of(durability, _.get("checkpoint_during"))
         modes = (
             [self.stream_mode]
             if stream_mode is None
@@ -303,6 +305,7 @@ class Running:
             >>> # for chunk in app.stream({"n": 1}, stream_mode="values"): print(chunk)
         """
         also = caller_sink(config)
+        kwargs = without_checkpoint_during(kwargs)
         return _sync_iter(lambda: self.astream(input, config, _caller=also, **kwargs))
 
     async def ainvoke(  # type: ignore[misc]
@@ -324,6 +327,7 @@ class Running:
         Example:
             >>> # result = await app.ainvoke({"messages": [("user", "hi")]})
         """
+        kwargs = without_checkpoint_during(kwargs)
         if kwargs.pop("version", "v1") == "v2":
             return await ainvoke_v2(self, input, config, stream_mode, kwargs)
         calling = self._calling_task(config, stream_mode, kwargs)
@@ -375,6 +379,7 @@ class Running:
         Example:
             >>> # result = app.invoke({"n": 1}, {"recursion_limit": 50})
         """
+        kwargs = without_checkpoint_during(kwargs)
         calling = self._calling_task(config, kwargs.get("stream_mode", "values"), kwargs)
         if calling is not None:
             scope, parent = calling

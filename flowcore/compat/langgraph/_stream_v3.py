@@ -28,6 +28,7 @@ from flowcore.compat.langgraph._stream_v3_transformers import (
     ValuesTransformer,
 )
 from flowcore.compat.langgraph._stream_v3_types import StreamTransformer, TransformerFactory
+from flowcore.compat.langgraph._warnings import LangGraphDeprecatedSinceV11, warn_deprecated
 
 __all__ = [
     "GraphOutput",
@@ -56,6 +57,8 @@ class GraphOutput(Generic[OutputT]):
     interrupts: tuple[Any, ...] = field(default=())
 
     def __getitem__(self, key: str) -> Any:
+        """Deprecated: ``result[key]`` is ``value[key]`` (``"__interrupt__"``: ``interrupts``)."""
+        _warn_dict_access("result[key]")
         if key == _INTERRUPT:
             return self.interrupts
         if isinstance(self.value, dict):
@@ -66,11 +69,23 @@ class GraphOutput(Generic[OutputT]):
             raise KeyError(key) from None
 
     def __contains__(self, key: object) -> bool:
+        """Deprecated: ``key in result`` asks ``value`` (``"__interrupt__"``: any interrupts)."""
+        _warn_dict_access("key in result")
         if key == _INTERRUPT:
             return bool(self.interrupts)
         if isinstance(self.value, dict):
             return key in self.value
         return isinstance(key, str) and hasattr(self.value, key)
+
+
+def _warn_dict_access(spelling: str) -> None:
+    """Warn that a GraphOutput is read as the dict it replaced (pointed at the reader)."""
+    warn_deprecated(
+        LangGraphDeprecatedSinceV11,
+        f"Accessing GraphOutput via `{spelling}` is deprecated. Read `result.value` "
+        "for the output and `result.interrupts` for the pending interrupts.",
+        stacklevel=3,
+    )
 
 
 def _modes(stream_mode: str | Sequence[str] | None, default: str) -> list[str]:

@@ -217,6 +217,15 @@ class Interrupt:
 
         return cls(value, legacy_interrupt_id(ns), response_schema=response_schema)
 
+    @property
+    def interrupt_id(self) -> str:
+        """Deprecated spelling of :attr:`id`."""
+        from flowcore.compat.langgraph._warnings import LangGraphDeprecatedSinceV10, warn_deprecated
+
+        message = "`interrupt_id` is deprecated. Use `id` instead."
+        warn_deprecated(LangGraphDeprecatedSinceV10, message)
+        return self.id
+
     def __repr__(self) -> str:
         return (
             f"Interrupt(value={self.value!r}, id={self.id!r}, "

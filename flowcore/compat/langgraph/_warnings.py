@@ -17,13 +17,17 @@ Example:
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 __all__ = [
     "LangGraphDeprecatedSinceV05",
     "LangGraphDeprecatedSinceV10",
     "LangGraphDeprecatedSinceV11",
     "LangGraphDeprecationWarning",
+    "durability_of",
     "warn_deprecated",
+    "without_checkpoint_during",
 ]
 
 
@@ -81,7 +85,7 @@ class LangGraphDeprecatedSinceV11(LangGraphDeprecationWarning):
 
 
 def warn_deprecated(
-    category: type[LangGraphDeprecationWarning], message: str, *, stacklevel: int = 2
+    category: Callable[[str], LangGraphDeprecationWarning], message: str, *, stacklevel: int = 2
 ) -> None:
     """Emit ``category(message)``, pointed at the caller ``stacklevel`` frames up.
 
@@ -97,3 +101,40 @@ def warn_deprecated(
         'LangGraphDeprecatedSinceV05'
     """
     warnings.warn(category(message), stacklevel=stacklevel + 1)
+
+
+def durability_of(durability: str | None, checkpoint_during: bool | None) -> str | None:
+    """The run's ``durability``, given the deprecated ``checkpoint_during`` flag in its place.
+
+    ``checkpoint_during=True`` saves while the run goes on (``"async"``),
+    ``False`` only when it ends (``"exit"``); an explicit ``durability`` wins.
+
+    Example:
+        >>> durability_of("sync", None)
+        'sync'
+    """
+    if checkpoint_during is None:
+        return durability
+    warn_deprecated(
+        LangGraphDeprecatedSinceV10,
+        "`checkpoint_during` is deprecated and will be removed. Please use `durability` instead.",
+        stacklevel=3,
+    )
+    if durability is not None:
+        return durability
+    return "async" if checkpoint_during else "exit"
+
+
+def without_checkpoint_during(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Run options with a deprecated ``checkpoint_during`` turned into ``durability``.
+
+    Example:
+        >>> without_checkpoint_during({"stream_mode": "values"})
+        {'stream_mode': 'values'}
+    """
+    if kwargs.get("checkpoint_during") is None:
+        return kwargs
+    options = dict(kwargs)
+    flag = options.pop("checkpoint_during")
+    options["durability"] = durability_of(options.get("durability"), flag)
+    return options
