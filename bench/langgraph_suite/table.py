@@ -19,7 +19,7 @@ Every module under ``langgraph`` falls in exactly one of three groups:
 Example:
     >>> REDIRECTS["langgraph.graph"]
     ('END', 'START', 'MessageGraph', 'MessagesState', 'StateGraph', 'add_messages')
-    >>> kind_of("langgraph.checkpoint.serde.jsonplus"), kind_of("langgraph.pregel")
+    >>> kind_of("langgraph.checkpoint.serde.jsonplus"), kind_of("langgraph.utils")
     ('library', 'missing')
 """
 

@@ -257,6 +257,11 @@ class Pregel(CompiledStateGraph):
         return self.context_schema
 
     # ----------------------------------------------------------- channels
+    @property
+    def channels(self) -> dict[str, Channel]:
+        """The channels the graph was built with, by name."""
+        return dict(self.channel_specs)
+
     def new_channels(self) -> dict[str, Channel]:
         channels: dict[str, Channel] = {}
         for name, spec in self.channel_specs.items():

@@ -231,6 +231,13 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
                 self._roles[key] = _role(made)
 
     # ------------------------------------------------------------- channels
+    @property
+    def channels(self) -> dict[str, Channel]:
+        """The graph's channels by name, as ``langgraph.channels`` classes (a fresh, empty set)."""
+        from flowcore.compat.langgraph._channel_view import public_channels
+
+        return public_channels(self)
+
     def new_channels(self) -> dict[str, Channel]:
         """A fresh set of channels for one run."""
         return {name: make() for name, make in self._channel_makers.items()}
