@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from flowcore.compat.langgraph._langchain import require_langchain_module
 
-__all__ = ["astream_events_v1", "astream_events_v2", "merge_bound_config"]
+__all__ = ["astream_events_v1", "astream_events_v2", "astream_log", "merge_bound_config"]
 
 
 class _Streamable(Protocol):
@@ -94,6 +94,27 @@ async def astream_events_v1(
     async with aclosing(stream):
         async for event in stream:
             yield dict(event)
+
+
+async def astream_log(
+    graph: _Streamable, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
+) -> AsyncIterator[Any]:
+    """Run ``graph`` and yield LangChain's run-log patches (``RunLogPatch``) as they happen.
+
+    This is LangChain's own ``Runnable.astream_log`` (its filters, ``diff``,
+    ``with_streamed_output_list``, and its deprecation warning) over the
+    graph's :meth:`astream`; other ``kwargs`` go to :meth:`astream`.
+
+    Example:
+        >>> # paths = [op["path"] async for p in astream_log(app, {"n": 1}) for op in p.ops]
+    """
+    base = require_langchain_module("runnables.base", "astream_log")
+    stream = base.Runnable.astream_log(
+        _AsRunnable(graph), input, dict(config) if config is not None else None, **kwargs
+    )
+    async with aclosing(stream):
+        async for patch in stream:
+            yield patch
 
 
 def merge_bound_config(bound: Mapping[str, Any], given: Mapping[str, Any] | None) -> dict[str, Any]:

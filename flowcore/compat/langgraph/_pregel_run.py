@@ -25,6 +25,7 @@ from flowcore.compat.langgraph._events import CompatRunStream
 from flowcore.compat.langgraph._events_v2 import (
     astream_events_v1,
     astream_events_v2,
+    astream_log,
     merge_bound_config,
 )
 from flowcore.compat.langgraph._loop import (
@@ -217,6 +218,19 @@ class Running:
         if version == "v1":
             return astream_events_v1(self, input, config, **kwargs)
         return astream_events_v2(self, input, config, **kwargs)
+
+    def astream_log(  # type: ignore[misc]
+        self: CompiledStateGraph,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """LangChain's run-log patches of a run (needs ``langchain_core``; see ``_events_v2``).
+
+        Example:
+            >>> # async for patch in app.astream_log({"n": 1}): print(patch.ops)
+        """
+        return astream_log(self, input, config, **kwargs)
 
     def run_stream(  # type: ignore[misc]
         self: CompiledStateGraph,
