@@ -103,11 +103,15 @@ def warn_deprecated(
     warnings.warn(category(message), stacklevel=stacklevel + 1)
 
 
-def durability_of(durability: str | None, checkpoint_during: bool | None) -> str | None:
+def durability_of(
+    durability: str | None, checkpoint_during: bool | None, *, stacklevel: int = 3
+) -> str | None:
     """The run's ``durability``, given the deprecated ``checkpoint_during`` flag in its place.
 
     ``checkpoint_during=True`` saves while the run goes on (``"async"``),
     ``False`` only when it ends (``"exit"``); an explicit ``durability`` wins.
+    The warning points ``stacklevel`` frames up from this function (3: the
+    caller of the run method that called it).
 
     Example:
         >>> durability_of("sync", None)
@@ -118,7 +122,7 @@ def durability_of(durability: str | None, checkpoint_during: bool | None) -> str
     warn_deprecated(
         LangGraphDeprecatedSinceV10,
         "`checkpoint_during` is deprecated and will be removed. Please use `durability` instead.",
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
     if durability is not None:
         return durability
@@ -136,5 +140,5 @@ def without_checkpoint_during(kwargs: dict[str, Any]) -> dict[str, Any]:
         return kwargs
     options = dict(kwargs)
     flag = options.pop("checkpoint_during")
-    options["durability"] = durability_of(options.get("durability"), flag)
+    options["durability"] = durability_of(options.get("durability"), flag, stacklevel=4)
     return options
