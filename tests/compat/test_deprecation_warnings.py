@@ -82,6 +82,9 @@ def test_config_schema_methods_warn_and_describe_the_context() -> None:
     with pytest.warns(LangGraphDeprecatedSinceV10, match="`get_config_jsonschema` is deprecated"):
         schema = app.get_config_jsonschema()
     assert "configurable" in schema["properties"]
+    with pytest.warns(LangGraphDeprecatedSinceV10):
+        model = app.config_schema(include=["tags", "recursion_limit"])
+    assert set(model.model_fields) == {"configurable", "tags", "recursion_limit"}
 
 
 def test_pregel_config_type_becomes_the_context_schema() -> None:

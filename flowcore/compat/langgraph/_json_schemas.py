@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+import uuid
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, create_model
@@ -137,17 +138,25 @@ class JsonSchemaCalls:
         return _config_model(self, include).model_json_schema()
 
 
+# The top-level keys of a run config (LangChain's RunnableConfig) and their types.
+_CONFIG_KEYS: dict[str, Any] = {
+    "tags": list[str],
+    "metadata": dict[str, Any],
+    "callbacks": Any,
+    "run_name": str,
+    "max_concurrency": int | None,
+    "recursion_limit": int,
+    "run_id": uuid.UUID | None,
+}
+
+
 def _config_model(graph: Any, include: typing.Sequence[str] | None) -> type[BaseModel]:
     """What ``config_schema()`` returns: the context under ``configurable``, and ``include``."""
     fields: dict[str, Any] = {}
     context = graph._context_schema()
     if context is not None:
         fields["configurable"] = (context, None)
-    if include:
-        from langchain_core.runnables import RunnableConfig  # LangChain's config keys
-
-        hints = get_type_hints(RunnableConfig)
-        for key in include:
-            if key != "configurable" and key in hints:
-                fields[key] = (hints[key], None)
+    for key in include or ():
+        if key in _CONFIG_KEYS:
+            fields[key] = (_CONFIG_KEYS[key], None)
     return create_model(f"{graph.name}Config", **fields)
