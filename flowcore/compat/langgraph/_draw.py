@@ -29,7 +29,7 @@ class DrawableNode:
         found: dict[str, Any] = {"id": self.id}
         if self.kind is not None:
             found["type"] = "runnable"
-            found["data"] = {"id": list(self.kind), "name": self.name}
+            found["data"] = {"id": list(self.kind), "name": self.id}
         if self.metadata is not None:
             found["metadata"] = self.metadata
         return found

@@ -227,8 +227,9 @@ def _dry_run(builder: StateGraph) -> tuple[set[_Edge], list[str], dict[str, set[
 def node_kind(action: Any) -> tuple[str, ...]:
     """The class path LangGraph's JSON gives for what runs in a node."""
     from flowcore.compat.langgraph._pregel import CompiledStateGraph
+    from flowcore.compat.langgraph._pregel_run import _Configured
 
-    if isinstance(action, CompiledStateGraph):
+    if isinstance(action, CompiledStateGraph | _Configured):
         return ("langgraph", "graph", "state", "CompiledStateGraph")
     wrapped = getattr(action, "__wrapped_runnable__", None)
     core = sys.modules.get("langchain_core.runnables")
