@@ -10,7 +10,7 @@ graph is :mod:`._draw_shape`'s job; rendering Mermaid is :mod:`._draw_mermaid`'s
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["DrawableEdge", "DrawableGraph", "DrawableNode"]
 
@@ -35,9 +35,11 @@ class DrawableNode:
         return found
 
 
-@dataclass(frozen=True, slots=True)
-class DrawableEdge:
-    """One edge: ``conditional`` edges are dotted, ``data`` labels them."""
+class DrawableEdge(NamedTuple):
+    """One edge: ``conditional`` edges are dotted, ``data`` labels them.
+
+    A named tuple in LangChain's ``Edge`` field order, so the two compare equal.
+    """
 
     source: str
     target: str
@@ -148,7 +150,7 @@ class DrawableGraph:
         for id, node in other.nodes.items():
             self.nodes[named(id)] = replace(node, id=named(id))
         self.edges.extend(
-            replace(e, source=named(e.source), target=named(e.target)) for e in other.edges
+            e._replace(source=named(e.source), target=named(e.target)) for e in other.edges
         )
         first, last = other.first_node(), other.last_node()
         return (

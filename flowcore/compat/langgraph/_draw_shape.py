@@ -139,7 +139,7 @@ def _plan(builder: StateGraph) -> tuple[dict[str, _Node], dict[str, frozenset[st
         if dests is None:
             dests = command_targets(spec.action)
         if dests:
-            labels: Mapping[str, str | None] = getattr(spec, "destination_labels", None) or {}
+            labels: Mapping[str, str | None] = spec.destination_labels or {}
             plan[name].static.append(tuple((d, labels.get(d)) for d in dests))
     for source, branches in builder.branches.items():
         for branch in branches.values():
@@ -312,7 +312,7 @@ def _inline(drawn: DrawableGraph, name: str, sub: DrawableGraph) -> None:
     first, last = drawn.extend(sub, prefix=name)
     for index, edge in enumerate(drawn.edges):
         if edge.source == name and last is not None:
-            edge = type(edge)(last.id, edge.target, edge.data, edge.conditional)
+            edge = edge._replace(source=last.id)
         if edge.target == name and first is not None:
-            edge = type(edge)(edge.source, first.id, edge.data, edge.conditional)
+            edge = edge._replace(target=first.id)
         drawn.edges[index] = edge
