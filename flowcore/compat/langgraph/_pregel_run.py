@@ -532,6 +532,18 @@ class _Configured:
     def stream_events(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         return self.graph.stream_events(input, self._merge(config), **kw)
 
+    def get_graph(
+        self, config: Mapping[str, Any] | None = None, *, xray: bool | int = False
+    ) -> Any:
+        """The drawing of the configured graph (see ``CompiledStateGraph.get_graph``)."""
+        return self.graph.get_graph(self._merge(config), xray=xray)
+
+    async def aget_graph(
+        self, config: Mapping[str, Any] | None = None, *, xray: bool | int = False
+    ) -> Any:
+        """The async form of :meth:`get_graph`."""
+        return self.graph.get_graph(self._merge(config), xray=xray)
+
 
 _CHECKPOINT_KEYS = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map")
 
