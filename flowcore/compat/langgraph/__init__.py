@@ -2,6 +2,7 @@
 
 from typing import Any as _Any
 
+from flowcore.compat.langgraph._add_messages import MessagesState, add_messages
 from flowcore.compat.langgraph._aliases import Durability, StreamMode, StreamWriter
 from flowcore.compat.langgraph._cache import CachePolicy
 from flowcore.compat.langgraph._callbacks import (
@@ -48,12 +49,10 @@ from flowcore.compat.langgraph._messages import (
     AnyMessage,
     BaseMessage,
     HumanMessage,
-    MessagesState,
     RemoveMessage,
     SystemMessage,
     ToolCall,
     ToolMessage,
-    add_messages,
     convert_to_messages,
     message_to_dict,
     messages_from_dict,
@@ -61,12 +60,7 @@ from flowcore.compat.langgraph._messages import (
 )
 from flowcore.compat.langgraph._node_builder import ChannelWriteEntry, NodeBuilder
 from flowcore.compat.langgraph._persistent_dict import PersistentDict
-from flowcore.compat.langgraph._prebuilt import (
-    AgentState,
-    ToolNode,
-    create_react_agent,
-    tools_condition,
-)
+from flowcore.compat.langgraph._prebuilt import AgentState, create_react_agent
 from flowcore.compat.langgraph._pregel import CompiledStateGraph
 from flowcore.compat.langgraph._pregel_helpers import DEFAULT_RECURSION_LIMIT
 from flowcore.compat.langgraph._push import push_message
@@ -106,6 +100,7 @@ from flowcore.compat.langgraph._stream_v3_transformers import (
     ValuesTransformer,
 )
 from flowcore.compat.langgraph._stream_v3_types import ProtocolEvent, StreamTransformer
+from flowcore.compat.langgraph._tool_node import ToolNode, tools_condition
 from flowcore.compat.langgraph._tooling import InjectedState
 from flowcore.compat.langgraph._trace_policy import TracePolicy, omit_payload
 from flowcore.compat.langgraph._types import (

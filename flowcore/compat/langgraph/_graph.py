@@ -48,6 +48,8 @@ class NodeSpec:
     # Runs in the node's place when it fails (see _error_handlers).
     error_handler: ErrorHandler | None = None
     trace_policy: TracePolicy | None = None
+    # Edge labels of a ``destinations`` dict (node name -> label), for get_graph().
+    destination_labels: dict[str, str] | None = None
 
     @property
     def runnable(self) -> NodeRunnable:
@@ -309,6 +311,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             timeout_policy,
             handler,
             trace_policy,
+            dict(destinations) if isinstance(destinations, dict) else None,
         )
         return self
 

@@ -426,6 +426,8 @@ class Run(RunSaving, RunInput, RunTasks):
         except BaseException:
             await self._exit()
             raise
+        if self._ends_unsaved():
+            self.saves, self.deferred = None, []
         await self._exit()
         if self.status == "out_of_steps":
             raise GraphRecursionError(

@@ -511,7 +511,20 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         Example:
             >>> # print(app.get_graph().draw_mermaid())
         """
-        return DrawableGraph.from_builder(self.builder)
+        from flowcore.compat.langgraph._draw_shape import draw_builder
+
+        subgraphs: dict[str, DrawableGraph] = {}
+        if xray:
+            deeper = xray if isinstance(xray, bool) or xray <= 0 else xray - 1
+            for name, sub in self.get_subgraphs():
+                subgraphs[name] = sub.get_graph(config, xray=deeper)
+        return draw_builder(self.builder, self, subgraphs)
+
+    async def aget_graph(
+        self, config: Mapping[str, Any] | None = None, *, xray: bool | int = False
+    ) -> DrawableGraph:
+        """The async form of :meth:`get_graph`."""
+        return self.get_graph(config, xray=xray)
 
     def __repr__(self) -> str:
         return f"<CompiledStateGraph {self.name!r} nodes={list(self.nodes)}>"

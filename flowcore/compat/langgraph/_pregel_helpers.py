@@ -34,6 +34,7 @@ from flowcore.compat.langgraph._records import (
     TaskEnd,
     kinds_for_modes,
 )
+from flowcore.compat.langgraph._subgraph_travel import with_checkpoint_map
 from flowcore.compat.langgraph._task_result import task_result
 from flowcore.compat.langgraph._types import (
     START,
@@ -278,13 +279,20 @@ class _ChunkFormatter:
 
     def _checkpoint(self, ns: tuple[str, ...], made: CheckpointMade) -> list[Any]:
         payload = {
-            "config": made.config,
-            "parent_config": made.parent_config,
+            # LangGraph's configs here carry the checkpoint map the metadata implies.
+            "config": with_checkpoint_map(made.config, made.metadata),
+            "parent_config": with_checkpoint_map(made.parent_config, made.metadata),
             "values": made.values,
             "metadata": made.metadata,
             "next": [t.name for t in made.upcoming],
             "tasks": [
-                {"id": t.id, "name": t.name, "interrupts": (), "state": None} for t in made.upcoming
+                {
+                    "id": t.id,
+                    "name": t.name,
+                    "interrupts": (),
+                    "state": (made.task_states or {}).get(t.id),
+                }
+                for t in made.upcoming
             ],
         }
         return self._debug(ns, "checkpoint", made.step, payload, "checkpoints")

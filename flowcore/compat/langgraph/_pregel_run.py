@@ -413,7 +413,10 @@ class Running:
         """The running node (and its run) this call is made from, when it is a child run of it.
 
         A call with its own thread, its own stream mode or run options is a run of
-        its own, as is any call made outside a node.
+        its own, as is any call made outside a node. So is a call whose config
+        names a checkpoint of its own (a thread, even the caller's, a namespace or
+        a checkpoint) without being the node's own config passed on: like
+        LangGraph, it addresses its own history at the thread's root.
         """
         scope = running_scope()
         host = None if scope is None else scope.host
@@ -424,6 +427,8 @@ class Running:
         given = (config or {}).get("configurable") or {}
         thread = given.get("thread_id")
         if thread is not None and thread != host.thread_id:
+            return None
+        if _names_own_checkpoint(config):
             return None
         return scope, host
 
@@ -545,3 +550,32 @@ class _Configured:
 
     def stream_events(self, input: Any, config: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         return self.graph.stream_events(input, self._merge(config), **kw)
+
+    def get_graph(
+        self, config: Mapping[str, Any] | None = None, *, xray: bool | int = False
+    ) -> Any:
+        """The drawing of the configured graph (see ``CompiledStateGraph.get_graph``)."""
+        return self.graph.get_graph(self._merge(config), xray=xray)
+
+    async def aget_graph(
+        self, config: Mapping[str, Any] | None = None, *, xray: bool | int = False
+    ) -> Any:
+        """The async form of :meth:`get_graph`."""
+        return self.graph.get_graph(self._merge(config), xray=xray)
+
+
+_CHECKPOINT_KEYS = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map")
+
+
+def _names_own_checkpoint(config: Mapping[str, Any] | None) -> bool:
+    """Whether ``config``, given to a graph called in a node, addresses a history of its own.
+
+    It names a thread or a checkpoint, and is not a node's config handed on (a
+    node's config carries its task's namespace in its metadata).
+    """
+    if not config:
+        return False
+    given = config.get("configurable") or {}
+    if not any(given.get(key) for key in _CHECKPOINT_KEYS):
+        return False
+    return "langgraph_checkpoint_ns" not in (config.get("metadata") or {})

@@ -21,7 +21,11 @@ from flowcore.compat.langgraph._pregel_helpers import (
     _sync_call,
     _sync_iter,
 )
-from flowcore.compat.langgraph._subgraph_detect import find_subgraph, iter_subgraphs
+from flowcore.compat.langgraph._subgraph_detect import (
+    find_subgraph,
+    iter_subgraphs,
+    subgraph_task_state,
+)
 from flowcore.compat.langgraph._subgraph_travel import (
     subgraph_at,
     with_checkpoint_map,
@@ -119,16 +123,23 @@ class StateReading:
             spec = self.nodes.get(task.name)
             # A subgraph node, or a node whose code runs a graph (a child run of it); a
             # checkpointer=False subgraph keeps no history.
-            child = None if spec is None else find_subgraph(spec.action)
-            if child is None or getattr(child, "opted_out", False):
+            child_config = (
+                None
+                if spec is None
+                else subgraph_task_state(
+                    spec.action,
+                    conf.get("thread_id"),
+                    conf.get("checkpoint_ns") or "",
+                    task.name,
+                    task.id,
+                )
+            )
+            if spec is None or child_config is None:
                 tasks.append(task)
                 continue
-            ns = f"{conf.get('checkpoint_ns') or ''}|{task.name}:{task.id}".lstrip("|")
-            child_config = {
-                "configurable": {"thread_id": conf.get("thread_id"), "checkpoint_ns": ns}
-            }
             state: Any = child_config
             if subgraphs:
+                child: Any = find_subgraph(spec.action)
                 child_saver = child.checkpointer or saver
                 state = await child._state_with(child_saver, child_config, subgraphs=True)
             tasks.append(task._replace(state=state))

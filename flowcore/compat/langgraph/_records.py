@@ -142,7 +142,8 @@ class CheckpointMade(NamedTuple):
     ``parent_id`` is the parent the stored checkpoint names; ``config`` and
     ``parent_config`` are the run's saved configs when it was made (what
     LangGraph's ``checkpoints`` mode shows); ``upcoming`` the tasks it says
-    run next; ``values`` the graph's stream keys.
+    run next; ``values`` the graph's stream keys; ``task_states`` by task id, the
+    config of the history each upcoming task's subgraph keeps.
 
     Example:
         >>> # CheckpointMade(1, "t1", "1ef...", None, config, None, metadata, values, tasks)
@@ -157,6 +158,7 @@ class CheckpointMade(NamedTuple):
     metadata: Mapping[str, Any]
     values: Any
     upcoming: Sequence[Task]
+    task_states: Mapping[str, Any] | None = None
 
 
 def fan_out(*sinks: Sink) -> Sink:

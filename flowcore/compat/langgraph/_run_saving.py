@@ -29,6 +29,7 @@ from flowcore.compat.langgraph._planner import (
 from flowcore.compat.langgraph._records import (
     CheckpointMade,
 )
+from flowcore.compat.langgraph._subgraph_detect import subgraph_task_state
 from flowcore.compat.langgraph._untracked import (
     persisted_writes,
     stored_sends,
@@ -94,6 +95,7 @@ class RunSaving:
         # Under "exit" nothing is stored until the run ends, and then with the
         # run's first parent: that is the parent the record names.
         stored_as = self.saved_config if self.durability == "exit" else self.parent_config
+        upcoming = self.prepare(for_execution=False)
         made = CheckpointMade(
             step=self.step - 1,
             thread_id=str(self.thread_id),
@@ -110,9 +112,22 @@ class RunSaving:
             parent_config=self.parent_config,
             metadata=dict(self.metadata),
             values=self.graph.read_output(self.channels, self.graph.stream_keys),
-            upcoming=self.prepare(for_execution=False),
+            upcoming=upcoming,
+            task_states=self._task_states(upcoming),
         )
         self.emit("checkpoint", made)
+
+    def _task_states(self: Run, tasks: Sequence[Task]) -> dict[str, Any]:  # type: ignore[misc]
+        """By task id, the config of the history each task's subgraph keeps."""
+        found: dict[str, Any] = {}
+        for task in tasks:
+            spec = self.graph.nodes.get(task.name)
+            if spec is None:
+                continue
+            state = subgraph_task_state(spec.action, self.thread_id, self.ns, task.name, task.id)
+            if state is not None:
+                found[task.id] = state
+        return found
 
     def _checkpoint_call(self: Run) -> CheckpointCall:  # type: ignore[misc]
         """The saver call that stores the run's checkpoint as it stands now."""
@@ -223,6 +238,18 @@ class RunSaving:
         root = {**empty_checkpoint(), "id": self.root_id}
         base = {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}}
         self.saved_config = await self.saver.aput(base, root, {"step": -2}, {})
+
+    def _ends_unsaved(self: Run) -> bool:  # type: ignore[misc]
+        """Whether this run, ending normally now, stores nothing it holds.
+
+        Under "exit" a subgraph run that keeps one task's history (its namespace
+        names task ids) and ends without error or pause saves no checkpoint: its
+        parent's checkpoint alone records the step. A ``checkpointer=True``
+        subgraph (one history per thread) still saves.
+        """
+        if self.durability != "exit" or not self.ns or self.status == "out_of_steps":
+            return False
+        return any(":" in part for part in self.ns.split("|"))
 
     async def _exit(self: Run) -> None:  # type: ignore[misc]
         held = self.saves is not None and self.saves.holds_checkpoint

@@ -10,6 +10,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, NotRequired, Required, get_args, get_origin, get_type_hints
 
+from flowcore.compat.langgraph._add_messages import add_messages
 from flowcore.compat.langgraph._channels import (
     MISSING,
     BinaryOperatorAggregate,
@@ -17,7 +18,6 @@ from flowcore.compat.langgraph._channels import (
     LastValue,
 )
 from flowcore.compat.langgraph._delta import DeltaChannel
-from flowcore.compat.langgraph._messages import add_messages
 from flowcore.compat.langgraph._messages_langchain import LangChainMessages, names_langchain
 from flowcore.compat.langgraph._types import ROOT
 

@@ -18,7 +18,13 @@ from collections.abc import Iterator, Mapping
 from types import CodeType, FunctionType
 from typing import Any
 
-__all__ = ["find_subgraph", "is_compiled_graph", "iter_subgraphs", "reachable_values"]
+__all__ = [
+    "find_subgraph",
+    "is_compiled_graph",
+    "iter_subgraphs",
+    "reachable_values",
+    "subgraph_task_state",
+]
 
 # Values that cannot lead on to a graph: when a function reaches only these, its
 # bytecode is not walked.
@@ -120,6 +126,24 @@ def find_subgraph(action: Any) -> Any | None:
         if is_compiled_graph(owner):
             return owner
     return None
+
+
+def subgraph_task_state(
+    action: Any, thread_id: Any, parent_ns: str, name: str, task_id: str
+) -> dict[str, Any] | None:
+    """The config a task's ``state`` shows when its node runs a saving subgraph, else ``None``.
+
+    It names the subgraph's history (thread and namespace, no checkpoint id): the
+    sign, in snapshots and ``debug`` checkpoint records, that the task has one.
+
+    Example:
+        >>> subgraph_task_state(lambda state: {}, "t", "", "node", "1") is None
+        True
+    """
+    if find_subgraph(action) is None:
+        return None
+    ns = f"{parent_ns}|{name}:{task_id}" if parent_ns else f"{name}:{task_id}"
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
 
 
 def iter_subgraphs(
