@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from flowcore.compat.langgraph._add_messages import add_messages
 from flowcore.compat.langgraph._graph import StateGraph
-from flowcore.compat.langgraph._messages import add_messages
 from flowcore.compat.langgraph._warnings import LangGraphDeprecatedSinceV10, warn_deprecated
 
 __all__ = ["MessageGraph"]
