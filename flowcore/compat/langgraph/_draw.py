@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from flowcore.compat.langgraph._langchain import require_langchain_module
+
 __all__ = ["DrawableEdge", "DrawableGraph", "DrawableNode"]
 
 
@@ -188,8 +190,9 @@ class DrawableGraph:
         )
 
     def to_langchain(self) -> Any:
-        """The same graph as a ``langchain_core`` ``Graph`` (needs langchain_core)."""
-        from langchain_core.runnables.graph import Edge, Graph, Node
+        """The same graph as a ``langchain_core`` ``Graph`` (the app must have loaded LangChain)."""
+        drawing = require_langchain_module("runnables.graph", "draw_ascii / draw_mermaid_png")
+        Edge, Graph, Node = drawing.Edge, drawing.Graph, drawing.Node
 
         return Graph(
             nodes={
