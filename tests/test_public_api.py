@@ -43,10 +43,6 @@ PUBLIC_MODULES = [
     "flowcore.secrets",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
-# The one exception, by file: the HTTP client of a LangGraph server, which RemoteGraph
-# imports only when it is given a url (the app installed it to reach a server). It is not
-# LangGraph's runtime, and the run-time test below shows flowcore never loads it otherwise.
-ALLOWED_IMPORTS = {"flowcore/compat/langgraph/_remote.py": ("langgraph_sdk.client",)}
 
 
 def isort_key(name: str) -> tuple[int, str]:
@@ -213,7 +209,6 @@ def test_no_flowcore_source_imports_langgraph_or_langchain() -> None:
         for path in sources
         for module in imported_modules(path)
         if module.split(".")[0].startswith(FORBIDDEN_IMPORTS)
-        and module not in ALLOWED_IMPORTS.get(str(path.relative_to(REPO_ROOT)), ())
     ]
     assert offenders == []
 

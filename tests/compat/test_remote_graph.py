@@ -502,3 +502,26 @@ def test_astream_events_v3_returns_an_async_run_stream() -> None:
     run = asyncio.run(main())
     assert isinstance(run, AsyncRemoteGraphRunStream)
     assert async_client.threads.calls[-1][1]["thread_id"] == "t"
+
+
+def test_a_url_uses_the_sdk_the_app_imported_and_never_loads_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+    import types
+
+    from flowcore.compat.langgraph import RemoteGraph
+
+    monkeypatch.delitem(sys.modules, "langgraph_sdk", raising=False)
+    with pytest.raises(ImportError, match="import it before building the RemoteGraph"):
+        RemoteGraph("agent", url="http://127.0.0.1:1")
+    assert "langgraph_sdk" not in sys.modules
+
+    made: list[tuple[str, str]] = []
+    sdk = types.ModuleType("langgraph_sdk")
+    sdk.get_client = lambda **kw: made.append(("async", kw["url"])) or "async-client"  # type: ignore[attr-defined]
+    sdk.get_sync_client = lambda **kw: made.append(("sync", kw["url"])) or "sync-client"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "langgraph_sdk", sdk)
+    remote = RemoteGraph("agent", url="http://127.0.0.1:1")
+    assert (remote.client, remote.sync_client) == ("async-client", "sync-client")
+    assert made == [("async", "http://127.0.0.1:1"), ("sync", "http://127.0.0.1:1")]

@@ -1,7 +1,8 @@
 """``RemoteGraph``: a graph deployed on a LangGraph server, called like a local one.
 
-It speaks to the server through the ``langgraph_sdk`` clients (imported only
-when a client is made from a ``url``, so flowcore imports without the SDK):
+It speaks to the server through the ``langgraph_sdk`` clients: the ones the
+app passes, or, for a ``url``, made by the SDK the app has imported (flowcore
+never loads it by itself, so it imports without the SDK):
 ``invoke``/``stream`` start a run on the server and stream its parts back,
 ``get_state``/``update_state``/``get_state_history`` read and edit the
 server's threads, ``get_graph`` draws the deployed graph.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -92,13 +94,15 @@ class RemoteGraph(RemoteEventStreams):
         self.config = config
         self.distributed_tracing = distributed_tracing
         if url is not None and (client is None or sync_client is None):
-            try:
-                from langgraph_sdk.client import get_client, get_sync_client
-            except ImportError as exc:
+            # The app's own SDK: flowcore never loads a langgraph package by itself.
+            sdk = sys.modules.get("langgraph_sdk")
+            if sdk is None:
                 raise ImportError(
-                    "RemoteGraph(url=...) needs the langgraph_sdk package "
-                    "(pip install langgraph-sdk), or pass client=/sync_client=."
-                ) from exc
+                    "RemoteGraph(url=...) uses the app's langgraph_sdk: install it "
+                    "(pip install langgraph-sdk) and import it before building the "
+                    "RemoteGraph, or pass client=/sync_client="
+                )
+            get_client, get_sync_client = sdk.get_client, sdk.get_sync_client
 
             if client is None:
                 client = get_client(url=url, api_key=api_key, headers=headers)
