@@ -48,6 +48,12 @@ class Channel:
 
     __slots__ = ("key", "value")
     _copied_slots: tuple[str, ...] = ()
+    plain_read: bool = True
+    """True when the class keeps :meth:`get` and :meth:`is_available` as they are here.
+
+    The run loop then reads ``value`` itself (``MISSING``: empty) instead of
+    making two calls per key and step.
+    """
 
     def __init__(self, key: str) -> None:
         self.key = key
@@ -83,6 +89,7 @@ class Channel:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        cls.plain_read = cls.get is Channel.get and cls.is_available is Channel.is_available
         # The slots a copy takes besides key and value (which every channel sets), worked
         # out once per class: a router reads a copy of what its node wrote at every step.
         cls._copied_slots = tuple(

@@ -255,13 +255,29 @@ class Run(RunSaving, RunInput, RunTasks):
     # ------------------------------------------------------------------- tick
     def tick(self) -> bool:
         """Prepare the next superstep; False when the run is over."""
+        return self.next_step() is not None
+
+    def next_step(self) -> list[Task] | None:
+        """The tasks of the next superstep (restored ones marked done), or None: over."""
         if self.step > self.stop:
             self.status = "out_of_steps"
-            return False
-        self.tasks = self.prepare()
-        if not self.tasks:
+            return None
+        # prepare(), inlined: the runtime asks for every step.
+        tasks = self.tasks = plan_tasks(
+            self.graph,
+            self.channels,
+            self.checkpoint,
+            self,
+            self.ns,
+            self.step,
+            self.stop,
+            self.changed,
+        )
+        if not tasks:
             self.status = "done"
-            return False
+            return None
+        if not self.pending:
+            return tasks
         by_task: dict[str, list[tuple[str, Any]]] = {}
         for task_id, chan, value in self.pending:
             by_task.setdefault(task_id, []).append((chan, value))
@@ -284,16 +300,12 @@ class Run(RunSaving, RunInput, RunTasks):
             for interrupt in (i for c, v in saved if c == INTERRUPT for i in _as_interrupts(v)):
                 if interrupt.id in self.resume_by_id:
                     task.resume.append(self.resume_by_id.pop(interrupt.id))
-        return True
+        return tasks
 
     def _should_interrupt(self, names: Sequence[str]) -> bool:
         return should_interrupt(self.checkpoint, self.tasks, names)
 
     # ------------------------------------------ the runtime's Superstep protocol
-    def next_step(self) -> list[Task] | None:
-        """The tasks of the next superstep (restored ones marked done), or None: over."""
-        return self.tasks if self.tick() else None
-
     async def before_step(self, tasks: Sequence[Task]) -> None:
         """Pause before the step if asked; stream its tasks and the restored ones' updates.
 

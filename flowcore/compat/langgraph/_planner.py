@@ -314,7 +314,21 @@ def plan_tasks(
     for name in candidates:
         seen = versions_seen.get(name, _NO_VERSIONS)
         for chan in triggers[name]:
-            if channels[chan].is_available() and _newer(versions.get(chan), seen.get(chan)):
+            channel = channels[chan]
+            # is_available() and _newer(), without their calls for the usual channel
+            # and int versions.
+            if channel.value is MISSING if channel.plain_read else not channel.is_available():
+                continue
+            version = versions.get(chan)
+            if version is None:
+                continue
+            last = seen.get(chan)
+            if last is None:
+                break
+            if type(version) is int and type(last) is int:
+                if version > last:
+                    break
+            elif _newer(version, last):
                 break
         else:
             continue
@@ -408,7 +422,7 @@ def fold_writes(
         if channel.update(values):
             versions[chan] = nxt
             changed.add(chan)
-            if channel.is_available():
+            if channel.value is not MISSING if channel.plain_read else channel.is_available():
                 updated.add(chan)
                 if chan in ephemeral:
                     live.add(chan)

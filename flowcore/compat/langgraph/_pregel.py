@@ -187,6 +187,8 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         self.finishable_channels = tuple(n for n, role in roles.items() if role[1])
         self._param_names: dict[Any, tuple[frozenset[str], bool]] = {}
         self._direct: dict[str, Any] = {}
+        # Each node's input schema, worked out at its first read (see read_input).
+        self._input_infos: dict[str, SchemaInfo] = {}
         self._version: str | None = None
 
     @property
@@ -322,9 +324,17 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         channels: Mapping[str, Channel],
         steps: tuple[int, int] | None = None,
     ) -> dict[str, Any]:
-        values = {
-            k: channels[k].get() for k in info.keys if k in channels and channels[k].is_available()
-        }
+        values: dict[str, Any] = {}
+        for k in info.keys:
+            channel = channels.get(k)
+            if channel is None:
+                continue
+            if channel.plain_read:  # the value itself: no two calls per key and step
+                value = channel.value
+                if value is not MISSING:
+                    values[k] = value
+            elif channel.is_available():
+                values[k] = channel.get()
         if steps is not None:
             for key, managed in info.managed.items():
                 values[key] = managed.compute(*steps)
@@ -352,12 +362,17 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         """
         if node == START:
             return channels[START].get()
-        info = self._schema_of(node)
+        info = self._input_infos.get(node)
+        if info is None:
+            info = self._input_infos[node] = self._schema_of(node)
         if reads is None:
             return self._read(info, channels, steps)
         read = reads.get(id(info))
         if read is None or read[0] is not info:
             read = reads[id(info)] = (info, self._values(info, channels, steps))
+        if info.kind == "typeddict" and not info.root:
+            # What coerce() gives: its keys are all the schema's (see _values).
+            return dict(read[1])
         return info.coerce(dict(read[1]))
 
     def read_output(

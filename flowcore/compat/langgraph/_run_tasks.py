@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from flowcore.compat.langgraph._calls import run_with_calls, tasks_defined
-from flowcore.compat.langgraph._context import TaskScope, running_scope, set_scope
+from flowcore.compat.langgraph._calls import _Defined, run_with_calls
+from flowcore.compat.langgraph._context import _SCOPE, TaskScope
 from flowcore.compat.langgraph._error_handlers import (
     ERROR_SOURCE,
     NodeError,
@@ -65,30 +65,38 @@ class RunTasks:
 
     async def run_task(self: Run, task: Task, writes: StepWrites) -> Task:  # type: ignore[misc]
         """Run one task and save its writes; a failure is left in ``task.error``."""
-        node = self.graph.nodes.get(task.name)
-        if "task_start" in self.wants and task.name != START:
+        name = task.name
+        graph = self.graph
+        node = graph.nodes.get(name)
+        wants = self.wants
+        if "task_start" in wants and name != START:
             self.emit("task_start", TaskStart(self.step, task))
+        parent = self.parent_scope
         scope = TaskScope(
             self,
             task,
             self.step,
             list(task.resume),
-            self.null_resume if self.parent_scope is None else self.parent_scope.null_resume,
+            self.null_resume if parent is None else parent.null_resume,
         )
         # A child run may run its tasks inline in its parent task's context: the
-        # parent's scope comes back when this task ends.
-        outer = running_scope()
-        token = set_scope(scope)
+        # parent's scope comes back when this task ends. (The context variable itself,
+        # not _context's helpers: two calls fewer per task.)
+        outer = _SCOPE.get()
+        _SCOPE.set(scope)
         try:
-            if task.name != START and node is None:
-                raise InvalidUpdateError(f"Invalid node name {task.name}")
-            cache = self.graph.cache
+            if node is None and name != START:
+                raise InvalidUpdateError(f"Invalid node name {name}")
+            cache = graph.cache
             policy = None if node is None or cache is None else node.cache_policy
             if policy is None or cache is None:
-                if tasks_defined():
+                if _Defined.tasks:
                     task.writes = await run_with_calls(
                         self, task, scope, lambda: self._call_node(task, scope)
                     )
+                elif self.observer is None:
+                    # No callbacks on this run: _call_node would hand straight on.
+                    task.writes = await self._node_writes(task, scope, None)
                 else:
                     task.writes = await self._call_node(task, scope)
             else:
@@ -142,8 +150,7 @@ class RunTasks:
             self._task_result(task, "error")
             return task
         finally:
-            set_scope(outer)
-            del token
+            _SCOPE.set(outer)
         if scope.pushed:
             task.writes = [*scope.pushed, *task.writes]
         task.done = True
@@ -161,10 +168,10 @@ class RunTasks:
             # Without a saver the writes of finished tasks are never read back from
             # pending; after a pause only whether it is empty matters (execute()).
             self.pending.append((NO_WRITES, NO_WRITES, None))
-        if task.name != START:
-            if "updates" in self.wants:
+        if name != START:
+            if "updates" in wants:
                 self.emit_task_updates(task, task.writes)
-            if "task_end" in self.wants:
+            if "task_end" in wants:
                 self.emit("task_end", TaskEnd(self.step, task, "done", self.output_keys))
         return task
 
@@ -177,7 +184,7 @@ class RunTasks:
         # A Send's own timeout needs the timed path, even for a node that has none.
         direct = graph.direct_call(task.name) if task.timeout is None else None
         if direct is not None:
-            scope.calls = 0
+            scope.asked = 0
             result = await call_node(direct, True, (task.input,))
         elif (
             spec.retry is None
@@ -254,7 +261,19 @@ class RunTasks:
                 # Graphs built without a StateGraph (Pregel, entrypoints) have no handlers.
                 handler = getattr(spec, "error_handler", None)
                 if handler is None:
-                    result = await self._node_result(task, scope, spec)
+                    # The usual node, worked out once per node (see direct_call): no
+                    # retry, no time limit, no config asked for, nobody streaming what
+                    # it reads; it is called here, without _node_result's frame.
+                    direct = (
+                        graph.direct_call(task.name)
+                        if task.timeout is None and "messages_seen" not in self.wants
+                        else None
+                    )
+                    if direct is not None:
+                        scope.asked = 0
+                        result = await call_node(direct, True, (task.input,))
+                    else:
+                        result = await self._node_result(task, scope, spec)
                 else:
                     result = await run_handled(
                         self,
@@ -277,6 +296,9 @@ class RunTasks:
                 # The usual state update: no Command in it, so no control writes.
                 keys = graph.state_key_set
                 writes = [(k, v) for k, v in result.items() if k in keys]
+            elif result is None and graph.dict_results:
+                # No update (what result_writes and control_writes give for None).
+                writes = []
             else:
                 if isinstance(result, Command | list | tuple):
                     parent_commands = [
