@@ -140,7 +140,9 @@ class DurabilityWriter(Generic[C, W]):
         held against the one before it: they are in this checkpoint now.
         """
         if self.mode == "sync":
-            if self._queues():
+            worker = self._worker
+            # _queues(), inlined: a sync run saves a checkpoint at every step.
+            if self.group_commit or self._queued or (worker is not None and not worker.done()):
                 # Queued behind a riding write (or group commit): stored with what is queued.
                 await self._add(_Entry(True, item))
                 await self.flush()
@@ -161,9 +163,10 @@ class DurabilityWriter(Generic[C, W]):
         replace each other (one task's latest writes).
         """
         if self.mode == "sync":
+            worker = self._worker
             if rides:
                 await self._add(_Entry(False, item))
-            elif self._queues():
+            elif self.group_commit or self._queued or (worker is not None and not worker.done()):
                 # Queued behind a riding write (or group commit): stored with what is queued.
                 await self._add(_Entry(False, item))
                 await self.flush()

@@ -404,8 +404,11 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         """
         if schema is not None:
             info = self.infos.get(schema) or SchemaInfo(schema)
+        elif node == START:
+            info = self.state_info
         else:
-            info = self._schema_of(node) if node != START else self.state_info
+            known = self._input_infos.get(node)
+            info = self._input_infos[node] = self._schema_of(node) if known is None else known
         grouped: dict[str, list[Any]] = {}
         for chan, value in writes:
             found = grouped.get(chan)
@@ -422,11 +425,19 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
                 written[chan] = channels[chan].preview(pending)
         state: dict[str, Any] = {}
         for key in info.keys:
-            channel = written.get(key)
+            channel = written.get(key) if written else None
             if channel is None:
                 channel = channels.get(key)
-            if channel is not None and channel.is_available():
+                if channel is None:
+                    continue
+            if channel.plain_read:  # the value itself: no two calls per key
+                value = channel.value
+                if value is not MISSING:
+                    state[key] = value
+            elif channel.is_available():
                 state[key] = channel.get()
+        if info.kind == "typeddict" and not info.root:
+            return state  # what coerce() gives: its keys are all the schema's
         return info.coerce(state)
 
     def branch_targets(self, branch: BranchSpec, picked: Any) -> list[Any]:

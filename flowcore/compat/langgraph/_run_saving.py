@@ -24,6 +24,7 @@ from flowcore.compat.langgraph._node import (
     TASKS,
 )
 from flowcore.compat.langgraph._planner import (
+    INTERRUPT,
     Task,
 )
 from flowcore.compat.langgraph._records import (
@@ -40,6 +41,11 @@ if TYPE_CHECKING:
     from flowcore.compat.langgraph._loop import Run
 
 __all__ = ["RunSaving"]
+
+# The channels whose writes encode_write changes whatever their value, and the value
+# types it never changes on another channel (an Overwrite is none of them).
+_ENCODED_CHANNELS = frozenset({INTERRUPT, TASKS})
+_PLAIN_WRITES = frozenset({str, int, float, bool, type(None), bytes, list, dict, tuple})
 
 
 class RunSaving:
@@ -76,7 +82,12 @@ class RunSaving:
         if self.config_metadata:
             self.metadata = {**self.config_metadata, **self.metadata}
         if self.saver is not None and self.durability != "exit":
-            await self._save()
+            # _save(), inlined: a checkpointed run saves at every step.
+            call = self._checkpoint_call()
+            saves = self.saves or self._saves()
+            self._saved(
+                await saves.checkpoint(call.config, call.checkpoint, call.metadata, call.versions)
+            )
         else:
             # Values are read when (and if) the checkpoint is saved.
             self.dirty = True
@@ -169,15 +180,26 @@ class RunSaving:
             self.deferred.append((task, writes))
             return
         encoded = self._encoded(writes)
+        saves = self.saves or self._saves()
         # The task path as savers store it is the task's sort key (computed once per task).
-        await self._saves().writes(self.saved_config, encoded, task.id, task.sort_key, rides=last)
+        await saves.writes(self.saved_config, encoded, task.id, task.sort_key, rides=last)
 
     def _encoded(self: Run, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:  # type: ignore[misc]
         """Writes as a saver stores them (none to an ``UntrackedValue`` key)."""
-        untracked = self._untracked_keys()
+        untracked = self._untracked
+        if untracked is None:
+            untracked = self._untracked_keys()
         if untracked:
             writes = persisted_writes(writes, untracked)
-        return [(c, self.graph.encode_write(c, v)) for c, v in writes]
+        encode = self.graph.encode_write
+        # Only interrupts, Sends and Overwrites are stored otherwise than as written:
+        # the usual write skips the call.
+        return [
+            (c, v)
+            if c not in _ENCODED_CHANNELS and type(v) in _PLAIN_WRITES
+            else (c, encode(c, v))
+            for c, v in writes
+        ]
 
     def _untracked_keys(self: Run) -> frozenset[str]:  # type: ignore[misc]
         if self._untracked is None:
