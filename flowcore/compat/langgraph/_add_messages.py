@@ -9,6 +9,8 @@ LangGraph's optional OpenAI-shaped output.
 from __future__ import annotations
 
 import operator
+import os
+import sys
 import uuid
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, cast, overload
@@ -33,7 +35,9 @@ from flowcore.compat.langgraph._messages_langchain import (
     to_langchain,
 )
 
-__all__ = ["MessagesState", "add_messages"]
+__all__ = ["MessagesState", "add_messages", "fresh_id"]
+
+_LANGCHAIN_MESSAGES = "langchain_core.messages"
 
 
 @overload
@@ -104,6 +108,10 @@ def add_messages(
 def _merge(left: Messages, right: Messages, format: str | None) -> list[BaseMessage]:
     lefts = left if isinstance(left, list) else [left]
     rights = right if isinstance(right, list) else [right]
+    if format is None and type(left) is list:
+        appended = _appended(lefts, rights)
+        if appended is not None:
+            return appended
     langchain = langchain_family(lefts, rights)
     if langchain is not None:
         olds = to_langchain(lefts, langchain)
@@ -115,7 +123,7 @@ def _merge(left: Messages, right: Messages, format: str | None) -> list[BaseMess
     clear_at: int | None = None
     for index, message in enumerate(news):
         if message.id is None:
-            message.id = str(uuid.uuid4())
+            message.id = fresh_id()
         if message.type == "remove" and message.id == REMOVE_ALL_MESSAGES:
             clear_at = index
     if clear_at is not None:
@@ -171,6 +179,61 @@ pure_reducer(add_messages)
 
 
 _ID = operator.attrgetter("id")
+_TYPE = operator.attrgetter("type")
+_UUID4 = uuid.uuid4
+# The version (4) and variant (RFC 4122) bits of a uuid4, and the bits they replace.
+_UUID4_KEEP = 0xFFFFFFFF_FFFF_0FFF_3FFF_FFFFFFFFFFFF
+_UUID4_SET = 0x00000000_0000_4000_8000_000000000000
+
+
+def fresh_id() -> str:
+    """A new message id: ``str(uuid.uuid4())``, without building a ``UUID`` object.
+
+    A test that patches ``uuid.uuid4`` (for ids it can predict) gets its own
+    ids, as from LangGraph.
+
+    Example:
+        >>> import uuid
+        >>> uuid.UUID(fresh_id()).version
+        4
+    """
+    if uuid.uuid4 is not _UUID4:
+        return str(uuid.uuid4())
+    n = int.from_bytes(os.urandom(16)) & _UUID4_KEEP | _UUID4_SET
+    return (
+        f"{n >> 96:08x}-{(n >> 80) & 0xFFFF:04x}-{(n >> 64) & 0xFFFF:04x}-"
+        f"{(n >> 48) & 0xFFFF:04x}-{n & 0xFFFFFFFFFFFF:012x}"
+    )
+
+
+def _appended(lefts: list[Any], rights: list[Any]) -> list[BaseMessage] | None:
+    """The merge of a chat's usual step, in O(new) Python steps: flowcore messages that all
+    have ids, new messages without ids (each gets a fresh uuid4, so none can replace
+    an old one) and no removal. None when the merge is anything else.
+
+    The checks over the old messages (their classes, that each has an id) run in C.
+    """
+    if not rights:
+        return None
+    kinds = set(map(type, lefts))
+    kinds.update(map(type, rights))
+    for kind in kinds:
+        if not issubclass(kind, BaseMessage):
+            return None  # tuples, dicts or strings to convert, or another family
+    langchain = sys.modules.get(_LANGCHAIN_MESSAGES)
+    if langchain is not None:
+        base = langchain.BaseMessage
+        for kind in kinds:
+            if issubclass(kind, base):
+                return None  # LangChain's family decides (see _messages_langchain)
+    if set(map(_ID, rights)) != {None} or None in map(_ID, lefts):
+        return None  # a new message with an id may replace one; an old one needs an id
+    if len(set(map(id, rights))) != len(rights) or "remove" in map(_TYPE, rights):
+        return None  # one object sent twice is merged once
+    for message in rights:
+        if message.id is None:
+            message.id = fresh_id()
+    return lefts + rights
 
 
 def _messages_of(left: Messages) -> list[BaseMessage]:
@@ -192,7 +255,7 @@ def _ids_of(messages: list[BaseMessage]) -> list[str | None]:
     if None in ids:
         for index, message in enumerate(messages):
             if message.id is None:
-                message.id = ids[index] = str(uuid.uuid4())
+                message.id = ids[index] = fresh_id()
     return ids
 
 

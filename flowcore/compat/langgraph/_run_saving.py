@@ -195,9 +195,7 @@ class RunSaving:
         # Only interrupts, Sends and Overwrites are stored otherwise than as written:
         # the usual write skips the call.
         return [
-            (c, v)
-            if c not in _ENCODED_CHANNELS and type(v) in _PLAIN_WRITES
-            else (c, encode(c, v))
+            (c, v) if c not in _ENCODED_CHANNELS and type(v) in _PLAIN_WRITES else (c, encode(c, v))
             for c, v in writes
         ]
 

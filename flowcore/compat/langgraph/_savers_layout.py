@@ -187,8 +187,8 @@ _SAME, _FLOAT, _BYTES, _COPY, _MODEL = range(5)
 Witness = tuple[int, Any, Any]
 _IDENTITY_EQ: Any = object.__eq__
 _MODEL_EQ: Any = BaseModel.__eq__
-_FIELDS = operator.attrgetter("__dict__")
-_EXTRA = operator.attrgetter("__pydantic_extra__")
+# What a model witness holds, read from a model in one C call: (class, fields, extra).
+_MODEL_PARTS = operator.attrgetter("__class__", "__dict__", "__pydantic_extra__")
 
 _model_classes: dict[type, bool] = {}
 
@@ -322,8 +322,9 @@ class Bulk(NamedTuple):
     """The witnesses of a list whose items are all of one kind, as parallel lists.
 
     ``how`` is ``_SAME`` (``values``: the items themselves) or ``_MODEL``
-    (``values``: copies of the field dicts, ``extras``: of the extra dicts).
-    :func:`_bulk_matches` then compares a whole prefix with a few list
+    (``values``: per item, the ``(class, fields, extra)`` triple of its
+    witness, with copies of its field and extra dicts; ``extras`` unused).
+    :func:`_bulk_matches` then compares a whole prefix with one or two list
     comparisons run in C, rather than one :func:`_matches` call per item:
     a chat's messages are re-checked at every step.
     """
@@ -343,7 +344,7 @@ def _bulk(witnesses: Sequence[Witness]) -> Bulk | None:
         frozen = [w[2] for w in witnesses if w[0] == _MODEL]
         if len(frozen) != len(witnesses):
             return None
-        return Bulk(_MODEL, [f[0] for f in frozen], [f[1] for f in frozen], [f[2] for f in frozen])
+        return Bulk(_MODEL, [f[0] for f in frozen], frozen, [])
     if how == _SAME:
         same = [w[1] for w in witnesses if w[0] == _SAME]
         if len(same) != len(witnesses):
@@ -363,19 +364,19 @@ def _joined(bulk: Bulk | None, more: Bulk | None) -> Bulk | None:
 def _bulk_matches(value: list[Any], bulk: Bulk) -> bool:
     """Whether the first items of ``value`` all match ``bulk`` (as :func:`_matches` would).
 
-    Each list comparison runs in C: equal types first (so every item below is
-    of its witness's class), then the values by ``==``, item by item.
+    Each list comparison runs in C. Scalars: equal types first, then the
+    values by ``==``. Models: one ``(class, fields, extra)`` triple per item,
+    compared with its witness's in one pass; a tuple comparison stops at the
+    first part that differs, so fields are compared only under the same class.
     """
     n = len(bulk.types)
     prefix = value[:n] if len(value) > n else value
-    if list(map(type, prefix)) != bulk.types:
-        return False
     if bulk.how == _SAME:
-        return prefix == bulk.values
+        return list(map(type, prefix)) == bulk.types and prefix == bulk.values
+    if len(prefix) != n:
+        return False
     try:
-        return list(map(_FIELDS, prefix)) == bulk.values and (
-            list(map(_EXTRA, prefix)) == bulk.extras
-        )
+        return list(map(_MODEL_PARTS, prefix)) == bulk.values
     except AttributeError:  # a model built without its extra dict: compare one by one
         return False
 
