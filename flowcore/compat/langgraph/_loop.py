@@ -366,10 +366,14 @@ class Run(RunSaving, RunInput, RunTasks):
             interrupted = [i for t in results for i in t.interrupts]
             self.interrupts.extend(interrupted)
             raise GraphInterrupt(tuple(interrupted))
-        self.apply_writes(self.tasks)
+        # apply_writes(), inlined: once per step.
+        self.updated, self.changed, self.top_version = fold_writes(
+            self.graph, self.channels, self.checkpoint, self.tasks, (), self.live, self.top_version
+        )
         self.pending = []
         self.calls.clear()
-        self.emit_values()
+        if "values" in self.wants:
+            self.emit_values()
         await self._put_checkpoint("loop")
         if self.interrupt_after and self._should_interrupt(self.interrupt_after):
             self.status = "interrupt_after"

@@ -292,7 +292,9 @@ def plan_tasks(
         ns,
         step,
     )
-    sends = channels[TASKS].get() if TASKS in channels else MISSING
+    topic = channels.get(TASKS)
+    # The value itself for the usual channel class: no get() call per step.
+    sends = MISSING if topic is None else topic.value if topic.plain_read else topic.get()
     if sends is not MISSING:
         for index, send in enumerate(sends):
             if send.node not in graph.nodes:

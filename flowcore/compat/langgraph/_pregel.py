@@ -69,6 +69,11 @@ from flowcore.compat.langgraph._types import (
 __all__ = ["DEFAULT_RECURSION_LIMIT", "CompiledStateGraph"]
 
 
+# Channel classes whose snapshot() of an empty channel is MISSING: the run's input
+# (empty after the first step) and its Sends (empty between fan-outs).
+_EMPTY_UNSTORED: frozenset[type] = frozenset({InputValue, _Topic})
+
+
 class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdating, Running):
     """A compiled ``StateGraph``: LangGraph's run API on flowcore's compat runtime.
 
@@ -257,6 +262,8 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
                 if value is not MISSING:
                     stored[name] = value
                 continue
+            if kind in _EMPTY_UNSTORED and channel.value is MISSING:
+                continue  # what its snapshot() gives when empty: MISSING, not stored
             value = channel.snapshot()
             if (value is not MISSING and value is not None) or (
                 how is _VALUE_KEPT and channel.value is not MISSING
@@ -422,7 +429,14 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         keys = info.channel_keys
         for chan, pending in grouped.items():
             if chan in keys and chan in channels:
-                written[chan] = channels[chan].preview(pending)
+                source = channels[chan]
+                if type(source) is LastValue and len(pending) == 1:
+                    # What preview() gives (a copy holding the one value), made directly.
+                    held = LastValue.__new__(LastValue)
+                    held.key, held.value = chan, pending[0]
+                    written[chan] = held
+                else:
+                    written[chan] = source.preview(pending)
         state: dict[str, Any] = {}
         for key in info.keys:
             channel = written.get(key) if written else None

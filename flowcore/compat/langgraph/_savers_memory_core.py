@@ -243,13 +243,14 @@ class MemoryCore:
         parent = None
         if space is not None and parent_id is not None and parent_id != cid:
             parent = space.get(parent_id)
+        kept = self.shadows
         whole, tail, blob_at, shadows = lay_out(
             cid,
             checkpoint,
             new_versions,
             _NO_VERSIONS if parent is None else parent.versions,
             _NO_BLOBS if parent is None else parent.blob_at,
-            self.shadows.get(key),
+            kept.get(key) if kept.by_thread else _NO_SHADOWS,
         )
         rest = dict(checkpoint)
         rest.pop("channel_values", None)
@@ -274,10 +275,17 @@ class MemoryCore:
             if old is not None:
                 saved.writes = old.writes  # LangGraph overwrites the checkpoint, not its writes
         space[cid] = saved
-        self.shadows.remember(key, shadows)
+        if shadows or kept.by_thread:  # a thread without lists, in a saver without any: no call
+            kept.remember(key, shadows)
         # The thread id as given (LangGraph's saver does not make a UUID or an int a string):
         # a caller that keys its own records by it finds them again under the returned config.
-        return _config(conf["thread_id"], ns, cid)
+        return {
+            "configurable": {
+                "thread_id": conf["thread_id"],
+                "checkpoint_ns": ns,
+                "checkpoint_id": cid,
+            }
+        }
 
     def save_writes(
         self,
@@ -595,5 +603,6 @@ class MemoryCore:
 
 _NO_VERSIONS: dict[str, Any] = {}
 _NO_BLOBS: dict[str, str] = {}
+_NO_SHADOWS: dict[str, Any] = {}
 _NO_TAILS: dict[str, Any] = {}
 _NO_SPACE: _Space = {}
