@@ -128,7 +128,8 @@ class DurabilityWriter(Generic[C, W]):
         self._save_many = getattr(store, "save_many", None)
         self._queued: list[_Entry[C, W]] = []
         self._worker: asyncio.Task[None] | None = None
-        self._failure: BaseException | None = None
+        self.failure: BaseException | None = None
+        """The error a queued save met, kept until :meth:`raise_failure` raises it."""
         self._held: list[C] = []  # at most one under "exit": the newest checkpoint
         self._held_writes: dict[Hashable, W] = {}
 
@@ -195,8 +196,8 @@ class DurabilityWriter(Generic[C, W]):
 
     def raise_failure(self) -> None:
         """Raise (once) the error a queued save met, if any."""
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
             raise failure
 
     async def close(self, last: Callable[[C], C] | None = None) -> None:
@@ -233,7 +234,8 @@ class DurabilityWriter(Generic[C, W]):
         return bool(self._queued) or (self._worker is not None and not self._worker.done())
 
     async def _add(self, entry: _Entry[C, W]) -> None:
-        self.raise_failure()
+        if self.failure is not None:
+            self.raise_failure()
         self._queued.append(entry)
         if self._worker is None or self._worker.done():
             self._worker = asyncio.get_running_loop().create_task(self._drain_queue())
@@ -245,7 +247,7 @@ class DurabilityWriter(Generic[C, W]):
     async def _drain_queue(self) -> None:
         while self._queued:
             batch, self._queued = self._queued, []
-            if self._failure is not None:
+            if self.failure is not None:
                 continue  # the caller learns of the failure; what follows is not stored
             if self._save_many is not None:
                 try:
@@ -257,7 +259,7 @@ class DurabilityWriter(Generic[C, W]):
                 for entry in batch:
                     await self._store_one(entry)
             except Exception as exc:
-                self._failure = exc
+                self.failure = exc
 
     async def _store_one(self, entry: _Entry[C, W]) -> None:
         if entry.is_checkpoint:

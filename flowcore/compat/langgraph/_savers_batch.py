@@ -119,7 +119,8 @@ class SaveBatch:
         new_versions: Mapping[str, Any],
     ) -> RunnableConfig:
         """Save ``checkpoint`` as the child of the checkpoint ``config`` names; its config."""
-        self._raise_failure()
+        if self.writer.failure is not None:
+            self._raise_failure()
         conf = _configurable(config, "put")
         thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")
         key = _thread_key(thread_id, ns)
@@ -184,7 +185,8 @@ class SaveBatch:
         ``rides``: under ``"sync"``, the writes wait for the checkpoint that
         follows and are committed with it (the last task of a clean step).
         """
-        self._raise_failure()
+        if self.writer.failure is not None:
+            self._raise_failure()
         thread_id, ns, cid = writes_target(config)
         key = _thread_key(thread_id, ns)
         built = self._remembered(key, cid)

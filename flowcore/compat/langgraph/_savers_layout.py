@@ -259,7 +259,13 @@ def _plain_copy(value: Any) -> Any:
         for k, v in value.items():
             if type(k) not in _PLAIN and not _plain(k):  # a plain key is immutable: kept
                 raise _NotPlain
-            out[k] = v if type(v) in _PLAIN else _plain_copy(v)
+            kind = type(v)
+            if kind in _PLAIN:
+                out[k] = v
+            elif not v and (kind is list or kind is dict):
+                out[k] = kind()  # an empty field (most of a message's): no call
+            else:
+                out[k] = _plain_copy(v)
         return out
     if kind is list:
         return [v if type(v) in _PLAIN else _plain_copy(v) for v in value]
@@ -574,7 +580,11 @@ _NO_SHADOWS: dict[str, Shadow] = {}
 
 def _items(shadows: Mapping[str, Shadow]) -> int:
     """How many item copies these shadows hold."""
-    return sum(len(s.witnesses) for s in shadows.values() if s.witnesses is not None)
+    count = 0
+    for shadow in shadows.values():  # a plain loop: no generator per save
+        if shadow.witnesses is not None:
+            count += len(shadow.witnesses)
+    return count
 
 
 # ---------------------------------------------------------------------- laying out a checkpoint
