@@ -137,12 +137,8 @@ async def run_step(steps: Superstep[T, R], tasks: Sequence[T], *, limit: int | N
         ran = []
     elif len(todo) == 1:
         # The common case of a loop: one task, run inline (no task group, no wrapper).
-        try:
-            only: R = await steps.run_task(todo[0], writes)
-        except asyncio.CancelledError:
-            writes.cancelled()
-            raise
-        writes.finished(clean=steps.clean(only))
+        # Its StepWrites is not read once it has returned: nothing to count after it.
+        only: R = await steps.run_task(todo[0], writes)
         if not saved:
             return [only]
         ran = [only]

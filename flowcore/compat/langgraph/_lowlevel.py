@@ -177,6 +177,8 @@ class Pregel(CompiledStateGraph):
         self.finishable_channels = ()
         self._param_names = {}
         self._direct = {}
+        self._input_infos = {}
+        self._route_writes = {}
         self._version = None
 
     @property

@@ -31,6 +31,7 @@ from flowcore.compat.langgraph._node import (
     TASKS,
     branch_channel,
     describe_callable,
+    target_writes,
     update_writes,
 )
 from flowcore.compat.langgraph._planner import shown_path
@@ -194,6 +195,8 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         self._direct: dict[str, Any] = {}
         # Each node's input schema, worked out at its first read (see read_input).
         self._input_infos: dict[str, SchemaInfo] = {}
+        # What each router answer writes, by (branch, name) (see route_writes).
+        self._route_writes: dict[tuple[int, str], list[tuple[str, Any]]] = {}
         self._version: str | None = None
 
     @property
@@ -471,6 +474,19 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
                 continue
             targets.append(target)
         return targets
+
+    def route_writes(self, branch: BranchSpec, picked: Any) -> list[tuple[str, Any]]:
+        """The writes a router's answer makes (see :meth:`branch_targets`).
+
+        The writes of a one-name answer are worked out once per branch and name.
+        """
+        if type(picked) is not str:
+            return target_writes(self.branch_targets(branch, picked))
+        key = (id(branch), picked)
+        known = self._route_writes.get(key)
+        if known is None:
+            known = self._route_writes[key] = target_writes(self.branch_targets(branch, picked))
+        return known
 
     def nodes_triggered_by(self, channels: set[str]) -> list[str]:
         """The nodes one of whose triggers is in ``channels``, in declaration order."""

@@ -32,7 +32,6 @@ from flowcore.compat.langgraph._node import (
     call_with_config,
     control_writes,
     retry_call,
-    target_writes,
     update_writes,
 )
 from flowcore.compat.langgraph._planner import (
@@ -331,7 +330,7 @@ class RunTasks:
             else:
                 # What call_with_config does for a router that asks for nothing but the state.
                 picked = await call_node(path, shape[1], (fresh,), inline=True)
-            writes.extend(target_writes(graph.branch_targets(branch, picked)))
+            writes.extend(graph.route_writes(branch, picked))
         if task.name != START and "messages_from" in self.wants:
             self.emit("messages_from", (task, result))
         return writes
