@@ -192,8 +192,14 @@ class BinaryOperatorAggregate(Channel):
         return True
 
     def copy(self) -> Channel:
-        clone = super().copy()
-        assert isinstance(clone, BinaryOperatorAggregate)
+        if type(self) is BinaryOperatorAggregate:
+            # This class's own slots, set directly: a router reads a copy at every step.
+            clone = BinaryOperatorAggregate.__new__(BinaryOperatorAggregate)
+            clone.key, clone.value, clone.operator = self.key, self.value, self.operator
+        else:
+            copied = super().copy()
+            assert isinstance(copied, BinaryOperatorAggregate)
+            clone = copied
         clone.ahead = None  # a kept result belongs to this channel alone
         return clone
 

@@ -267,7 +267,8 @@ class ReusingSerializer:
         """The bytes ``inner`` writes for ``message``, reused when its content is known."""
         fields = message.__dict__
         extra = message.__pydantic_extra__
-        if not _exact(fields, 0) or (extra is not None and not _exact(extra, 0)):
+        # An empty extra dict (most messages') is exact: no walk for it.
+        if not _exact(fields, 0) or (extra and not _exact(extra, 0)):
             return None
         try:
             key = (type(message), marshal.dumps((fields, extra), 2))
