@@ -279,13 +279,7 @@ class MemoryCore:
             kept.remember(key, shadows)
         # The thread id as given (LangGraph's saver does not make a UUID or an int a string):
         # a caller that keys its own records by it finds them again under the returned config.
-        return {
-            "configurable": {
-                "thread_id": conf["thread_id"],
-                "checkpoint_ns": ns,
-                "checkpoint_id": cid,
-            }
-        }
+        return _config(conf["thread_id"], ns, cid)
 
     def save_writes(
         self,
