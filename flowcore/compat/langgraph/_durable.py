@@ -59,9 +59,21 @@ class SaverCalls:
         self.saver = saver
         self.config: RunnableConfig | None = None
         """What the saver returned for the newest checkpoint it stored."""
+        # A saver whose aput and aput_writes only call put and put_writes (flowcore's
+        # in-memory one, unless a subclass changed them): called without the coroutines.
+        kind = type(saver)
+        base = getattr(kind, "_async_calls_sync", None)
+        at_once = (
+            base is not None and kind.aput is base.aput and kind.aput_writes is base.aput_writes
+        )
+        self._put: Any = saver.put if at_once else None
+        self._put_writes: Any = saver.put_writes if at_once else None
 
     async def save_checkpoint(self, item: CheckpointCall) -> None:
         """Store one checkpoint through ``aput``."""
+        if self._put is not None:
+            self.config = self._put(item.config, item.checkpoint, item.metadata, item.versions)
+            return
         self.config = await self.saver.aput(
             item.config, item.checkpoint, item.metadata, item.versions
         )
@@ -69,6 +81,9 @@ class SaverCalls:
     async def save_writes(self, item: WritesCall) -> None:
         """Store one task's writes through ``aput_writes``."""
         config = item.config if item.config is not None else self.config
+        if self._put_writes is not None:
+            self._put_writes(config, item.writes, item.task_id, item.task_path)
+            return
         await self.saver.aput_writes(config, item.writes, item.task_id, item.task_path)
 
 

@@ -14,7 +14,7 @@ from collections.abc import (
 )
 from contextlib import AbstractContextManager, ExitStack
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 from flowcore.checkpoint import DEFAULT_LEASE_TTL, Serializer
 from flowcore.compat.langgraph._savers import CheckpointTuple, RunnableConfig
@@ -109,6 +109,9 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
         >>> list(saver.list({"configurable": {"thread_id": "2"}}))
         []
     """
+
+    _async_calls_sync: ClassVar[type[Any] | None] = None
+    """The class whose ``aput``/``aput_writes`` only call ``put``/``put_writes`` (set below)."""
 
     def __init__(
         self,
@@ -269,6 +272,10 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
         for item in self._iter_sync(listing):
             yield item
 
+
+# Its aput and aput_writes only call put and put_writes: a run's saves call those directly
+# (see _durable.SaverCalls) while a subclass keeps both as they are here.
+InMemorySaver._async_calls_sync = InMemorySaver
 
 MemorySaver = InMemorySaver
 """LangGraph's older name for :class:`InMemorySaver`."""
