@@ -395,11 +395,18 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         if self.root_output:
             root = channels.get(ROOT)
             return root.get() if root is not None and root.is_available() else None
-        return {
-            k: channels[k].get()
-            for k in (self.output_keys if keys is None else keys)
-            if k in channels and channels[k].is_available()
-        }
+        values: dict[str, Any] = {}
+        for k in self.output_keys if keys is None else keys:
+            channel = channels.get(k)
+            if channel is None:
+                continue
+            if channel.plain_read:  # the value itself: no two calls per key and step
+                value = channel.value
+                if value is not MISSING:
+                    values[k] = value
+            elif channel.is_available():
+                values[k] = channel.get()
+        return values
 
     def local_read(
         self,
