@@ -264,3 +264,30 @@ async def test_overwrites_and_sends_are_still_encoded_in_stored_writes() -> None
     sends = [v for c, v in writes if c == "__pregel_tasks"]
     assert sends == [{"__send__": {"node": "work", "arg": {"item": i}}} for i in (3, 1, 2)]
     assert all(not isinstance(v, Overwrite | Send) for _, v in writes)
+
+
+@pytest.mark.parametrize(
+    "ns", [0, 1_700_000_000_000_000_000, 1_700_000_000_123_456_789, 1_795_602_348_374_246_000]
+)
+def test_checkpoint_timestamps_read_as_datetime_isoformat_writes_them(
+    monkeypatch: pytest.MonkeyPatch, ns: int
+) -> None:
+    import datetime as dt
+    import time
+
+    from flowcore.compat.langgraph import _loop_helpers
+
+    monkeypatch.setattr(time, "time_ns", lambda: ns)
+    expected = dt.datetime.fromtimestamp(ns // 1000 / 1_000_000, dt.UTC).isoformat()
+    assert _loop_helpers.utc_now_iso() == expected
+    assert _loop_helpers.utc_now_iso() == expected  # the second's text, reused
+
+
+def test_checkpoint_ids_keep_their_shape_and_order() -> None:
+    from flowcore.compat.langgraph._loop_helpers import new_checkpoint_id
+
+    first = new_checkpoint_id()
+    later = new_checkpoint_id(first)
+    assert [len(part) for part in first.split("-")] == [8, 4, 4, 4, 12]
+    assert later > first
+    assert uuid.UUID(first)  # 32 hex digits in uuid groups

@@ -39,13 +39,44 @@ def new_checkpoint_id(after: str | None = None) -> str:
             now = previous + 1
     # The tail only has to keep two ids of the same nanosecond apart; it is not a secret.
     tail = random.getrandbits(64)
-    # One format call for the 8-4-4-4-12 groups of the 32 hex digits of (time, tail).
-    made = (
-        f"{now >> 32:08x}-{(now >> 16) & 0xFFFF:04x}-{now & 0xFFFF:04x}-"
-        f"{tail >> 48:04x}-{tail & 0xFFFFFFFFFFFF:012x}"
-    )
+    # The 32 hex digits of (time, tail) in one format call, cut into 8-4-4-4-12 groups
+    # (the time has 16 digits until the year 2554).
+    digits = f"{now:016x}{tail:016x}"
+    made = f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+    if len(digits) != 32:
+        made = (
+            f"{now >> 32:08x}-{(now >> 16) & 0xFFFF:04x}-{now & 0xFFFF:04x}-"
+            f"{tail >> 48:04x}-{tail & 0xFFFFFFFFFFFF:012x}"
+        )
     _last_made = (made, now)  # one tuple, replaced whole: other threads see a matching pair
     return made
+
+
+# The second utc_now_iso() formatted last, and its text up to the seconds.
+_last_second: tuple[int, str] = (-1, "")
+
+
+def utc_now_iso() -> str:
+    """``datetime.now(UTC).isoformat()``: the text of the current UTC time, made cheaply.
+
+    The date and time up to the seconds are formatted once per second.
+
+    Example:
+        >>> from datetime import datetime
+        >>> datetime.fromisoformat(utc_now_iso()).utcoffset().total_seconds()
+        0.0
+    """
+    global _last_second
+    seconds, rest = divmod(time.time_ns(), 1_000_000_000)
+    last = _last_second
+    if last[0] == seconds:
+        head = last[1]
+    else:
+        head = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        _last_second = (seconds, head)  # one tuple, replaced whole: safe across threads
+    micros = rest // 1000
+    # isoformat() leaves the fraction out when it is zero.
+    return f"{head}.{micros:06d}+00:00" if micros else f"{head}+00:00"
 
 
 def _id_time(checkpoint_id: str) -> int:

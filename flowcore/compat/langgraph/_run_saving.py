@@ -10,7 +10,6 @@ every call against ``Run``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph._delta import DeltaValue
@@ -19,6 +18,7 @@ from flowcore.compat.langgraph._loop_helpers import (
     _durability,
     empty_checkpoint,
     new_checkpoint_id,
+    utc_now_iso,
 )
 from flowcore.compat.langgraph._node import (
     TASKS,
@@ -150,9 +150,10 @@ class RunSaving:
         if TASKS in values and self._untracked_keys():
             values[TASKS] = stored_sends(values[TASKS], self._untracked_keys())
         self.checkpoint["channel_values"] = values
-        self.checkpoint["ts"] = datetime.now(UTC).isoformat()
+        self.checkpoint["ts"] = utc_now_iso()
         self.checkpoint["updated_channels"] = sorted(self.updated)
-        changed = {k: v for k, v in versions.items() if self.saved_versions.get(k) != v}
+        saved = self.saved_versions
+        changed = {k: v for k, v in versions.items() if saved.get(k) != v}
         return CheckpointCall(base, self.checkpoint, self.metadata, changed)
 
     def _saved(self: Run, new_config: dict[str, Any]) -> None:  # type: ignore[misc]
