@@ -63,7 +63,10 @@ async function check(file) {
   const chunks = results.filter((r) => r.success).map((r) => r.value);
   const invalid = results
     .filter((r) => !r.success)
-    .map((r) => ({ chunk: r.rawValue, error: String(r.error?.message ?? r.error).slice(0, 500) }));
+    .map((r) => ({
+      chunk: JSON.stringify(r.rawValue)?.slice(0, 200),
+      error: String(r.error?.message ?? r.error).split("\n")[0].slice(0, 200),
+    }));
   const errorTexts = new Set(chunks.filter((c) => c.type === "error").map((c) => c.errorText));
   const streamErrors = [];
   const processingErrors = [];
@@ -125,7 +128,8 @@ async function main() {
         `message parts: ${partSummary(r.message)}` +
         (r.streamErrors.length ? `; error chunks: ${r.streamErrors.length}` : ""),
     );
-    for (const bad of r.invalid) console.log(`  invalid chunk ${bad.chunk}: ${bad.error}`);
+    for (const bad of r.invalid.slice(0, 3)) console.log(`  invalid chunk ${bad.chunk}\n    ${bad.error}`);
+    if (r.invalid.length > 3) console.log(`  ... and ${r.invalid.length - 3} more invalid chunks`);
     for (const err of r.processingErrors) console.log(`  readUIMessageStream: ${err}`);
     if (!r.endsWithDone) console.log("  the stream does not end with data: [DONE]");
     if (r.finishChunks !== 1) console.log(`  ${r.finishChunks} finish chunks (expected 1)`);
