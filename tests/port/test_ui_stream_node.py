@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +169,28 @@ def test_the_check_fails_on_a_stream_that_is_not_the_sdk_protocol(tmp_path: Path
     assert proc.returncode == 1
     assert "native: 0 / " in proc.stdout
     assert "0 of 1 streams valid" in proc.stdout
+
+
+def test_the_example_servers_ai_sdk_stream_parses_with_the_sdk(tmp_path: Path) -> None:
+    node = node_or_skip()
+    example = NODE_DIR.parents[1] / "examples" / "port_app.py"
+    run = subprocess.run(
+        [sys.executable, "-W", "error", str(example), "--once", "--ai-sdk"],
+        capture_output=True,
+        text=True,
+        timeout=GUARD,
+        check=True,
+    )
+    (tmp_path / "port_app.sse").write_text(run.stdout, encoding="utf-8")
+    proc = subprocess.run(
+        [node, str(NODE_DIR / "check.mjs"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=GUARD,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "port_app.message.json").read_text())
+    (tool,) = parts(report, "tool-lookup")
+    assert tool["state"] == "output-available"
+    assert "archive_page" not in json.dumps(tool)  # not on the tool's allowlist
