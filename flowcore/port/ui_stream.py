@@ -20,9 +20,10 @@ What each AiEvent becomes (chunk ``type`` names are the SDK's):
 - ``tool_call_result`` -> ``tool-output-available`` (``output``), or
   ``tool-output-error`` (``errorText``) for a failed call
 - steps: a ``start-step`` opens before the first text or tool chunk; a model
-  call that starts after an earlier call of the step has finished closes it
-  (``finish-step``) and opens the next, so one step is one model call and
-  the tool calls it asked for, as the SDK's own agents stream it
+  call that starts (or, streaming no text, reports its usage) after an
+  earlier call of the step has finished closes it (``finish-step``) and
+  opens the next, so one step is one model call and the tool calls it asked
+  for, as the SDK's own agents stream it
 - ``node_start`` / ``node_end`` / ``node_error`` / ``node_skipped`` ->
   ``data-node`` with ``id`` ``"<node>#<n>"`` (the node's n-th run), so the
   start is replaced by how the run of the node ended
@@ -338,8 +339,14 @@ class UIMessageEncoder:
     def _usage_report(self, event: UsageReportAiEvent) -> list[dict[str, Any]]:
         invocation = event.invocation_id
         out = self._end_texts(lambda inv, _text: inv == invocation)
-        if invocation in self._step_calls:
-            self._step_done_calls.add(invocation)
+        if invocation not in self._step_calls:
+            # A call that streamed no text (it only asks for tools) is a step
+            # of its own too: the tool calls that follow belong to it.
+            if self._step_done_calls:
+                out += self._close_step()
+            out += self._open_step()
+            self._step_calls.add(invocation)
+        self._step_done_calls.add(invocation)
         usage = self._usage
         usage.input_tokens += event.input_tokens
         usage.output_tokens += event.output_tokens

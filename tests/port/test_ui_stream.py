@@ -285,6 +285,30 @@ def test_each_model_call_after_a_finished_one_is_a_new_step() -> None:
     ]
 
 
+def test_a_call_that_only_asks_for_tools_is_a_step_of_its_own() -> None:
+    ev = Events()
+    chunks = encode(
+        [
+            ev.text("agent", "c1", "First I look."),
+            ev.usage("agent", "c1"),
+            ev.tool("agent", "t1", {}),
+            ev.result("agent", "t1", {"ok": 1}),
+            ev.usage("agent", "c2"),  # no text: straight to a tool call
+            ev.tool("agent", "t2", {}),
+            ev.result("agent", "t2", {"ok": 2}),
+            ev.done(),
+        ]
+    )
+    well_formed(chunks)
+    steps: list[list[str]] = []
+    for chunk in chunks:
+        if chunk["type"] == "start-step":
+            steps.append([])
+        elif chunk["type"] == "tool-input-start":
+            steps[-1].append(chunk["toolCallId"])
+    assert steps == [["t1"], ["t2"]]
+
+
 def test_interleaved_calls_of_parallel_nodes_stay_valid_across_a_step_change() -> None:
     ev = Events()
     chunks = encode(
