@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -12,6 +12,9 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessageChunk
 
 from flowcore.compat.langgraph import START, MessagesState, StateGraph
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 
 def _model_graph(text: str) -> Any:
@@ -70,7 +73,7 @@ def test_a_plain_messages_stream_inside_a_v3_run_still_gets_chunks() -> None:
     class Outer(MessagesState):
         kinds: list[str]
 
-    def node(state: Outer, config: Any) -> dict[str, Any]:
+    def node(state: Outer, config: RunnableConfig) -> dict[str, Any]:
         parts = list(inner.stream({"messages": "hi"}, config, stream_mode="messages"))
         return {"kinds": [type(chunk).__name__ for chunk, _ in parts]}
 

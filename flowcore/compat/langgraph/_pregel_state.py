@@ -73,8 +73,9 @@ class StateReading:
         """The saver state methods read and write under ``config`` (see ``_lent_saver``)."""
         saver = resolve_saver(
             self.checkpointer,
-            own_history=self.own_history,
-            opted_out=self.opted_out,
+            # The low-level Pregel shares these methods and has neither flag.
+            own_history=getattr(self, "own_history", False),
+            opted_out=getattr(self, "opted_out", False),
             config=config,
         )
         if saver is None:
