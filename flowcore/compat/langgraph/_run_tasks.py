@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph._calls import run_with_calls, tasks_defined
 from flowcore.compat.langgraph._context import TaskScope, running_scope, set_scope
+from flowcore.compat.langgraph._delta import with_message_ids
 from flowcore.compat.langgraph._error_handlers import (
     ERROR_SOURCE,
     NodeError,
@@ -103,6 +104,8 @@ class RunTasks:
                     )
                     # Reached only when the node returned: a failure or pause is not kept.
                     await cache.store(key, task.writes, policy.ttl)
+            # Messages for a messages DeltaChannel get their ids before they are saved.
+            task.writes = with_message_ids(self.channels, task.writes)
         except GraphInterrupt as exc:
             task.interrupts = exc.interrupts
             task.paused = True
