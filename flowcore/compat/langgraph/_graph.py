@@ -221,6 +221,19 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         # set_node_defaults(): applied at compile() to the nodes that set none of their own.
         self._node_defaults: dict[str, Any] = {}
 
+    @property
+    def managed(self) -> dict[str, Any]:
+        """The state keys whose values the run computes (``RemainingSteps``, ``IsLastStep``).
+
+        Example:
+            >>> StateGraph(dict).managed
+            {}
+        """
+        found: dict[str, Any] = {}
+        for info in self.schemas.values():
+            found.update(info.managed)
+        return found
+
     def _add_schema(self, schema: Any) -> None:
         if schema not in self.schemas:
             self.schemas[schema] = SchemaInfo(schema)
