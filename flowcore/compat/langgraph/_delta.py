@@ -35,6 +35,7 @@ from flowcore.compat.langgraph._messages_langchain import langchain_family, to_l
 __all__ = [
     "DeltaChannel",
     "DeltaValue",
+    "message_delta_keys",
     "messages_delta_reducer",
     "overwrite_of",
     "snapshot_value",
@@ -393,6 +394,20 @@ def messages_delta_reducer(state: Any, writes: Sequence[Any]) -> list[Any]:
             index[message.id] = len(result)
             result.append(message)
     return [m for m in result if m is not None]
+
+
+def message_delta_keys(channels: Any) -> frozenset[str]:
+    """The keys of ``channels`` that are :class:`DeltaChannel` s of chat messages.
+
+    Example:
+        >>> message_delta_keys({"m": DeltaChannel(messages_delta_reducer), "x": None})
+        frozenset({'m'})
+    """
+    return frozenset(
+        key
+        for key, channel in channels.items()
+        if isinstance(channel, DeltaChannel) and channel.reducer is messages_delta_reducer
+    )
 
 
 def with_message_ids(channels: Any, writes: list[tuple[str, Any]]) -> list[tuple[str, Any]]:

@@ -117,6 +117,8 @@ class Run(RunSaving, RunInput, RunTasks):
         )
         # The UntrackedValue keys, whose writes are never stored (found at the first save).
         self._untracked: frozenset[str] | None = None
+        # The messages DeltaChannel keys, whose writes get message ids (found at the first task).
+        self.message_deltas: frozenset[str] | None = None
         self.limit: int = int(config.get("recursion_limit", graph.default_recursion_limit))
         if self.limit < 1:
             raise ValueError("recursion_limit must be at least 1")
