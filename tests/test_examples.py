@@ -31,6 +31,7 @@ DOC_PAGES_WITH_RUNNABLE_CODE = [
     "langgraph-migration.md",
     "port.md",
     "secrets.md",
+    "tracing.md",
 ]
 
 

@@ -41,6 +41,7 @@ PUBLIC_MODULES = [
     "flowcore.port",
     "flowcore.testing",
     "flowcore.secrets",
+    "flowcore.tracing",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

@@ -487,6 +487,7 @@ class BlockExecutor:
                 )
             return final
 
+        started = time.perf_counter()
         response = await call_with_retries(once, base_delay=self.retry_wait)
         usage = response.usage
         run.usage = Usage(
@@ -503,6 +504,9 @@ class BlockExecutor:
             invocation_id=invocation,
             prompt_hash=hashed,
             cost_usd=_reported_cost(response),
+            request_model=request.model or "",
+            finish_reason=response.finish_reason,
+            duration=time.perf_counter() - started,
         )
         return response
 

@@ -39,6 +39,7 @@ from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.plan import TaskPlan, as_pipeline, load_definition
 from flowcore.refs.resolver import extract_references
 from flowcore.result import RunResult
+from flowcore.scheduler.observers import TRACING_KEY, RunObserver
 from flowcore.secrets import Redactor, Secret
 
 __all__ = ["EventCallback", "PipelineRunner", "check_run_inputs", "check_run_request", "input_keys"]
@@ -154,7 +155,9 @@ class PipelineRunner:
 
     ``checkpointer`` makes runs resumable (every run gets a thread; a run that
     pauses for a human can be resumed by thread id); ``history`` records
-    every run, and lets :meth:`resume` find the definition a thread ran.
+    every run, and lets :meth:`resume` find the definition a thread ran;
+    ``tracing`` (e.g. ``flowcore.tracing.enable(provider)``) records every
+    run as OpenTelemetry spans.
 
     Example:
         >>> # runner = PipelineRunner(blocks=store, executor=executor, memory=memory,
@@ -170,6 +173,7 @@ class PipelineRunner:
     checkpointer: Checkpointer | None = None
     history: RunHistory | None = None
     redactor: Redactor | None = None
+    tracing: RunObserver | None = None
 
     async def compile(self, definition: Pipeline | TaskPlan) -> CompiledGraph:
         """The engine graph of ``definition`` (raises ``PipelineError`` listing every problem).
@@ -319,7 +323,9 @@ class PipelineRunner:
         recursion_limit: int | None,
     ) -> RunResult:
         started = time.time()
-        config = {"user_id": user_id} if user_id else {}
+        config: dict[str, Any] = {"user_id": user_id} if user_id else {}
+        if self.tracing is not None:
+            config[TRACING_KEY] = self.tracing
         async with graph.stream(
             run_input,
             config=config,
