@@ -42,6 +42,7 @@ PUBLIC_MODULES = [
     "flowcore.testing",
     "flowcore.secrets",
     "flowcore.tracing",
+    "flowcore.budgets",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

@@ -602,6 +602,7 @@ class RunEngine:
                 config=self.options.config,
                 inputs=inputs,
                 redactor=NO_REDACTION if self._redactor is None else self._redactor,
+                thread_id=None if self._thread is None else self._thread.thread_id,
             )
         loop = self._loop
 
@@ -626,6 +627,7 @@ class RunEngine:
             config=self.options.config,
             inputs=inputs,
             redactor=NO_REDACTION if self._redactor is None else self._redactor,
+            thread_id=None if self._thread is None else self._thread.thread_id,
             _emit=send,
             _publish=publish,
         )
