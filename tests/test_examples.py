@@ -32,6 +32,7 @@ DOC_PAGES_WITH_RUNNABLE_CODE = [
     "port.md",
     "secrets.md",
     "tracing.md",
+    "budgets.md",
 ]
 
 
