@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
+from flowcore.budgets.limits import BUDGETS_KEY
 from flowcore.errors import InvalidInputError
 from flowcore.events import DoneEvent, Event, RunStatus, UsageEvent
 from flowcore.graph.compiled import CompiledGraph
@@ -486,6 +487,8 @@ class InProcExecutor:
             config["billing_account_id"] = caller.billing_account_id
         if self.tracing is not None:
             config[TRACING_KEY] = self.tracing
+        if request.options.budgets is not None:
+            config[BUDGETS_KEY] = request.options.budgets
         return config
 
     async def _prepare(self, request: RunRequest, run_id: str) -> _Prepared:

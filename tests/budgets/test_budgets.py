@@ -50,15 +50,18 @@ def thread_budget(max_tokens: int) -> dict[str, Any]:
     return {"budgets": {"thread": {"max_tokens": max_tokens}}}
 
 
-async def test_a_budget_stops_the_run_before_the_call_that_would_overshoot_then_a_raised_budget_completes_it() -> (  # noqa: E501
-    None
-):
+@pytest.mark.parametrize("on_error", ["fail_fast", "skip_dependents"])
+async def test_a_budget_stops_the_run_before_the_call_that_would_overshoot_then_a_raised_budget_completes_it(  # noqa: E501
+    on_error: str,
+) -> None:
     model = ScriptedProvider([reply('{"text": "draft"}'), reply('{"text": "polished"}')])
     guard = BudgetGuard()
     graph = two_steps(model, guard)
+    how = {"on_error": on_error}
 
+    # A budget stop ends the run whatever its failure policy, so it can be resumed.
     stopped = await graph.run(
-        {"topic": "ducks"}, thread_id="t1", config=thread_budget(A_BUDGET_FOR_ONE_CALL)
+        {"topic": "ducks"}, thread_id="t1", config=thread_budget(A_BUDGET_FOR_ONE_CALL), **how
     )
 
     error = budget_error(stopped)
@@ -75,7 +78,7 @@ async def test_a_budget_stops_the_run_before_the_call_that_would_overshoot_then_
     assert saved.values["results"] == {"draft": {"text": "draft"}}
     assert (await guard.spent("thread", "t1")).total_tokens == 60
 
-    resumed = await graph.run(None, thread_id="t1", config=thread_budget(1_000))
+    resumed = await graph.run(None, thread_id="t1", config=thread_budget(1_000), **how)
 
     assert resumed.status == "completed", resumed.errors
     assert resumed.state["results"] == {"draft": {"text": "draft"}, "polish": {"text": "polished"}}
@@ -241,3 +244,27 @@ async def test_the_in_memory_store_adds_spending_to_every_scope_at_once() -> Non
         await store.spent("user", "bo"),
     ]
     assert {(s.input_tokens, s.output_tokens) for s in spent} == {(80, 40)}
+
+
+async def test_a_budget_stop_ends_the_run_even_when_other_branches_could_go_on() -> None:
+    model = ScriptedProvider([reply('{"text": "draft"}')])
+    executor = BlockExecutor(providers=ProviderRegistry.single(model), budgets=BudgetGuard())
+    graph = Graph(S, name="branches")
+    for name in ("draft", "polish"):
+        add_block(graph, name, block(name), executor, inputs={"topic": "<<state.topic>>"})
+    graph.add_node("side1", lambda s: {}).add_node("side2", lambda s: {})
+    graph.add_node("side3", lambda s: {})
+    graph.add_edge(START, "draft").add_edge("draft", "polish")
+    graph.add_edge(START, "side1").add_edge("side1", "side2").add_edge("side2", "side3")
+
+    result = await graph.compile(checkpointer=InMemoryCheckpointer()).run(
+        {"topic": "ducks"},
+        thread_id="t12",
+        on_error="skip_dependents",
+        config=thread_budget(A_BUDGET_FOR_ONE_CALL),
+    )
+
+    budget_error(result)
+    ran = {r.node for r in result.node_runs if r.status == "completed"}
+    assert "side3" not in ran
+    assert {"draft", "side1"} <= ran
