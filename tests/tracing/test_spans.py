@@ -132,12 +132,13 @@ async def test_a_tool_loop_run_is_run_over_nodes_over_model_and_tool_calls(
     assert (order[0], order[-1]) == ("chat", "chat")
 
 
+@pytest.mark.parametrize("mode", ["supersteps", "dataflow"])
 async def test_model_call_spans_carry_the_gen_ai_attributes(
-    exporter: InMemorySpanExporter, tracing: flowcore.tracing.Tracing
+    exporter: InMemorySpanExporter, tracing: flowcore.tracing.Tracing, mode: str
 ) -> None:
     graph = tool_loop_graph({"alpha": [asks(("a1", "x")), answers('{"answer": "A"}')]})
 
-    await graph.run({"question": "q"}, config={"tracing": tracing}, run_id="r-2")
+    await graph.run({"question": "q"}, config={"tracing": tracing}, run_id="r-2", mode=mode)
 
     spans = exporter.get_finished_spans()
     first, last = sorted(by_name(spans, "chat m"), key=lambda s: s.start_time or 0)
