@@ -209,6 +209,8 @@ class _Run:
     attempt: int = 0
     usage: Usage = field(default_factory=Usage)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: Tool call ids used so far, over every attempt: a model that repeats one gets a fresh one.
+    tool_ids: set[str] = field(default_factory=set)
 
 
 class BlockExecutor:
@@ -408,8 +410,11 @@ class BlockExecutor:
             response = await self._ask(run, provider, request)
             if response.tool_calls and tools and rounds < self.max_tool_rounds:
                 rounds += 1
-                messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
-                messages.extend(await self._answer_tool_calls(run, response.tool_calls))
+                assert self.tools is not None
+                # Ids first, so the assistant message and the tool messages agree.
+                calls = self.tools.identify(response.tool_calls, run.tool_ids)
+                messages.append(Message("assistant", response.text, tool_calls=calls))
+                messages.extend(await self._answer_tool_calls(run, calls))
                 continue
             try:
                 outputs = await aparse_json_object(response.text)
@@ -550,7 +555,8 @@ class BlockExecutor:
                 "add it to the executor's ToolRunner",
                 block=block.id,
             )
-        call = ToolCall(f"{run.ctx.run_id}:{run.ctx.node}:{run.attempt}", block.tool, inputs)
+        # No id: the runner gives each call (each attempt, each pass of a loop) a fresh one.
+        call = ToolCall("", block.tool, inputs)
         result = await self.tools.run(call, emit=self._tool_events(run.ctx))
         run.metadata["tool"] = block.tool
         if not result.ok:
