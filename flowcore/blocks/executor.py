@@ -62,7 +62,7 @@ from flowcore.events import (
 )
 from flowcore.interrupts import interrupt
 from flowcore.llm.errors import ProviderError
-from flowcore.llm.prompt_hash import prompt_hash
+from flowcore.llm.prompt_hash import effective_model, prompt_hash
 from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.registry import ProviderRegistry
 from flowcore.llm.retry import call_with_retries, provider_retry_delay
@@ -461,8 +461,10 @@ class BlockExecutor:
 
     async def _ask(self, run: _Run, provider: LLMProvider, request: LLMRequest) -> LLMResponse:
         block, ctx = run.block, run.ctx
-        # The one place a prompt hash is computed: here, where the request is sent.
-        hashed = prompt_hash(request)
+        # The one place a prompt hash is computed: here, where the request is sent,
+        # and with the model it really goes to (the provider's default if it names none).
+        model = effective_model(request, provider)
+        hashed = prompt_hash(request, default_model=model)
         invocation = ""
 
         async def once() -> LLMResponse:
@@ -502,7 +504,7 @@ class BlockExecutor:
             UsageEvent,
             block_id=block.id,
             provider=provider.name,
-            model=response.model or request.model or "",
+            model=response.model or model or "",
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             invocation_id=invocation,
