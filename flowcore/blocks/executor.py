@@ -24,7 +24,6 @@ import asyncio
 import json
 import re
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -39,6 +38,7 @@ from tenacity import (
 
 from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.jsonschema import schema_problems
+from flowcore.blocks.model_calls import CallTally, ask_model, note_tries
 from flowcore.blocks.prompting import aparse_json_object, repair_prompt, system_prompt
 from flowcore.blocks.templates import TemplateLimits, TemplateRenderError, arender_prompt
 from flowcore.checkpoint.serde import check_text_and_nesting
@@ -55,17 +55,14 @@ from flowcore.errors import (
 from flowcore.events import (
     BlockEndEvent,
     BlockStartEvent,
-    TextDeltaEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
-    UsageEvent,
 )
 from flowcore.interrupts import interrupt
 from flowcore.llm.errors import ProviderError
-from flowcore.llm.prompt_hash import effective_model, prompt_hash
 from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.registry import ProviderRegistry
-from flowcore.llm.retry import call_with_retries, provider_retry_delay
+from flowcore.llm.retry import provider_retry_delay
 from flowcore.llm.types import LLMRequest, LLMResponse, Message, ToolCall, ToolSpec, Usage
 from flowcore.memory.manager import MemoryManager
 from flowcore.memory.store import Namespace, Store
@@ -116,7 +113,9 @@ class BlockOutcome:
     """What one block execution produced.
 
     ``branch`` is the chosen branch key of a decision block (else None);
-    ``metadata`` records how it ran (provider and model, isolation, tool).
+    ``metadata`` records how it ran (provider and model, isolation, tool);
+    ``usage`` sums every model call of every attempt, failed and repaired
+    calls included, and ``model_calls`` counts them.
 
     Example:
         >>> BlockOutcome("summarize", 1, {"summary": "..."}).outputs["summary"]
@@ -131,6 +130,7 @@ class BlockOutcome:
     duration: float = 0.0
     usage: Usage = field(default_factory=Usage)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    model_calls: int = 0
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -185,16 +185,6 @@ def _decision_schema(block: BlockDefinition) -> dict[str, Any]:
     return schema
 
 
-def _reported_cost(response: LLMResponse) -> float | None:
-    # A provider that knows the price reports it as ``cost_usd`` on its usage
-    # (or response); providers that do not leave it out, and the cost stays unknown.
-    for holder in (response.usage, response):
-        cost = getattr(holder, "cost_usd", None)
-        if isinstance(cost, int | float) and not isinstance(cost, bool):
-            return float(cost)
-    return None
-
-
 def _single_key(schema: Mapping[str, Any], default: str) -> str:
     props = list(schema.get("properties") or {})
     return props[0] if len(props) == 1 else default
@@ -207,7 +197,8 @@ class _Run:
     block: BlockDefinition
     ctx: NodeContext
     attempt: int = 0
-    usage: Usage = field(default_factory=Usage)
+    #: Model calls made so far, over every attempt (failed and repaired ones too).
+    tally: CallTally = field(default_factory=CallTally)
     metadata: dict[str, Any] = field(default_factory=dict)
     #: Tool call ids used so far, over every attempt: a model that repeats one gets a fresh one.
     tool_ids: set[str] = field(default_factory=set)
@@ -304,6 +295,7 @@ class BlockExecutor:
             outputs = await self._with_retries(run, reveal_secrets(dict(inputs)))
             outputs = _wrap_secret_outputs(block, outputs, ctx)
         except Exception as exc:
+            note_tries(exc, run.attempt, run.tally.calls)
             end(None, exc)
             raise
         duration = end(outputs, None)
@@ -315,8 +307,9 @@ class BlockExecutor:
             branch if isinstance(branch, str) else None,
             run.attempt,
             duration,
-            run.usage,
+            run.tally.usage,
             dict(run.metadata),
+            run.tally.calls,
         )
 
     async def _with_retries(self, run: _Run, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -460,58 +453,15 @@ class BlockExecutor:
         return tuple(specs[n] for n in names)
 
     async def _ask(self, run: _Run, provider: LLMProvider, request: LLMRequest) -> LLMResponse:
-        block, ctx = run.block, run.ctx
-        # The one place a prompt hash is computed: here, where the request is sent,
-        # and with the model it really goes to (the provider's default if it names none).
-        model = effective_model(request, provider)
-        hashed = prompt_hash(request, default_model=model)
-        invocation = ""
-
-        async def once() -> LLMResponse:
-            # Each provider request (a retry too) is its own invocation.
-            nonlocal invocation
-            invocation = uuid.uuid4().hex
-            if not self.stream:
-                return await provider.complete(request)
-            final: LLMResponse | None = None
-            # One stream per call: a secret split across deltas is caught whole.
-            safe = ctx.redactor.text_stream()
-            async for event in provider.stream(request):
-                if event.kind == "text" and event.text:
-                    if text := safe.feed(event.text):
-                        ctx.publish(
-                            TextDeltaEvent, block_id=block.id, text=text, invocation_id=invocation
-                        )
-                elif event.kind == "done":
-                    final = event.response
-            if rest := safe.flush():
-                ctx.publish(TextDeltaEvent, block_id=block.id, text=rest, invocation_id=invocation)
-            if final is None:
-                raise ProviderError(
-                    f"provider {provider.name!r} ended its stream without a final answer",
-                    provider=provider.name,
-                    kind="server",
-                )
-            return final
-
-        response = await call_with_retries(once, base_delay=self.retry_wait)
-        usage = response.usage
-        run.usage = Usage(
-            run.usage.input_tokens + usage.input_tokens,
-            run.usage.output_tokens + usage.output_tokens,
+        return await ask_model(
+            provider,
+            request,
+            ctx=run.ctx,
+            block_id=run.block.id,
+            tally=run.tally,
+            stream=self.stream,
+            retry_wait=self.retry_wait,
         )
-        ctx.publish(
-            UsageEvent,
-            block_id=block.id,
-            provider=provider.name,
-            model=response.model or model or "",
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            invocation_id=invocation,
-            prompt_hash=hashed,
-            cost_usd=_reported_cost(response),
-        )
-        return response
 
     # ---------------------------------------------------------------- tools
     def _tool_events(self, ctx: NodeContext) -> Callable[[ToolEvent], None]:
