@@ -79,9 +79,7 @@ def effective_model(request: LLMRequest, provider: object) -> str | None:
     return default if isinstance(default, str) and default else None
 
 
-def prompt_hash_payload(
-    request: LLMRequest, *, default_model: str | None = None
-) -> dict[str, Any]:
+def prompt_hash_payload(request: LLMRequest, *, default_model: str | None = None) -> dict[str, Any]:
     """The canonical payload :func:`prompt_hash` hashes (useful to see why two hashes differ).
 
     ``default_model`` is the model a request that names none goes to (see
