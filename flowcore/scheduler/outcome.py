@@ -13,6 +13,7 @@ from typing import Any
 from flowcore.errors import BudgetExceededError
 from flowcore.graph.commands import Send
 from flowcore.interrupts import Interrupt
+from flowcore.runtime.usage import UsageMeter
 
 __all__ = ["NO_ARG", "Outcome", "RunFailed", "RunPaused", "Task", "ends_run"]
 
@@ -59,6 +60,8 @@ class Outcome:
     key: str = ""
     """The task's key: the node's name, or ``node#i`` for its i-th Send task."""
     sends: tuple[Send, ...] = ()
+    meter: UsageMeter | None = None
+    """What the task's model calls cost (None until it starts)."""
 
 
 NO_ARG: Any = object()
