@@ -357,7 +357,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
     def _check_timeouts(self) -> None:
         for spec in self.nodes.values():
-            if spec.timeout is None or hasattr(spec.action, "_arun_subgraph"):
+            if spec.timeout is None or hasattr(type(spec.action), "_arun_subgraph"):
                 continue
             if not _is_async(spec.action):
                 raise ValueError(

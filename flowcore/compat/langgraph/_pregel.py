@@ -129,7 +129,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         self.state_key_set = frozenset(self.state_keys)
         # A node's dict result is its state writes, key by key (not a root-state graph's
         # one value): the run loop's fast path for the usual node result.
-        self.dict_results = ROOT not in self.state_key_set
+        self.dict_results = self.state_keys != [ROOT]
         self.root_output = self.output_keys == [ROOT]
         self.input_key_set = frozenset(self.input_keys)
         makers = self._channel_makers
@@ -467,7 +467,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
             if (
                 spec.retry is None
                 and spec.timeout is None
-                and not hasattr(spec.action, "_arun_subgraph")
+                and not hasattr(type(spec.action), "_arun_subgraph")
             ):
                 names, is_async = self.call_shape(spec.action)
                 if is_async and not names & _INJECTED:
@@ -478,7 +478,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
     def is_subgraph_node(self, name: str) -> bool:
         """Whether node ``name`` runs a compiled graph."""
         spec = self.nodes.get(name)
-        return spec is not None and hasattr(spec.action, "_arun_subgraph")
+        return spec is not None and hasattr(type(spec.action), "_arun_subgraph")
 
     def task_config(
         self, config: Mapping[str, Any], task: Task, step: int, ns: str

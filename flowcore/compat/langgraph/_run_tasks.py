@@ -183,7 +183,7 @@ class RunTasks:
             spec.retry is None
             and spec.timeout is None
             and task.timeout is None
-            and not hasattr(action, "_arun_subgraph")
+            and not hasattr(type(action), "_arun_subgraph")
         ):
             # Nothing to retry and no subgraph: the plain call, without the wrappers.
             scope.calls = 0
@@ -200,7 +200,7 @@ class RunTasks:
             async def attempt() -> Any:
                 scope.calls = 0
                 task.attempts += 1
-                if hasattr(action, "_arun_subgraph"):
+                if hasattr(type(action), "_arun_subgraph"):
                     try:
                         return await action._arun_subgraph(task.input, scope, self)
                     except ParentCommand as exc:
