@@ -88,8 +88,9 @@ def messages_stream_handler(
             if ns and not subgraphs:
                 return
             shown = dict(metadata)
-            if tags:
-                shown["tags"] = [t for t in tags if not t.startswith(("seq:step", "graph:step"))]
+            kept = [t for t in tags or () if not t.startswith(("seq:step", "graph:step"))]
+            if kept:
+                shown["tags"] = kept
             self.runs[run_id] = (ns, shown)
 
         def on_llm_new_token(

@@ -484,14 +484,17 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         self, config: Mapping[str, Any], task: Task, step: int, ns: str
     ) -> dict[str, Any]:
         """The config a node receives (LangGraph's metadata keys included)."""
-        configurable = dict(config.get("configurable") or {})
+        task_ns = f"{ns}|{task.name}:{task.id}".lstrip("|")
+        # The task's own namespace, as LangGraph sets it: LangChain shows it in the
+        # metadata of the runs the node starts (a chat model's, a tool's).
+        configurable = {**dict(config.get("configurable") or {}), "checkpoint_ns": task_ns}
         metadata = {
             **dict(config.get("metadata") or {}),
             "langgraph_step": step,
             "langgraph_node": task.name,
             "langgraph_triggers": task.triggers,
             "langgraph_path": shown_path(task.path),
-            "langgraph_checkpoint_ns": f"{ns}|{task.name}:{task.id}".lstrip("|"),
+            "langgraph_checkpoint_ns": task_ns,
         }
         return {**dict(config), "configurable": configurable, "metadata": metadata}
 

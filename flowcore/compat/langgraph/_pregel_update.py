@@ -171,6 +171,11 @@ class StateUpdating:
         else:
             run.checkpoint = empty_checkpoint()
             step = -1
+        # The update's checkpoint keeps the parents of the one it builds on (a
+        # subgraph's config also maps its own namespace, which is no parent of it).
+        run.configurable["checkpoint_map"] = dict(
+            ((saved.metadata or {}).get("parents") or {}) if saved is not None else {}
+        )
         if any(u.as_node == COPY for u in updates):
             return await copy_checkpoint_update(self, run, saved, config, saver, updates)
         if any(u.as_node == INPUT_NODE for u in updates):
