@@ -186,8 +186,9 @@ class Running:
         async def drive() -> None:
             try:
                 await run.execute()
-            except GraphInterrupt:
-                if run.status in ("interrupt_before", "interrupt_after"):
+            except GraphInterrupt as exc:
+                if not exc.interrupts:
+                    # A breakpoint, here or in a subgraph: the pause is shown once, here.
                     sink((), "updates", {INTERRUPT: ()})
             finally:
                 out.put_nowait(done)

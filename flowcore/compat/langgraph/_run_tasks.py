@@ -116,8 +116,9 @@ class RunTasks:
             if asked:
                 await self._put_writes(task, asked)
                 self.pending.extend((task.id, c, v) for c, v in asked)
-            self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
             if exc.interrupts:
+                # A subgraph's breakpoint asks nothing: only the top run shows that pause.
+                self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
                 # A subgraph's breakpoint asks no question: nothing to show in values.
                 values = self.graph.read_output(self.channels, self.output_keys)
                 # A root-state graph's values are not a dict: the pause is shown on its own.

@@ -32,6 +32,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from flowcore.compat.langgraph._idle_progress import with_idle_progress
 from flowcore.compat.langgraph._callbacks import (
     GraphInterruptEvent,
     GraphResumeEvent,
@@ -285,6 +286,11 @@ class RunObserver:
         )
         task_run = await self._start_task(manager, task.name, shown, policy)
         node_config = {**config, "callbacks": task_run.get_child("seq:step:1")}
+        timeout = getattr(task, "timeout", None) or getattr(
+            run.graph.nodes.get(task.name), "timeout", None
+        )
+        if timeout is not None:
+            node_config = with_idle_progress(node_config, timeout)
         self.tasks[task.id] = (task_run, node_config)
         seen: list[Any] = []
         var = _child_config_var()
