@@ -105,3 +105,19 @@ def test_without_strict_mode_an_unknown_id_is_ignored() -> None:
     assert set(_ids(graph, config)) == {"a?", "b?"}
     with pytest.raises(RuntimeError, match="multiple pending interrupts"):
         graph.invoke(Command(resume="yes"), config)
+
+
+def test_a_resume_pinned_to_the_head_checkpoint_is_checked() -> None:
+    saver = InMemorySaver()
+    graph = _parallel(saver)
+    config = _config("pinned-head")
+    graph.invoke({"log": []}, config)
+    head = graph.get_state(config).config
+    pinned = {"configurable": {**config["configurable"], **head["configurable"]}}
+
+    with pytest.raises(UnknownInterruptError):
+        graph.invoke(Command(resume={UNKNOWN: "x"}), pinned)
+
+    ids = _ids(graph, config)
+    result = graph.invoke(Command(resume={ids["a?"]: "y", ids["b?"]: "n"}), pinned)
+    assert sorted(result["log"]) == ["a:y", "b:n"]

@@ -31,8 +31,8 @@ from flowcore.compat.langgraph._errors import (
     GraphInterrupt,
     GraphRecursionError,
 )
-from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
 from flowcore.compat.langgraph._idle_progress import with_idle_progress
+from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
 from flowcore.compat.langgraph._loop_helpers import (
     Sink,
     _as_interrupts,

@@ -86,13 +86,16 @@ class Running:
         control: RunControl | None = None,
     ) -> Run:
         config = dict(config or {})
-        if self.checkpointer is not None and not config.get("configurable"):
-            if running_scope() is None:
-                # Like LangGraph: a saver with nowhere to save is a caller's mistake.
-                raise ValueError(
-                    "Checkpointer requires one or more of the following 'configurable' "
-                    "keys: thread_id, checkpoint_ns, checkpoint_id"
-                )
+        if (
+            self.checkpointer is not None
+            and not config.get("configurable")
+            and running_scope() is None
+        ):
+            # Like LangGraph: a saver with nowhere to save is a caller's mistake.
+            raise ValueError(
+                "Checkpointer requires one or more of the following 'configurable' "
+                "keys: thread_id, checkpoint_ns, checkpoint_id"
+            )
         if (config.get("configurable") or {}).get("checkpoint_ns"):
             # A subgraph's config: the root replays from where the map says it stood.
             config["configurable"] = address_root(config["configurable"])

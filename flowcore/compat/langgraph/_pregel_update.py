@@ -269,10 +269,13 @@ class StateUpdating:
             writes.extend(self.static_writes[as_node])
             for branch in self.branches.get(as_node, ()):
                 fresh = self.local_read(as_node, run.channels, writes, branch.input_schema)
-                if branch.input_schema is None and isinstance(fresh, dict):
-                    if isinstance(values, dict):
-                        # The router sees the update's own keys too, as after a node.
-                        fresh = {**values, **fresh}
+                if (
+                    branch.input_schema is None
+                    and isinstance(fresh, dict)
+                    and isinstance(values, dict)
+                ):
+                    # The router sees the update's own keys too, as after a node.
+                    fresh = {**values, **fresh}
                 # Called as the run loop calls a router: it may be async or ask for config.
                 picked = await call_with_config(
                     branch.path, fresh, run.config, {}, self.call_shape(branch.path), inline=True

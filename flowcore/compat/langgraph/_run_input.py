@@ -183,9 +183,7 @@ class RunInput:
             # caller ran (not a child run): a checkpoint the thread has moved past may
             # rerun finished tasks, whose answered questions then come again.
             strict = (
-                strict_resume_on(self.configurable)
-                and self.parent_scope is None
-                and not superseded
+                strict_resume_on(self.configurable) and self.parent_scope is None and not superseded
             )
             if strict or not by_id:
                 check_resume(resume, by_id, self._pending_interrupt_ids(), strict=strict)

@@ -32,13 +32,13 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from flowcore.compat.langgraph._idle_progress import with_idle_progress
 from flowcore.compat.langgraph._callbacks import (
     GraphInterruptEvent,
     GraphResumeEvent,
     dispatch_lifecycle,
     graph_handlers,
 )
+from flowcore.compat.langgraph._idle_progress import with_idle_progress
 from flowcore.compat.langgraph._langchain import langchain_module
 from flowcore.compat.langgraph._trace_policy import recorded_payload
 
