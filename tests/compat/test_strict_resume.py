@@ -11,6 +11,7 @@ from flowcore.compat.langgraph import (
     START,
     Command,
     InMemorySaver,
+    Interrupt,
     StateGraph,
     UnknownInterruptError,
     interrupt,
@@ -121,3 +122,22 @@ def test_a_resume_pinned_to_the_head_checkpoint_is_checked() -> None:
     ids = _ids(graph, config)
     result = graph.invoke(Command(resume={ids["a?"]: "y", ids["b?"]: "n"}), pinned)
     assert sorted(result["log"]) == ["a:y", "b:n"]
+
+
+def test_a_saver_stores_interrupt_objects_handed_to_put_writes() -> None:
+    saver = InMemorySaver()
+    builder: StateGraph[Log] = StateGraph(Log)
+    builder.add_node("a", lambda s: {"log": [f"{interrupt('one?')},{interrupt('two?')}"]})
+    builder.add_edge(START, "a")
+    graph = builder.compile(checkpointer=saver)
+    config = _config("put-writes")
+    graph.invoke({"log": []}, config)
+    (card,) = graph.get_state(config).interrupts
+    graph.invoke(Command(resume={card.id: "1"}), config)
+    state = graph.get_state(config)
+    # A later question saved (by code of its own) under the first one's id.
+    saver.put_writes(
+        state.config, [("__interrupt__", (Interrupt("two?", id=card.id),))], state.tasks[0].id
+    )
+    assert graph.get_state(config).interrupts == (Interrupt("two?", id=card.id),)
+    assert graph.invoke(Command(resume={card.id: "2"}), config)["log"] == ["1,2"]

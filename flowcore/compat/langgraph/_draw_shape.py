@@ -228,7 +228,6 @@ def node_kind(action: Any) -> tuple[str, ...]:
     """The class path LangGraph's JSON gives for what runs in a node."""
     from flowcore.compat.langgraph._pregel import CompiledStateGraph
     from flowcore.compat.langgraph._pregel_run import _Configured
-
     from flowcore.compat.langgraph._tool_node import ToolNode
 
     if isinstance(action, CompiledStateGraph | _Configured):
