@@ -16,13 +16,13 @@ working as before. A model run tagged ``nostream`` is not shown.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 from flowcore.compat.langgraph._callbacks import CallbackHandlerBase
 from flowcore.compat.langgraph._graph_ns import graph_namespace
 
-__all__ = ["messages_stream_handler"]
+__all__ = ["messages_stream_handler", "node_message_metadata"]
 
 _NOSTREAM = "nostream"
 
@@ -120,3 +120,25 @@ def messages_stream_handler(
             emit(ns, (message, metadata))
 
     return MessagesStream()
+
+
+def node_message_metadata(run_config: Mapping[str, Any], task_metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata a message a node returned is streamed with, as LangGraph shows it.
+
+    That of the node's own run: the run's config metadata and its plain
+    ``configurable`` values (``thread_id``...), the integration's name, and the
+    task's ``langgraph_*`` keys (``task_metadata``).
+
+    Example:
+        >>> node_message_metadata({"configurable": {"thread_id": "1"}}, {"langgraph_node": "a"})
+        {'thread_id': '1', 'ls_integration': 'langgraph', 'langgraph_node': 'a'}
+    """
+    found: dict[str, Any] = {
+        k: v
+        for k, v in dict(run_config.get("configurable") or {}).items()
+        if not k.startswith("__") and isinstance(v, str | int | float | bool)
+    }
+    found.update(run_config.get("metadata") or {})
+    found.setdefault("ls_integration", "langgraph")
+    found.update(task_metadata)
+    return found

@@ -28,6 +28,7 @@ from flowcore.compat.langgraph._errors import (
     NodeCancelledError,
     ParentCommand,
 )
+from flowcore.compat.langgraph._messages_stream import node_message_metadata
 from flowcore.compat.langgraph._node import (
     call_with_config,
     control_writes,
@@ -312,7 +313,8 @@ class RunTasks:
                 picked = await call_node(path, shape[1], (fresh,), inline=True)
             writes.extend(target_writes(graph.branch_targets(branch, picked)))
         if task.name != START and "messages_from" in self.wants:
-            self.emit("messages_from", (task, result))
+            task_meta = graph.task_config(self.config, task, self.step, self.ns)["metadata"]
+            self.emit("messages_from", (task, result, node_message_metadata(self.config, task_meta)))
         return writes
 
     # --------------------------------------------------------------- outputs
