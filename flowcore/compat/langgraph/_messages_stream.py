@@ -122,7 +122,9 @@ def messages_stream_handler(
     return MessagesStream()
 
 
-def node_message_metadata(run_config: Mapping[str, Any], task_metadata: Mapping[str, Any]) -> dict[str, Any]:
+def node_message_metadata(
+    run_config: Mapping[str, Any], task_metadata: Mapping[str, Any]
+) -> dict[str, Any]:
     """The metadata a message a node returned is streamed with, as LangGraph shows it.
 
     That of the node's own run: the run's config metadata and its plain

@@ -34,7 +34,7 @@ def is_langchain_model(model: Any) -> bool:
 
 
 def _already_bound(model: Any, names: Sequence[str], builtin: int) -> bool:
-    """Whether ``model`` has tools bound already (checked against the agent's, as LangGraph does)."""
+    """Whether ``model`` has tools bound already (checked against the agent's tools)."""
     base = sys.modules["langchain_core.runnables.base"]
     if isinstance(model, base.RunnableSequence):
         model = next(

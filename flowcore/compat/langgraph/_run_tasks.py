@@ -314,7 +314,9 @@ class RunTasks:
             writes.extend(target_writes(graph.branch_targets(branch, picked)))
         if task.name != START and "messages_from" in self.wants:
             task_meta = graph.task_config(self.config, task, self.step, self.ns)["metadata"]
-            self.emit("messages_from", (task, result, node_message_metadata(self.config, task_meta)))
+            self.emit(
+                "messages_from", (task, result, node_message_metadata(self.config, task_meta))
+            )
         return writes
 
     # --------------------------------------------------------------- outputs
