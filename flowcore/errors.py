@@ -31,6 +31,7 @@ __all__ = [
     "BlockInputError",
     "BlockOutputError",
     "BlockTimeoutError",
+    "BudgetExceededError",
     "CheckpointError",
     "CheckpointNotFoundError",
     "CheckpointStoreError",
@@ -511,5 +512,55 @@ class ToolCallError(BlockError, RuntimeError):
         self.retryable = error_code == "execution"
         super().__init__(
             f"block {block!r}: tool {tool!r} failed ({error_code}): {safe_message}",
+            block=block,
+        )
+
+
+class BudgetExceededError(BlockError, RuntimeError):
+    """A model call was not made: it could pass a token or cost budget.
+
+    ``scope`` is ``run``, ``thread``, ``user`` or ``block`` and ``key`` whose
+    budget it is (the run, thread or user id, or the block id); ``limit``,
+    ``spent`` and ``needed`` are in ``unit`` (``tokens`` or ``usd``):
+    ``needed`` is the most the refused call could have used (its prompt's
+    estimated tokens plus its ``max_tokens``). Never retried.
+
+    Example:
+        >>> err = BudgetExceededError("thread", "t1", "tokens", limit=200, spent=150,
+        ...                           needed=80, block="answer", node="answer")
+        >>> err.code, err.scope
+        ('budget-exceeded', 'thread')
+    """
+
+    code = "budget-exceeded"
+
+    def __init__(
+        self,
+        scope: str,
+        key: str,
+        unit: str,
+        *,
+        limit: float,
+        spent: float,
+        needed: float,
+        block: str,
+        node: str,
+    ) -> None:
+        self.scope = scope
+        self.key = key
+        self.unit = unit
+        self.limit = limit
+        self.spent = spent
+        self.needed = needed
+        self.node = node
+
+        def amount(value: float) -> str:
+            return f"${value:.4f}" if unit == "usd" else f"{int(value)} tokens"
+
+        super().__init__(
+            f"{scope} {key!r} has spent {amount(spent)} of its {amount(limit)} budget; the next "
+            f"model call of block {block!r} (node {node!r}) could use up to {amount(needed)}, "
+            "so it was not made. Raise the budget (config={'budgets': {...}} on the next run "
+            "or resume) or lower the block's max_tokens",
             block=block,
         )

@@ -41,6 +41,7 @@ from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.jsonschema import schema_problems
 from flowcore.blocks.prompting import aparse_json_object, repair_prompt, system_prompt
 from flowcore.blocks.templates import TemplateLimits, TemplateRenderError, arender_prompt
+from flowcore.budgets.guard import BudgetGuard, BudgetWatch
 from flowcore.checkpoint.serde import check_text_and_nesting
 from flowcore.errors import (
     BlockConfigurationError,
@@ -209,6 +210,7 @@ class _Run:
     attempt: int = 0
     usage: Usage = field(default_factory=Usage)
     metadata: dict[str, Any] = field(default_factory=dict)
+    budget: BudgetWatch | None = None
 
 
 class BlockExecutor:
@@ -246,6 +248,7 @@ class BlockExecutor:
         max_tool_rounds: int = 5,
         environment: Mapping[str, str] | None = None,
         template_limits: TemplateLimits | None = None,
+        budgets: BudgetGuard | None = None,
     ) -> None:
         self.providers = providers
         self.tools = tools
@@ -256,6 +259,7 @@ class BlockExecutor:
         self.max_tool_rounds = max_tool_rounds
         self.environment: Mapping[str, str] = dict(environment or {})
         self.template_limits = template_limits or TemplateLimits()
+        self.budgets = budgets
 
     # ----------------------------------------------------------------- entry
     async def execute(
@@ -274,7 +278,11 @@ class BlockExecutor:
             >>> # outcome.outputs["summary"]
         """
         ctx = ctx or NodeContext(run_id="standalone", node=block.id, graph_name="", superstep=0)
-        run = _Run(block, ctx)
+        watch = None
+        if self.budgets is not None:
+            # The guard counts the usage events this block emits.
+            ctx, watch = self.budgets.watch(ctx, block.id, block.budget)
+        run = _Run(block, ctx, budget=watch)
         ctx.publish(
             BlockStartEvent, block_id=block.id, block_version=block.version, kind=block.kind
         )
@@ -303,8 +311,10 @@ class BlockExecutor:
             outputs = _wrap_secret_outputs(block, outputs, ctx)
         except Exception as exc:
             end(None, exc)
+            await self._settle(run)
             raise
         duration = end(outputs, None)
+        await self._settle(run)
         branch = outputs.get("branch") if block.kind == "decision" else None
         return BlockOutcome(
             block.id,
@@ -362,6 +372,10 @@ class BlockExecutor:
             raise BlockOutputError(block.id, problems)
         return _declared(raw, schema)
 
+    async def _settle(self, run: _Run) -> None:
+        if run.budget is not None and self.budgets is not None:
+            await self.budgets.settle(run.budget)
+
     # ------------------------------------------------------------------ llm
     async def _render(self, block: BlockDefinition, template: str, inputs: dict[str, Any]) -> str:
         # Off the event loop, and stopped (not just abandoned) at the block's timeout.
@@ -402,6 +416,7 @@ class BlockExecutor:
                 model=model,
                 system=system_prompt(block, schema),
                 temperature=block.temperature,
+                max_tokens=block.max_tokens,
                 tools=tools,
                 response_schema=schema,
             )
@@ -463,6 +478,9 @@ class BlockExecutor:
         async def once() -> LLMResponse:
             # Each provider request (a retry too) is its own invocation.
             nonlocal invocation
+            if run.budget is not None and self.budgets is not None:
+                # A request that could pass a budget is never sent.
+                await self.budgets.check(run.budget, request, request.model)
             invocation = uuid.uuid4().hex
             if not self.stream:
                 return await provider.complete(request)
@@ -487,6 +505,7 @@ class BlockExecutor:
                 )
             return final
 
+        started = time.perf_counter()
         response = await call_with_retries(once, base_delay=self.retry_wait)
         usage = response.usage
         run.usage = Usage(
@@ -503,6 +522,9 @@ class BlockExecutor:
             invocation_id=invocation,
             prompt_hash=hashed,
             cost_usd=_reported_cost(response),
+            request_model=request.model or "",
+            finish_reason=response.finish_reason,
+            duration=time.perf_counter() - started,
         )
         return response
 

@@ -72,6 +72,7 @@ from flowcore.runtime import StepWrites, call_node
 from flowcore.scheduler.context import NodeContext
 from flowcore.scheduler.dataflow import DataflowPass
 from flowcore.scheduler.invoke import invoke_with_policy
+from flowcore.scheduler.observers import observed, run_observer
 from flowcore.scheduler.options import DEFAULT_RECURSION_LIMIT, RunOptions
 from flowcore.scheduler.outcome import NO_ARG as _NO_ARG
 from flowcore.scheduler.outcome import Outcome as _Outcome
@@ -114,6 +115,10 @@ class RunEngine:
         self.options = options
         self.run_id = run_id or uuid.uuid4().hex
         self._redactor: Redactor | None = options.redactor
+        observer = run_observer(options.config)
+        if observer is not None:
+            # A tracer in the config sees every event, even of a run nobody streams.
+            emit = observed(emit, observer)
         if emit is not None and options.redactor is not None:
             emit = _redacting(emit, options.redactor)
         self._emit = emit
@@ -597,6 +602,7 @@ class RunEngine:
                 config=self.options.config,
                 inputs=inputs,
                 redactor=NO_REDACTION if self._redactor is None else self._redactor,
+                thread_id=None if self._thread is None else self._thread.thread_id,
             )
         loop = self._loop
 
@@ -621,6 +627,7 @@ class RunEngine:
             config=self.options.config,
             inputs=inputs,
             redactor=NO_REDACTION if self._redactor is None else self._redactor,
+            thread_id=None if self._thread is None else self._thread.thread_id,
             _emit=send,
             _publish=publish,
         )
