@@ -19,6 +19,7 @@ from unittest import mock
 import pytest
 
 from flowcore.compat.langgraph import END, START, InMemorySaver, StateGraph
+from flowcore.compat.langgraph._savers import RunnableConfig
 
 CONFIG = {"configurable": {"thread_id": "t"}}
 
@@ -99,7 +100,7 @@ def test_update_state_router_sees_the_updates_extra_keys() -> None:
 def test_node_config_names_its_task_namespace() -> None:
     seen: list[dict[str, Any]] = []
 
-    def node(state: State, config: dict[str, Any]) -> State:
+    def node(state: State, config: RunnableConfig) -> State:
         seen.append(config)
         return state
 

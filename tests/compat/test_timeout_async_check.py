@@ -26,6 +26,7 @@ from flowcore.compat.langgraph import (
     TimeoutPolicy,
 )
 from flowcore.compat.langgraph._async_check import has_native_async
+from flowcore.compat.langgraph._savers import RunnableConfig
 
 runnables = pytest.importorskip("langchain_core.runnables")
 
@@ -93,7 +94,7 @@ def test_state_graph_refuses_a_sync_runnable_node_with_a_timeout() -> None:
 def test_langchain_events_restart_the_idle_clock() -> None:
     manager_mod = pytest.importorskip("langchain_core.callbacks.manager")
 
-    async def node(state: State, config: dict[str, Any]) -> State:
+    async def node(state: State, config: RunnableConfig) -> State:
         # Events 0.3 s apart keep a 0.5 s idle clock from running out over 1.2 s.
         manager = manager_mod.AsyncCallbackManager.configure(
             inheritable_callbacks=config.get("callbacks")

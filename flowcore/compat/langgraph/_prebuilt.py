@@ -30,6 +30,7 @@ from flowcore.compat.langgraph._messages import (
 )
 from flowcore.compat.langgraph._messages_langchain import to_flowcore
 from flowcore.compat.langgraph._react_langchain import LangChainModelCall, is_langchain_model
+from flowcore.compat.langgraph._savers import RunnableConfig
 from flowcore.compat.langgraph._state import RemainingSteps
 from flowcore.compat.langgraph._tool_node import ToolNode, _is_ai, _is_tool, _state_value
 from flowcore.compat.langgraph._tooling import (
@@ -292,7 +293,7 @@ def create_react_agent(
             response = AIMessage(OUT_OF_STEPS, id=response.id)
         return {"messages": [response]}
 
-    async def call_chat_model(state: Any, config: Any) -> dict[str, Any]:
+    async def call_chat_model(state: Any, config: RunnableConfig) -> dict[str, Any]:
         assert chat is not None
         key = "llm_input_messages" if pre_model_hook is not None else None
         messages = (key and _state_value(state, key)) or _state_value(state, "messages")
@@ -311,7 +312,7 @@ def create_react_agent(
             response = chat.out_of_steps_message(OUT_OF_STEPS, response.id)
         return {"messages": [response]}
 
-    async def structured_response(state: Any, config: Any) -> dict[str, Any]:
+    async def structured_response(state: Any, config: RunnableConfig) -> dict[str, Any]:
         messages = convert_to_messages(to_flowcore(list(_state_value(state, "messages"))))
         schema = response_format
         if isinstance(schema, tuple):
