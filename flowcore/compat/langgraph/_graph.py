@@ -12,6 +12,7 @@ from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_h
 # typing_extensions' is_typeddict also knows its own TypedDict (typing's does not on 3.11).
 from typing_extensions import TypeVar, is_typeddict
 
+from flowcore.compat.langgraph._async_check import has_native_async
 from flowcore.compat.langgraph._config_param import warn_misstyped_config
 from flowcore.compat.langgraph._error_handlers import (
     DEFAULT_HANDLER_NODE,
@@ -372,9 +373,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
     def _check_timeouts(self) -> None:
         for spec in self.nodes.values():
-            if spec.timeout is None or hasattr(spec.action, "_arun_subgraph"):
+            if spec.timeout is None:
                 continue
-            if not _is_async(spec.action):
+            if not has_native_async(spec.action):
                 raise ValueError(
                     f"Node {spec.name!r} has a timeout, but timeouts are only supported for "
                     "async nodes: a sync function cannot be stopped once it runs. Make it "
@@ -580,10 +581,3 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if transformers:
             compiled.stream_transformers = tuple(transformers)
         return compiled
-
-
-def _is_async(action: Any) -> bool:
-    """Whether calling ``action`` gives a coroutine (functions and callable objects)."""
-    return inspect.iscoroutinefunction(action) or inspect.iscoroutinefunction(
-        getattr(action, "__call__", None)  # noqa: B004 - callable objects
-    )

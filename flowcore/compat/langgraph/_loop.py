@@ -31,6 +31,7 @@ from flowcore.compat.langgraph._errors import (
     GraphInterrupt,
     GraphRecursionError,
 )
+from flowcore.compat.langgraph._idle_progress import with_idle_progress
 from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
 from flowcore.compat.langgraph._lent_saver import lent_saver
 from flowcore.compat.langgraph._loop_helpers import (
@@ -231,7 +232,11 @@ class Run(RunSaving, RunInput, RunTasks):
         # LangGraph shows a node its run's durability under this configurable key.
         config["configurable"]["__pregel_durability"] = self.durability
         observer = self.observer
-        return config if observer is None else observer.node_config(task, config)
+        if observer is not None:
+            # Its task run's config, progress callback included (see _tracing).
+            return observer.node_config(task, config)
+        timeout = task.timeout or getattr(self.graph.nodes.get(task.name), "timeout", None)
+        return config if timeout is None else with_idle_progress(config, timeout)
 
     # ----------------------------------------------------------------- tasks
     def prepare(self, *, for_execution: bool = True) -> list[Task]:

@@ -35,6 +35,7 @@ from flowcore.compat.langgraph._graph_ns import graph_namespace
 __all__ = [
     "STREAM_MESSAGES_V2",
     "messages_stream_handler",
+    "node_message_metadata",
     "wants_protocol_events",
     "without_protocol_handlers",
 ]
@@ -172,8 +173,9 @@ def messages_stream_handler(
             if ns and not subgraphs:
                 return
             shown = dict(metadata)
-            if tags:
-                shown["tags"] = [t for t in tags if not t.startswith(("seq:step", "graph:step"))]
+            kept = [t for t in tags or () if not t.startswith(("seq:step", "graph:step"))]
+            if kept:
+                shown["tags"] = kept
             self.runs[run_id] = (ns, shown)
 
         def on_llm_new_token(
@@ -228,3 +230,27 @@ def messages_stream_handler(
         return MessagesStream()
     # LangChain's chat models drive their protocol events only for a handler of its class.
     return type("MessagesProtocolStream", (MessagesStream, marker), {"streams_protocol": True})()
+
+
+def node_message_metadata(
+    run_config: Mapping[str, Any], task_metadata: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The metadata a message a node returned is streamed with, as LangGraph shows it.
+
+    That of the node's own run: the run's config metadata and its plain
+    ``configurable`` values (``thread_id``...), the integration's name, and the
+    task's ``langgraph_*`` keys (``task_metadata``).
+
+    Example:
+        >>> node_message_metadata({"configurable": {"thread_id": "1"}}, {"langgraph_node": "a"})
+        {'thread_id': '1', 'ls_integration': 'langgraph', 'langgraph_node': 'a'}
+    """
+    found: dict[str, Any] = {
+        k: v
+        for k, v in dict(run_config.get("configurable") or {}).items()
+        if not k.startswith("__") and isinstance(v, str | int | float | bool)
+    }
+    found.update(run_config.get("metadata") or {})
+    found.setdefault("ls_integration", "langgraph")
+    found.update(task_metadata)
+    return found

@@ -129,7 +129,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         self.state_key_set = frozenset(self.state_keys)
         # A node's dict result is its state writes, key by key (not a root-state graph's
         # one value): the run loop's fast path for the usual node result.
-        self.dict_results = ROOT not in self.state_key_set
+        self.dict_results = self.state_keys != [ROOT]
         self.root_output = self.output_keys == [ROOT]
         self.input_key_set = frozenset(self.input_keys)
         makers = self._channel_makers
@@ -467,7 +467,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
             if (
                 spec.retry is None
                 and spec.timeout is None
-                and not hasattr(spec.action, "_arun_subgraph")
+                and not hasattr(type(spec.action), "_arun_subgraph")
             ):
                 names, is_async = self.call_shape(spec.action)
                 if is_async and not names & _INJECTED:
@@ -478,20 +478,23 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
     def is_subgraph_node(self, name: str) -> bool:
         """Whether node ``name`` runs a compiled graph."""
         spec = self.nodes.get(name)
-        return spec is not None and hasattr(spec.action, "_arun_subgraph")
+        return spec is not None and hasattr(type(spec.action), "_arun_subgraph")
 
     def task_config(
         self, config: Mapping[str, Any], task: Task, step: int, ns: str
     ) -> dict[str, Any]:
         """The config a node receives (LangGraph's metadata keys included)."""
-        configurable = dict(config.get("configurable") or {})
+        task_ns = f"{ns}|{task.name}:{task.id}".lstrip("|")
+        # The task's own namespace, as LangGraph sets it: LangChain shows it in the
+        # metadata of the runs the node starts (a chat model's, a tool's).
+        configurable = {**dict(config.get("configurable") or {}), "checkpoint_ns": task_ns}
         metadata = {
             **dict(config.get("metadata") or {}),
             "langgraph_step": step,
             "langgraph_node": task.name,
             "langgraph_triggers": task.triggers,
             "langgraph_path": shown_path(task.path),
-            "langgraph_checkpoint_ns": f"{ns}|{task.name}:{task.id}".lstrip("|"),
+            "langgraph_checkpoint_ns": task_ns,
         }
         return {**dict(config), "configurable": configurable, "metadata": metadata}
 

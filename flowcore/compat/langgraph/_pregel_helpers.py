@@ -301,8 +301,13 @@ class _ChunkFormatter:
         if kind == "messages_seen":
             self.seen_messages.update(m.id for m in _messages_in(payload) if m.id)
             return []
-        task, result = payload
-        meta = {"langgraph_node": task.name, "langgraph_triggers": task.triggers}
+        task, result = payload[0], payload[1]
+        # The node run's metadata, as the run made it (see node_message_metadata).
+        meta = (
+            payload[2]
+            if len(payload) > 2
+            else {"langgraph_node": task.name, "langgraph_triggers": task.triggers}
+        )
         fresh = []
         # Like LangGraph, a message is streamed once, where it first shows.
         for message in _messages_in(result):
@@ -323,6 +328,11 @@ def _now() -> str:
 def _messages_in(result: Any) -> list[Any]:
     found: list[Any] = []
     values: list[Any] = []
+    if isinstance(result, Command):
+        # A Command's state update carries the node's messages.
+        return _messages_in(result.update)
+    if isinstance(result, list | tuple) and any(isinstance(r, Command) for r in result):
+        return [m for item in result for m in _messages_in(item)]
     if isinstance(result, dict):
         values = list(result.values())
     for value in values:

@@ -90,6 +90,16 @@ class Running:
         control: RunControl | None = None,
     ) -> Run:
         config = dict(config or {})
+        if (
+            self.checkpointer is not None
+            and not config.get("configurable")
+            and running_scope() is None
+        ):
+            # Like LangGraph: a saver with nowhere to save is a caller's mistake.
+            raise ValueError(
+                "Checkpointer requires one or more of the following 'configurable' "
+                "keys: thread_id, checkpoint_ns, checkpoint_id"
+            )
         if (config.get("configurable") or {}).get("checkpoint_ns"):
             # A subgraph's config: the root replays from where the map says it stood.
             config["configurable"] = address_root(config["configurable"])
@@ -191,8 +201,9 @@ class Running:
         async def drive() -> None:
             try:
                 await run.execute()
-            except GraphInterrupt:
-                if run.status in ("interrupt_before", "interrupt_after"):
+            except GraphInterrupt as exc:
+                if not exc.interrupts:
+                    # A breakpoint, here or in a subgraph: the pause is shown once, here.
                     sink((), "updates", {INTERRUPT: ()})
             finally:
                 out.put_nowait(done)

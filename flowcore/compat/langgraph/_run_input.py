@@ -124,7 +124,7 @@ class RunInput:
             )
         )
         if command is not None:
-            carried = await self._apply_command(command, store=not forks)
+            carried = await self._apply_command(command, store=not forks, superseded=superseded)
         if superseded:
             # A resume at a checkpoint the thread has moved past reruns the tasks that
             # finished there (keeping the answers given), as a replay would.
@@ -172,18 +172,18 @@ class RunInput:
         ]
 
     async def _apply_command(  # type: ignore[misc]
-        self: Run, command: Command[Any], *, store: bool
+        self: Run, command: Command[Any], *, store: bool, superseded: bool = False
     ) -> list[tuple[str, Any]]:
         if command.resume is not None:
             if self.saver is None:
                 raise RuntimeError("Cannot use Command(resume=...) without checkpointer")
             resume = command.resume
             by_id = isinstance(resume, dict) and all(_is_interrupt_id(k) for k in resume)
-            # Strict only at the thread's head, for the graph the caller ran (not a child run).
+            # Strict only at the thread's head (named by id or not), for the graph the
+            # caller ran (not a child run): a checkpoint the thread has moved past may
+            # rerun finished tasks, whose answered questions then come again.
             strict = (
-                strict_resume_on(self.configurable)
-                and self.parent_scope is None
-                and "checkpoint_id" not in self.configurable
+                strict_resume_on(self.configurable) and self.parent_scope is None and not superseded
             )
             if strict or not by_id:
                 check_resume(resume, by_id, self._pending_interrupt_ids(), strict=strict)

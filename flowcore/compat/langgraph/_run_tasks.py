@@ -29,6 +29,7 @@ from flowcore.compat.langgraph._errors import (
     NodeCancelledError,
     ParentCommand,
 )
+from flowcore.compat.langgraph._messages_stream import node_message_metadata
 from flowcore.compat.langgraph._node import (
     call_with_config,
     control_writes,
@@ -123,8 +124,9 @@ class RunTasks:
             if asked:
                 await self._put_writes(task, asked)
                 self.pending.extend((task.id, c, v) for c, v in asked)
-            self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
             if exc.interrupts:
+                # A subgraph's breakpoint asks nothing: only the top run shows that pause.
+                self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
                 # A subgraph's breakpoint asks no question: nothing to show in values.
                 values = self.graph.read_output(self.channels, self.output_keys)
                 # A root-state graph's values are not a dict: the pause is shown on its own.
@@ -190,7 +192,7 @@ class RunTasks:
             spec.retry is None
             and spec.timeout is None
             and task.timeout is None
-            and not hasattr(action, "_arun_subgraph")
+            and not hasattr(type(action), "_arun_subgraph")
         ):
             # Nothing to retry and no subgraph: the plain call, without the wrappers.
             scope.calls = 0
@@ -207,7 +209,7 @@ class RunTasks:
             async def attempt() -> Any:
                 scope.calls = 0
                 task.attempts += 1
-                if hasattr(action, "_arun_subgraph"):
+                if hasattr(type(action), "_arun_subgraph"):
                     try:
                         return await action._arun_subgraph(task.input, scope, self)
                     except ParentCommand as exc:
@@ -318,7 +320,10 @@ class RunTasks:
                 picked = await call_node(path, shape[1], (fresh,), inline=True)
             writes.extend(target_writes(graph.branch_targets(branch, picked)))
         if task.name != START and "messages_from" in self.wants:
-            self.emit("messages_from", (task, result))
+            task_meta = graph.task_config(self.config, task, self.step, self.ns)["metadata"]
+            self.emit(
+                "messages_from", (task, result, node_message_metadata(self.config, task_meta))
+            )
         return writes
 
     # --------------------------------------------------------------- outputs

@@ -38,6 +38,7 @@ from flowcore.compat.langgraph._callbacks import (
     dispatch_lifecycle,
     graph_handlers,
 )
+from flowcore.compat.langgraph._idle_progress import with_idle_progress
 from flowcore.compat.langgraph._langchain import langchain_module
 from flowcore.compat.langgraph._trace_policy import recorded_payload
 
@@ -285,6 +286,11 @@ class RunObserver:
         )
         task_run = await self._start_task(manager, task.name, shown, policy)
         node_config = {**config, "callbacks": task_run.get_child("seq:step:1")}
+        timeout = getattr(task, "timeout", None) or getattr(
+            run.graph.nodes.get(task.name), "timeout", None
+        )
+        if timeout is not None:
+            node_config = with_idle_progress(node_config, timeout)
         self.tasks[task.id] = (task_run, node_config)
         seen: list[Any] = []
         var = _child_config_var()
