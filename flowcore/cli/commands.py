@@ -23,6 +23,7 @@ from flowcore.cli.workspace import (
     Workspace,
     choose_provider,
     load_tools,
+    open_registry,
     open_workspace,
 )
 from flowcore.errors import BlockDefinitionError, InvalidInputError
@@ -30,12 +31,31 @@ from flowcore.history import RunRecord
 from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.plan import TaskPlan, as_pipeline, load_definition
 from flowcore.pipeline.runner import check_run_inputs, check_run_request
+from flowcore.pipeline.validation import load_checked_definition, validate_definition
 from flowcore.result import RunResult
 
 __all__ = ["COMMANDS"]
 
 # Exit codes: 0 completed (or paused for a human), 1 the run failed, 2 bad input.
 EXIT_OK, EXIT_FAILED = 0, 1
+
+
+class RunInputError(InvalidInputError):
+    """The run input does not fit the pipeline; ``problems`` lists each mismatch.
+
+    Example:
+        >>> RunInputError("p", ["input 'a' is missing"]).problems
+        ("input 'a' is missing",)
+    """
+
+    def __init__(self, pipeline: str, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        where = f"run input of pipeline {pipeline!r}"
+        if len(self.problems) == 1:
+            super().__init__(f"{where}: {self.problems[0]}")
+        else:
+            listed = "\n".join(f"  - {p}" for p in self.problems)
+            super().__init__(f"{where} has {len(self.problems)} problems:\n{listed}")
 
 
 # ------------------------------------------------------------------ reading files
@@ -64,6 +84,19 @@ def _json(text: str) -> Any:
 def read_definition(path: str) -> Pipeline | TaskPlan:
     """A pipeline or task plan from a JSON file."""
     return load_definition(_read_json(path, "pipeline"))
+
+
+async def checked_definition(
+    args: argparse.Namespace, extra: Sequence[BlockDefinition]
+) -> Pipeline | TaskPlan:
+    """The definition in ``args.file``, refused with every problem of every stage at once.
+
+    Blocks come from ``extra`` (``--blocks`` files) over the registry; the
+    database is read, never created, so a refused file leaves nothing behind.
+    """
+    data = _read_json(args.file, "pipeline")
+    async with open_registry(args.db) as registry:
+        return await load_checked_definition(data, OverlayBlockStore(registry, extra))
 
 
 def read_blocks(paths: Sequence[str]) -> list[BlockDefinition]:
@@ -166,9 +199,9 @@ async def _finish(args: argparse.Namespace, out: TextIO, ws: Workspace, result: 
 
 async def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     """Run a pipeline or task plan file."""
-    definition = read_definition(args.file)
     inputs = parse_inputs(args.input)
     extra = read_blocks(args.blocks)
+    definition = await checked_definition(args, extra)
     tools = load_tools(args.tools)
     provider, choice = choose_provider(args.provider, args.model)
     async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
@@ -180,9 +213,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         check_run_request(pipeline, inputs, user_id=args.user, thread_id=args.thread)
         problems = check_run_inputs(pipeline, inputs)
         if problems:
-            raise InvalidInputError(
-                f"run input of pipeline {pipeline.id!r}: " + "; ".join(problems)
-            )
+            raise RunInputError(pipeline.id, problems)
         if extra:
             await ws.blocks.import_json(
                 json.dumps(
@@ -249,35 +280,45 @@ async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
-    """Check a pipeline or task plan against the registry; list every problem."""
-    from flowcore.pipeline.compiler import check_pipeline, load_pipeline_blocks
+    """Check a pipeline or task plan against the registry; list every problem of every stage.
 
-    definition = read_definition(args.file)
+    Python blocks are checked against the sandbox's policy too. The database
+    is read, never created.
+    """
+    data = _read_json(args.file, "pipeline")
     extra = read_blocks(args.blocks)
-    pipeline = as_pipeline(definition)
-    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
-        store = OverlayBlockStore(ws.blocks, extra)
-        blocks, problems = await load_pipeline_blocks(pipeline, store)
-        problems += check_pipeline(pipeline, blocks)
-    kind = "task plan" if isinstance(definition, TaskPlan) else "pipeline"
+    async with open_registry(args.db) as registry:
+        store = OverlayBlockStore(registry, extra)
+        definition, problems = await validate_definition(data, store, sandbox_policy=True)
+    raw = data if isinstance(data, dict) else {}
+    kind = "task plan" if isinstance(definition, TaskPlan) or "steps" in raw else "pipeline"
+    name = (
+        as_pipeline(definition).id
+        if definition is not None
+        else str(raw.get("id") or raw.get("plan_id") or args.file)
+    )
+    steps = len(as_pipeline(definition).nodes) if definition is not None else 0
     if args.json:
-        _dump(out, {"id": pipeline.id, "kind": kind, "valid": not problems, "problems": problems})
+        _dump(out, {"id": name, "kind": kind, "valid": not problems, "problems": problems})
     elif problems:
-        out.write(f"{kind} {pipeline.id!r} has {len(problems)} problem(s):\n")
+        out.write(f"{kind} {name!r} has {len(problems)} problem(s):\n")
         out.writelines(f"  - {p}\n" for p in problems)
     else:
-        out.write(f"{kind} {pipeline.id!r} is valid ({len(pipeline.nodes)} steps)\n")
+        out.write(f"{kind} {name!r} is valid ({steps} steps)\n")
     return EXIT_OK if not problems else EXIT_FAILED
 
 
 async def cmd_graph(args: argparse.Namespace, out: TextIO) -> int:
-    """Print the compiled graph of a pipeline or task plan."""
-    definition = read_definition(args.file)
+    """Print the compiled graph of a pipeline or task plan (the database is read, never created)."""
+    from flowcore.blocks.executor import BlockExecutor
+    from flowcore.pipeline.compiler import compile_pipeline
+
     extra = read_blocks(args.blocks)
-    provider, choice = choose_provider("offline", None)
-    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
-        runner = ws.runner(provider, choice.model, [], OverlayBlockStore(ws.blocks, extra))
-        graph = await runner.compile(definition)
+    data = _read_json(args.file, "pipeline")
+    async with open_registry(args.db) as registry:
+        store = OverlayBlockStore(registry, extra)
+        definition = await load_checked_definition(data, store)
+        graph = await compile_pipeline(as_pipeline(definition), store, BlockExecutor())
     text = graph.to_mermaid()
     if args.json:
         _dump(out, {"format": "mermaid", "graph": text})
@@ -309,7 +350,7 @@ async def cmd_blocks(args: argparse.Namespace, out: TextIO) -> int:
             else:
                 out.write("no blocks found\n")
         elif action == "show":
-            block = await store.get(args.id, args.version)
+            block = await OverlayBlockStore(store, ()).get(args.id, args.version)
             _dump(out, block.model_dump(mode="json", exclude_none=True))
         elif action == "add":
             new = read_blocks([args.file])

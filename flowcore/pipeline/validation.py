@@ -6,29 +6,37 @@ blocks (references, inputs, types). Raising at the first stage that fails
 makes a user fix problems one round at a time: an unknown block only shows
 up after the ``depends_on`` typo is fixed. :func:`validate_definition` runs
 every stage it can and returns all their problems together; when the shape
-is wrong it still looks up each block that a node or step names.
+is wrong it still looks up each block that a node or step names. With
+``sandbox_policy=True`` it also runs each Python block's source through the
+sandbox's policy check, so a block the sandbox would refuse at run time is
+reported before anything runs.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
 from flowcore._shown import shown
+from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.store import BlockNotFoundError, BlockStore
 from flowcore.pipeline.compiler import check_pipeline, load_pipeline_blocks
 from flowcore.pipeline.model import Pipeline, PipelineError
 from flowcore.pipeline.plan import TaskPlan, as_pipeline, load_definition
+from flowcore.sandbox import SandboxUnavailableError, check_policy
 
 __all__ = ["load_checked_definition", "validate_definition"]
 
 
 async def validate_definition(
-    data: Any, store: BlockStore
+    data: Any, store: BlockStore, *, sandbox_policy: bool = False
 ) -> tuple[Pipeline | TaskPlan | None, list[str]]:
     """The definition in ``data`` (None if it cannot be built) and every problem found.
 
     ``data`` is parsed JSON (or JSON text) of a pipeline or a task plan.
+    ``sandbox_policy`` adds the problems the Python sandbox's policy finds
+    in each Python block (a missing sandbox extra is one problem too).
 
     Example:
         >>> # definition, problems = await validate_definition(json.load(f), store)
@@ -41,7 +49,26 @@ async def validate_definition(
     pipeline = as_pipeline(definition)
     blocks, problems = await load_pipeline_blocks(pipeline, store)
     problems += check_pipeline(pipeline, blocks)
+    if sandbox_policy:
+        for node in pipeline.nodes:
+            if node.id in blocks:
+                problems += await _policy_problems(node.id, blocks[node.id])
     return definition, problems
+
+
+async def _policy_problems(node: str, block: BlockDefinition) -> list[str]:
+    """What the sandbox's policy would refuse in ``block``'s Python source, per line."""
+    if block.source_code is None:
+        return []
+    try:
+        # Parsing and compiling the source is CPU work: off the event loop.
+        found = await asyncio.to_thread(check_policy, block.source_code, network=block.network)
+    except SandboxUnavailableError as exc:
+        return [f"node {shown(node)}: block {shown(block.id)} runs Python, but {exc}"]
+    return [
+        f"node {shown(node)}: the Python sandbox would refuse block {shown(block.id)}: {problem}"
+        for problem in found
+    ]
 
 
 async def load_checked_definition(data: Any, store: BlockStore) -> Pipeline | TaskPlan:
