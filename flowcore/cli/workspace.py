@@ -325,9 +325,7 @@ async def open_workspace(
             )
             blocks = await stack.enter_async_context(SqliteBlockStore(path))
             memory = await stack.enter_async_context(SqliteStore(path))
-            history = await stack.enter_async_context(
-                SqliteRunHistory(path, serializer=serializer)
-            )
+            history = await stack.enter_async_context(SqliteRunHistory(path, serializer=serializer))
         except FlowcoreError as exc:
             if _is_read_only(exc):
                 raise _read_only(path) from None
