@@ -188,6 +188,14 @@ def _parsed(source: str, limits: TemplateLimits) -> nodes.Template:
             f"the template has {size} tags, expressions and text parts, more than "
             f"TemplateLimits.max_template_nodes ({limits.max_template_nodes}); shorten it"
         )
+    found = single_brace_placeholder(_ENV, source)
+    if found is not None:
+        name, line = found
+        raise TemplateRenderError(
+            f"{{{name}}} is a seed 000 placeholder, which Jinja2 leaves as plain text; "
+            f"write {{{{ {name} }}}}, or set template_format to 'f-string'",
+            line=line,
+        )
     return _ENV.meter(ast)
 
 
@@ -322,20 +330,12 @@ def check_template(
             parse_fstring(template)
             return
         _parsed(template, limits)
-        found = single_brace_placeholder(_ENV, template)
     except TemplateRenderError:
         raise
     except FStringError as exc:
         raise TemplateRenderError(str(exc), line=exc.line) from None
     except Exception as exc:
         raise _render_error(exc) from None
-    if found is not None:
-        name, line = found
-        raise TemplateRenderError(
-            f"{{{name}}} is a seed 000 placeholder, which Jinja2 leaves as plain text; "
-            f"write {{{{ {name} }}}}, or set template_format to 'f-string'",
-            line=line,
-        )
 
 
 def render_prompt(

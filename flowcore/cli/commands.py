@@ -215,6 +215,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         if problems:
             raise RunInputError(pipeline.id, problems)
         if extra:
+            await _check_edited_blocks(ws, extra)
             await ws.blocks.import_json(
                 json.dumps(
                     {
@@ -239,6 +240,28 @@ async def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             recursion_limit=args.recursion_limit,
         )
         return await _finish(args, out, ws, result)
+
+
+async def _check_edited_blocks(ws: Workspace, extra: Sequence[BlockDefinition]) -> None:
+    """Refuse a ``--blocks`` block edited in place: its version is taken by the old content.
+
+    The run history names blocks by id and version, so one number must not
+    stand for two definitions; the message says the two ways to go on.
+    """
+    for block in extra:
+        try:
+            stored = await ws.blocks.get(block.id, block.version)
+        except LookupError:
+            continue
+        if stored.model_dump(exclude={"version"}) != block.model_dump(exclude={"version"}):
+            latest = await ws.blocks.get(block.id)
+            raise CliError(
+                f"block {block.id!r} of the --blocks file differs from version {block.version} "
+                f"already in {ws.path}; after editing a block, either give it the next version "
+                f'in the file ("version": {latest.version + 1}), or save it with '
+                "'flowcore blocks add FILE.json', which stores it as the next version, and run "
+                "without --blocks"
+            )
 
 
 async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:

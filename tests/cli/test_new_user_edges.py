@@ -9,6 +9,7 @@ database; ``validate`` reports a Python block the sandbox would refuse.
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -150,3 +151,32 @@ def test_a_read_only_database_says_so(cli: Callable[..., Outcome], read_only: Pa
     assert len(outcome.err.splitlines()) == 1
     assert f"the database {str(read_only)!r} is read-only" in outcome.err
     assert "or pass another --db" in outcome.err
+
+
+def test_an_edited_block_runs_after_blocks_add_or_a_version_bump(
+    cli: Callable[..., Outcome], project: Project
+) -> None:
+    args = ("--input", "name=Ada")
+    assert cli("run", str(project.greeting), *args, "--blocks", str(project.blocks)).code == 0
+    edited = json.loads(project.blocks.read_text(encoding="utf-8"))
+    edited["blocks"][0]["prompt_template"] = "Greet {{ name }} briefly."
+    project.write("blocks.json", edited)
+
+    # The file still says version 1, which the database holds with the old prompt.
+    refused = cli("run", str(project.greeting), *args, "--blocks", str(project.blocks))
+    assert refused.code == 2
+    assert '"version": 2' in refused.err
+    assert "'flowcore blocks add FILE.json'" in refused.err
+
+    assert cli("blocks", "add", str(project.blocks)).out == "saved greet v2\nsaved ask_mood v1\n"
+    ran = cli("run", str(project.greeting), *args, "--json")
+    assert ran.code == 0
+    assert "briefly" in ran.json()["final_state"]["greeting"]
+
+    edited["blocks"][0]["prompt_template"] = "Greet {{ name }} kindly."
+    edited["blocks"][0]["version"] = 3
+    bumped = project.write("bumped.json", edited)
+    ran = cli("run", str(project.greeting), *args, "--blocks", str(bumped), "--json")
+    assert ran.code == 0
+    assert "kindly" in ran.json()["final_state"]["greeting"]
+    assert json.loads(cli("blocks", "show", "greet").out)["version"] == 3
