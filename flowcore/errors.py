@@ -223,6 +223,10 @@ class NodeError(FlowcoreError, RuntimeError):
         self.attempts = attempts
         self.cause = cause
         tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
+        inner = cause.attempts if isinstance(cause, BlockError) else None
+        if inner is not None and inner > 1:
+            # A block retries inside one node attempt: say so, or "1 attempt" misleads.
+            tries += f" (its block tried {inner} times)"
         super().__init__(
             f"node {node!r} failed {tries}: {type(cause).__name__}: {cause}. "
             "Fix the node, or give it a RetryPolicy that retries this exception."
@@ -387,6 +391,8 @@ class BlockError(FlowcoreError):
     ``retryable`` says whether the block executor tries again (within the
     block's ``max_retries``): bad inputs and configuration never are, a
     timeout or an answer that did not fit the output schema are.
+    ``attempts`` is how many times the block executor ran the block before
+    giving up (set by the executor; None when raised elsewhere).
 
     Example:
         >>> BlockTimeoutError("summarize", 30.0).retryable
@@ -399,6 +405,7 @@ class BlockError(FlowcoreError):
     def __init__(self, message: str, *, block: str) -> None:
         super().__init__(message)
         self.block = block
+        self.attempts: int | None = None
 
 
 _INPUT_HINT = (

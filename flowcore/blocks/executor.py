@@ -303,6 +303,8 @@ class BlockExecutor:
             outputs = _wrap_secret_outputs(block, outputs, ctx)
         except Exception as exc:
             end(None, exc)
+            if isinstance(exc, BlockError) and exc.attempts is None:
+                exc.attempts = run.attempt  # for the node's error message
             raise
         duration = end(outputs, None)
         branch = outputs.get("branch") if block.kind == "decision" else None
