@@ -27,7 +27,7 @@ from flowcore.cli.workspace import (
     open_workspace,
 )
 from flowcore.errors import BlockDefinitionError, InvalidInputError
-from flowcore.history import RunRecord
+from flowcore.history import RunNotFoundError, RunRecord
 from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.plan import TaskPlan, as_pipeline, load_definition
 from flowcore.pipeline.runner import check_run_inputs, check_run_request
@@ -285,6 +285,18 @@ async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
                 "that an app recorded, not to a pipeline file; resume it from that app, "
                 "e.g. RunRequest(..., options=RunOptions(thread_id=..., resume=...))"
             )
+        # The engine's own refusals name Python calls; on the command line, name the options.
+        if latest[0].status == "completed":
+            raise CliError(
+                f"thread {args.thread!r} has finished its run (completed), so there is nothing "
+                f"to resume; start another run on it with 'flowcore run FILE.json --thread "
+                f"{args.thread}'"
+            )
+        if latest[0].status == "interrupted" and args.value is None:
+            raise CliError(
+                f"thread {args.thread!r} is waiting for an answer; pass it with "
+                f"'flowcore resume {args.thread} --value ANSWER'"
+            )
         if not args.json:
             out.write(
                 f"flowcore resume {args.thread} · pipeline {latest[0].pipeline_id} · "
@@ -438,7 +450,13 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
                 headers = ["run", "pipeline", "user", "thread", "status", "started", "s", "tokens"]
                 out.write(table(headers, rows) + "\n")
         else:
-            record = await ws.history.get(args.run_id)
+            try:
+                record = await ws.history.get(args.run_id)
+            except RunNotFoundError:
+                raise CliError(
+                    f"no run {args.run_id!r} in {ws.path}; 'flowcore runs list' shows the "
+                    "recorded runs (filter with --pipeline, --user, --status, --thread)"
+                ) from None
             if args.json:
                 _dump(out, record_to_json(record))
             else:

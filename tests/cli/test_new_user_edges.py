@@ -180,3 +180,22 @@ def test_an_edited_block_runs_after_blocks_add_or_a_version_bump(
     assert ran.code == 0
     assert "kindly" in ran.json()["final_state"]["greeting"]
     assert json.loads(cli("blocks", "show", "greet").out)["version"] == 3
+
+
+def test_hints_for_runs_and_threads_name_cli_commands(
+    cli: Callable[..., Outcome], project: Project
+) -> None:
+    missing = cli("runs", "show", "run-nope")
+    assert missing.code == 2
+    assert "'flowcore runs list' shows the recorded runs" in missing.err
+    assert "history.list()" not in missing.err
+
+    args = ("--input", "name=Ada", "--blocks", str(project.blocks))
+    assert cli("run", str(project.greeting), *args, "--thread", "t-1").code == 0
+    finished = cli("resume", "t-1", "--value", "x")
+    assert "'flowcore run FILE.json --thread t-1'" in finished.err
+    assert cli("run", str(project.check_in), *args, "--thread", "t-2").code == 0
+    waiting = cli("resume", "t-2")
+    assert waiting.code == 2
+    assert "'flowcore resume t-2 --value ANSWER'" in waiting.err
+    assert "Resume(" not in finished.err + waiting.err
