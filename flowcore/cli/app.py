@@ -210,6 +210,7 @@ def _error_lines(exc: FlowcoreError) -> str:
         and all(isinstance(p, str) for p in problems)
     ):
         heading = one_line(text.splitlines()[0] if text else type(exc).__name__)
+        heading = heading if heading.endswith(":") else f"{heading.rstrip('.')}:"
         listed = "".join(f"  - {one_line(p)}\n" for p in problems)
         return f"flowcore: error: {heading}\n{listed}"
     return f"flowcore: error: {one_line(text)}\n"
