@@ -100,7 +100,7 @@ async def _named_block_problems(data: Any, store: BlockStore) -> list[str]:
         node = item.get("step_id", item.get("id"))
         block = item.get("block_id")
         version = item.get("block_version")
-        if not isinstance(block, str) or not block:
+        if not isinstance(block, str) or not block or not _storable_text(block):
             continue  # the shape check reported it
         if version is not None and (type(version) is not int or version < 1):
             version = None  # ditto; the latest version still tells whether the block exists
@@ -109,3 +109,12 @@ async def _named_block_problems(data: Any, store: BlockStore) -> list[str]:
         except BlockNotFoundError as exc:
             problems.append(f"node {shown(node)}: {exc}")
     return problems
+
+
+def _storable_text(text: str) -> bool:
+    """Whether ``text`` can be looked up at all (a lone surrogate cannot be encoded)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

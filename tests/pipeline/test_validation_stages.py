@@ -122,3 +122,17 @@ async def test_braces_that_are_not_a_reference_stay_text(block_store: SqliteBloc
     )
     graph = await compile_pipeline(pipeline, block_store, BlockExecutor())
     assert graph.name == "p"
+
+
+async def test_a_block_id_that_is_not_text_is_reported_and_not_looked_up(
+    block_store: SqliteBlockStore,
+) -> None:
+    await block_store.save(COUNT)
+    bad = {"step_id": "b", "block_id": "\ud800", "depends_on": ["step_1"]}
+    data = {**TWO_STAGES, "steps": [TWO_STAGES["steps"][0], bad]}
+
+    definition, problems = await validate_definition(data, block_store)
+
+    assert definition is None
+    (problem,) = problems  # the store is never asked for a block it cannot hold
+    assert problem.startswith("cannot store task plan.steps[1].block_id: ")
