@@ -32,7 +32,11 @@ from flowcore.compat.langgraph._loop import (
     INTERRUPT,
     Run,
 )
-from flowcore.compat.langgraph._messages_stream import messages_stream_handler
+from flowcore.compat.langgraph._messages_stream import (
+    messages_stream_handler,
+    wants_protocol_events,
+    without_protocol_handlers,
+)
 from flowcore.compat.langgraph._pregel_helpers import (
     _OWN_RUN_OPTIONS,
     _ChunkFormatter,
@@ -158,8 +162,16 @@ class Running:
                 config, tools_stream_handler(_on_loop(sink, "tools"), subgraphs=subgraphs)
             )
         if "messages" in modes:
+            protocol = wants_protocol_events(config, version)
+            if not protocol:
+                config = without_protocol_handlers(config)
             chunks = _on_loop(sink, "messages_chunk")
-            handler = messages_stream_handler(chunks, formatter.seen_messages, subgraphs=subgraphs)
+            handler = messages_stream_handler(
+                chunks,
+                formatter.seen_messages,
+                subgraphs=subgraphs,
+                protocol=protocol,
+            )
             config = with_handler(config, handler)
 
         run = self._run(
