@@ -29,7 +29,7 @@ from flowcore.cli.workspace import (
 from flowcore.errors import BlockDefinitionError, InvalidInputError
 from flowcore.history import RunNotFoundError, RunRecord
 from flowcore.pipeline.model import Pipeline
-from flowcore.pipeline.plan import TaskPlan, as_pipeline, load_definition
+from flowcore.pipeline.plan import TaskPlan, as_pipeline
 from flowcore.pipeline.runner import check_run_inputs, check_run_request
 from flowcore.pipeline.validation import load_checked_definition, validate_definition
 from flowcore.result import RunResult
@@ -79,11 +79,6 @@ def _json(text: str) -> Any:
         raise
     except ValueError as exc:  # an int with more digits than Python turns into a number
         raise ValueError(f"{exc}; write such a number as a string") from None
-
-
-def read_definition(path: str) -> Pipeline | TaskPlan:
-    """A pipeline or task plan from a JSON file."""
-    return load_definition(_read_json(path, "pipeline"))
 
 
 async def checked_definition(
