@@ -376,7 +376,11 @@ class BlockExecutor:
         # Off the event loop, and stopped (not just abandoned) at the block's timeout.
         try:
             return await arender_prompt(
-                template, inputs, limits=self.template_limits, timeout=block.timeout_seconds
+                template,
+                inputs,
+                limits=self.template_limits,
+                timeout=block.timeout_seconds,
+                template_format=block.template_format,
             )
         except TemplateRenderError as exc:
             raise BlockInputError(block.id, [str(exc)], hint=_template_hint(exc)) from None

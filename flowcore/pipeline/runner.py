@@ -145,6 +145,14 @@ def check_run_request(
     return given
 
 
+async def _checkpointed_user(graph: CompiledGraph, thread_id: str) -> str | None:
+    """The user a pipeline run on ``thread_id`` started for, as its checkpoint keeps it."""
+    snapshot = await graph.get_state(thread_id)
+    user = snapshot.values.get("user")
+    found = user.get("id") if isinstance(user, Mapping) else None
+    return found if isinstance(found, str) and found else None
+
+
 def _source(definition: Pipeline | TaskPlan) -> dict[str, Any]:
     document: dict[str, Any] = definition.model_dump(mode="json", by_alias=True)
     return document
@@ -278,7 +286,9 @@ class PipelineRunner:
         """Continue the run saved on ``thread_id``, answering its pause with ``value``.
 
         Without ``definition``, the pipeline and user are those of the
-        thread's latest recorded run (the runner needs a ``history``).
+        thread's latest recorded run (the runner needs a ``history``). Without
+        a history, pass ``definition``: the user is the one the thread's
+        checkpoint keeps, so ``save_memory`` saves for the right user.
         Without ``value``, a failed or cancelled run picks up where it
         stopped and nodes whose results were saved are not run again.
         ``budgets`` replaces the thread's budgets (e.g. a raised limit after
@@ -309,6 +319,9 @@ class PipelineRunner:
             )
         pipeline = as_pipeline(definition)
         graph = await self.compile(pipeline)
+        if user_id is None:
+            # No run history to ask: the user load_memory kept in the thread's checkpoint.
+            user_id = await _checkpointed_user(graph, thread_id)
         return await self._execute(
             graph,
             pipeline,

@@ -7,7 +7,16 @@ import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_hints
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    Self,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 # typing_extensions' is_typeddict also knows its own TypedDict (typing's does not on 3.11).
 from typing_extensions import TypeVar, is_typeddict
@@ -28,6 +37,10 @@ from flowcore.compat.langgraph._types import END, START, RetryPolicy, TimeoutPol
 from flowcore.compat.langgraph._warnings import LangGraphDeprecatedSinceV05 as V05
 from flowcore.compat.langgraph._warnings import LangGraphDeprecatedSinceV10 as V10
 from flowcore.compat.langgraph._warnings import LangGraphDeprecationWarning, warn_deprecated
+
+if TYPE_CHECKING:
+    # Only for the annotation: _pregel imports this module.
+    from flowcore.compat.langgraph._pregel import CompiledStateGraph
 
 __all__ = ["BranchSpec", "NodeRunnable", "NodeSpec", "StateGraph"]
 
@@ -545,7 +558,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         debug: bool = False,
         name: str | None = None,
         transformers: Sequence[Any] | None = None,
-    ) -> Any:
+    ) -> CompiledStateGraph:
         """Check the graph and return a runnable ``CompiledStateGraph``.
 
         ``transformers``: v3 stream transformer classes (or scope factories) every
