@@ -23,6 +23,7 @@ import asyncio
 import sys
 from typing import Any
 
+from flowcore.compat.langgraph._langchain import langchain_module
 from flowcore.runtime.retries import heartbeat
 
 __all__ = ["with_idle_progress"]
@@ -39,9 +40,12 @@ def with_idle_progress(config: dict[str, Any], timeout: Any) -> dict[str, Any]:
         or "langchain_core.callbacks" not in sys.modules
     ):
         return config
-    from langchain_core.runnables.config import merge_configs
-
-    merged: dict[str, Any] = dict(merge_configs(config, {"callbacks": [_handler_class()()]}))  # type: ignore[arg-type]
+    runnable_config = langchain_module("runnables.config")
+    callbacks = langchain_module("callbacks")
+    if runnable_config is None or callbacks is None:
+        return config
+    handler = _handler_class(callbacks.BaseCallbackHandler)()
+    merged: dict[str, Any] = dict(runnable_config.merge_configs(config, {"callbacks": [handler]}))
     return merged
 
 
@@ -55,14 +59,13 @@ def _touch() -> None:
     heartbeat()
 
 
-def _handler_class() -> Any:
-    """The callback handler class, made once LangChain is known to be loaded."""
+def _handler_class(base: Any) -> Any:
+    """The callback handler class on LangChain's ``base``, made once LangChain is loaded."""
     global _HANDLER_CLASS
     if _HANDLER_CLASS is not None:
         return _HANDLER_CLASS
-    from langchain_core.callbacks import BaseCallbackHandler
 
-    class IdleProgressHandler(BaseCallbackHandler):
+    class IdleProgressHandler(base):  # type: ignore[misc]
         """Every LangChain event of the node's runs restarts its idle timeout."""
 
         # Called where the event happens (on the run's loop), not in a thread pool.
