@@ -109,7 +109,11 @@ class Run(RunSaving, RunInput, RunTasks):
         self.interrupt_after: tuple[str, ...] = tuple(interrupt_after)
         self.parent_scope: TaskScope | None = parent_scope
         self.ns: str = checkpoint_ns
-        self.thread_id: Any = self.configurable.get("thread_id")
+        thread_id = self.configurable.get("thread_id")
+        # As in LangGraph, the saver is addressed with the thread id as a string.
+        self.thread_id: Any = (
+            thread_id if thread_id is None or isinstance(thread_id, str) else str(thread_id)
+        )
         self.saver: Any = graph.checkpointer if self.thread_id is not None else None
         # The UntrackedValue keys, whose writes are never stored (found at the first save).
         self._untracked: frozenset[str] | None = None

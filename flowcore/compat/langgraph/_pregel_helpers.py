@@ -285,7 +285,9 @@ class _ChunkFormatter:
             "values": made.values,
             "metadata": made.metadata,
             "next": [t.name for t in made.upcoming],
-            "tasks": [
+            "tasks": list(made.task_entries)
+            if made.task_entries is not None
+            else [
                 {
                     "id": t.id,
                     "name": t.name,

@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RunTasks"]
 
+# The configurable key of a callable that is told the name of each node that returned.
+NODE_FINISHED = "__pregel_node_finished"
+
 
 class RunTasks:
     """The methods of :class:`Run` for how a compat run runs one task."""
@@ -162,6 +165,10 @@ class RunTasks:
             # pending; after a pause only whether it is empty matters (execute()).
             self.pending.append((NO_WRITES, NO_WRITES, None))
         if task.name != START:
+            # LangGraph calls a configurable hook with each node that returned.
+            finished = self.configurable.get(NODE_FINISHED)
+            if callable(finished):
+                finished(task.name)
             if "updates" in self.wants:
                 self.emit_task_updates(task, task.writes)
             if "task_end" in self.wants:
