@@ -34,6 +34,7 @@ from flowcore.compat.langgraph._node import (
     update_writes,
 )
 from flowcore.compat.langgraph._planner import shown_path
+from flowcore.compat.langgraph._run_metadata import shown_configurable
 from flowcore.compat.langgraph._pregel_helpers import (
     _AS_VALUE,
     _FINISHABLE,
@@ -486,6 +487,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         """The config a node receives (LangGraph's metadata keys included)."""
         configurable = dict(config.get("configurable") or {})
         metadata = {
+            **shown_configurable(configurable),
             **dict(config.get("metadata") or {}),
             "langgraph_step": step,
             "langgraph_node": task.name,

@@ -303,8 +303,7 @@ class _ChunkFormatter:
         if kind == "messages_seen":
             self.seen_messages.update(m.id for m in _messages_in(payload) if m.id)
             return []
-        task, result = payload
-        meta = {"langgraph_node": task.name, "langgraph_triggers": task.triggers}
+        _, result, meta = payload
         fresh = []
         # Like LangGraph, a message is streamed once, where it first shows.
         for message in _messages_in(result):
@@ -323,6 +322,11 @@ def _now() -> str:
 
 
 def _messages_in(result: Any) -> list[Any]:
+    """The messages a node's result holds: in its update, its ``Command``'s, or a list of them."""
+    if isinstance(result, list | tuple) and any(isinstance(r, Command) for r in result):
+        return [m for part in result for m in _messages_in(part)]
+    if isinstance(result, Command):
+        result = result.update
     found: list[Any] = []
     values: list[Any] = []
     if isinstance(result, dict):

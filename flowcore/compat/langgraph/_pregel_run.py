@@ -43,6 +43,7 @@ from flowcore.compat.langgraph._pregel_helpers import (
 from flowcore.compat.langgraph._records import (
     Sink,
 )
+from flowcore.compat.langgraph._run_metadata import shown_configurable
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._stream_v3 import (
     ainvoke_v2,
@@ -86,6 +87,17 @@ class Running:
         control: RunControl | None = None,
     ) -> Run:
         config = dict(config or {})
+        if self.checkpointer is not None and not config.get("configurable"):
+            if running_scope() is None:
+                # As LangGraph does: a graph with a saver needs to be told which thread.
+                raise ValueError(
+                    "Checkpointer requires one or more of the following 'configurable' "
+                    "keys: thread_id, checkpoint_ns, checkpoint_id"
+                )
+        shown = shown_configurable(config.get("configurable") or {})
+        if shown:
+            # As LangGraph does, the run's metadata shows the ids its config names.
+            config["metadata"] = {**shown, **(config.get("metadata") or {})}
         if (config.get("configurable") or {}).get("checkpoint_ns"):
             # A subgraph's config: the root replays from where the map says it stood.
             config["configurable"] = address_root(config["configurable"])

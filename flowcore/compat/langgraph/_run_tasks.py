@@ -233,6 +233,14 @@ class RunTasks:
             await self._put_writes(task, marker)
             self.pending.extend((task.id, c, v) for c, v in marker)
 
+    def message_metadata(self: Run, task: Task) -> dict[str, Any]:  # type: ignore[misc]
+        """The metadata ``messages`` mode shows with the messages a node returned.
+
+        LangGraph's: the node run's metadata, under the graph's integration tag.
+        """
+        metadata = self.graph.task_config(self.config, task, self.step, self.ns)["metadata"]
+        return {"ls_integration": "langgraph", **metadata}
+
     def _task_result(self: Run, task: Task, outcome: Outcome) -> None:  # type: ignore[misc]
         """Record how a task that did not return ended (its error, pause or stop is in it)."""
         if task.name != START and "task_end" in self.wants:
@@ -318,7 +326,7 @@ class RunTasks:
                 picked = await call_node(path, shape[1], (fresh,), inline=True)
             writes.extend(target_writes(graph.branch_targets(branch, picked)))
         if task.name != START and "messages_from" in self.wants:
-            self.emit("messages_from", (task, result))
+            self.emit("messages_from", (task, result, self.message_metadata(task)))
         return writes
 
     # --------------------------------------------------------------- outputs

@@ -279,6 +279,12 @@ class RunObserver:
         config.pop("run_id", None)
         if where:
             config["metadata"] = {**config["metadata"], **where}
+        # As in LangGraph, the node's config names its task's namespace (LangChain shows
+        # it in the metadata of the chat models the node calls).
+        config["configurable"] = {
+            **config["configurable"],
+            "checkpoint_ns": config["metadata"]["langgraph_checkpoint_ns"],
+        }
         manager = _langchain().AsyncCallbackManager.configure(
             inheritable_callbacks=parent,
             inheritable_metadata=dict(config.get("metadata") or {}),
