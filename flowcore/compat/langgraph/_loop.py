@@ -159,6 +159,8 @@ class Run(RunSaving, RunInput, RunTasks):
         # What a node's Runtime carries (see _runtime): set by the graph for each run.
         self.context: Any = None
         self.control: RunControl | None = None
+        # The store its nodes see: the graph's, or the one its caller's runtime carries.
+        self.store: Any = graph.store
         # The @task calls of the running superstep (see _calls), by id: under
         # durability "exit" their writes are stored with the step's when the run ends.
         self.calls: dict[str, Task] = {}
@@ -216,7 +218,7 @@ class Run(RunSaving, RunInput, RunTasks):
             )
         return Runtime(
             context=self.context,
-            store=self.graph.store,
+            store=self.store,
             stream_writer=scope.writer,
             execution_info=info,
             server_info=server,

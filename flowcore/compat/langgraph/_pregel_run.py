@@ -67,7 +67,10 @@ if TYPE_CHECKING:
     from flowcore.compat.langgraph._pregel import CompiledStateGraph
 
 
-__all__ = ["Running"]
+__all__ = ["RUNTIME_SLOT", "Running"]
+
+RUNTIME_SLOT = "__pregel_runtime"
+"""The configurable key under which a caller may seed a runtime (its context and store)."""
 
 
 class Running:
@@ -116,6 +119,13 @@ class Running:
             interrupt_before=list(before),
             interrupt_after=list(after),
         )
+        slot = (config.get("configurable") or {}).get(RUNTIME_SLOT)
+        if slot is not None:
+            # A runtime seeded by a layer outside the run (a server): its store stands
+            # for the graph's, and its context is the run's when the call gives none.
+            run.store = getattr(slot, "store", None)
+            if context is None:
+                context = getattr(slot, "context", None)
         run.context = coerce_context(self._context_schema(), context)
         run.control = control
         return run
@@ -499,6 +509,8 @@ class Running:
         run.force_resume = parent.resuming or bool(scope.resume)
         run.resume_by_id = parent.resume_by_id
         run.context, run.control = parent.context, control or parent.control
+        # As in LangGraph, a subgraph's nodes see the store of the run that calls it.
+        run.store = parent.store
         run.replay_of, run.entered = parent.replay_of, parent.entered
         addressed = "checkpoint_id" in config["configurable"]
         if (

@@ -198,7 +198,7 @@ class RunTasks:
                 action,
                 task.input,
                 scope.get_config,
-                {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                {"writer": scope.writer, "runtime": scope.runtime, "store": self.store},
                 graph.call_shape(action),
             )
         else:
@@ -218,7 +218,7 @@ class RunTasks:
                     action,
                     task.input,
                     scope.get_config,
-                    {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                    {"writer": scope.writer, "runtime": scope.runtime, "store": self.store},
                     graph.call_shape(action),
                 )
 
@@ -277,7 +277,7 @@ class RunTasks:
                         scope,
                         handler,
                         lambda: self._node_result(task, scope, spec),
-                        {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                        {"writer": scope.writer, "runtime": scope.runtime, "store": self.store},
                     )
             except ParentCommand as exc:
                 # A graph the node's code ran addressed its parent: this graph.
