@@ -58,7 +58,7 @@ from flowcore.compat.langgraph._run_tasks import RunTasks
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
 from flowcore.compat.langgraph._savers_records import merged_metadata
 from flowcore.compat.langgraph._savers_shell import SaverShell
-from flowcore.compat.langgraph._tracing import RunObserver, observe
+from flowcore.compat.langgraph._tracing import RunObserver, langsmith_tracing_on, observe
 from flowcore.compat.langgraph._types import Interrupt
 from flowcore.runtime import run_lease
 from flowcore.runtime.steps import run_supersteps
@@ -380,7 +380,11 @@ class Run(RunSaving, RunInput, RunTasks):
         does not lease); a run that finds it held raises ``ThreadBusyError``.
         """
         self.loop, self.loop_thread = asyncio.get_running_loop(), threading.get_ident()
-        if "callbacks" not in self.config and self.parent_scope is None:
+        if (
+            "callbacks" not in self.config
+            and self.parent_scope is None
+            and not langsmith_tracing_on()
+        ):
             async with self._lease():
                 await self._execute()
             return
