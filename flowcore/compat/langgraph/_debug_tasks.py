@@ -115,7 +115,9 @@ def debug_task_entries(
         status = statuses.get(task.id) or TaskStatus()
         state = (states or {}).get(task.id)
         if status.error is not None:
-            entries.append({"id": task.id, "name": task.name, "error": status.error, "state": state})
+            entries.append(
+                {"id": task.id, "name": task.name, "error": status.error, "state": state}
+            )
             continue
         interrupts = tuple(_shown(i) for i in status.interrupts)
         result = _result(status, output_keys, root) if status.finished else None

@@ -35,7 +35,6 @@ from flowcore.compat.langgraph._node import (
     update_writes,
 )
 from flowcore.compat.langgraph._planner import shown_path
-from flowcore.compat.langgraph._run_metadata import shown_configurable
 from flowcore.compat.langgraph._pregel_helpers import (
     _AS_VALUE,
     _FINISHABLE,
@@ -56,6 +55,7 @@ from flowcore.compat.langgraph._pregel_helpers import (
 from flowcore.compat.langgraph._pregel_run import Running
 from flowcore.compat.langgraph._pregel_state import StateReading
 from flowcore.compat.langgraph._pregel_update import StateUpdating
+from flowcore.compat.langgraph._run_metadata import shown_configurable
 from flowcore.compat.langgraph._runnable import as_runnable
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import (

@@ -90,13 +90,16 @@ class Running:
         control: RunControl | None = None,
     ) -> Run:
         config = dict(config or {})
-        if self.checkpointer is not None and not config.get("configurable"):
-            if running_scope() is None:
-                # As LangGraph does: a graph with a saver needs to be told which thread.
-                raise ValueError(
-                    "Checkpointer requires one or more of the following 'configurable' "
-                    "keys: thread_id, checkpoint_ns, checkpoint_id"
-                )
+        if (
+            self.checkpointer is not None
+            and not config.get("configurable")
+            and running_scope() is None
+        ):
+            # As LangGraph does: a graph with a saver needs to be told which thread.
+            raise ValueError(
+                "Checkpointer requires one or more of the following 'configurable' "
+                "keys: thread_id, checkpoint_ns, checkpoint_id"
+            )
         shown = shown_configurable(config.get("configurable") or {})
         if shown:
             # As LangGraph does, the run's metadata shows the ids its config names.

@@ -54,7 +54,8 @@ Outcome = Literal["done", "error", "interrupt", "cancelled", "parent_command"]
 #: ``values`` (the output keys' values, with ``__interrupt__`` after a pause),
 #: ``updates`` (``{node: update}`` or ``{"__interrupt__": interrupts}``),
 #: ``custom`` (:class:`CustomChunk`), ``messages_seen`` (a task's input, before
-#: it runs), ``messages_from`` (``(task, result, metadata)``: the node's LangGraph metadata), ``step_tasks``
+#: it runs), ``messages_from`` (``(task, result, metadata)``, with the node's
+#: LangGraph metadata), ``step_tasks``
 #: (``(step, tasks)``: a superstep's tasks, restored ones included, before any
 #: runs), ``task_start`` (:class:`TaskStart`), ``task_end`` (:class:`TaskEnd`),
 #: ``checkpoint`` (:class:`CheckpointMade`, runs on a thread only).
