@@ -230,7 +230,8 @@ def check_data_module(module: types.ModuleType, loaded_before: set[str]) -> None
     pulled = [
         m
         for m in sys.modules
-        if (m == "langgraph" or m.startswith("langgraph.")) and m not in loaded_before
+        if (m == "langgraph" or m.startswith("langgraph."))
+        and m not in loaded_before
         and m not in allowed
     ]
     if pulled:

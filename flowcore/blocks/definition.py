@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from flowcore.blocks.templates import TemplateRenderError, check_template
+from flowcore.budgets.limits import Budget
 from flowcore.errors import BlockDefinitionError
 
 __all__ = ["BlockDefinition", "BlockExample", "BlockKind"]
@@ -104,6 +105,10 @@ class BlockDefinition(BaseModel):
     provider: str | None = None
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    #: The most tokens one model call of the block may write (None: the provider's default).
+    max_tokens: int | None = Field(default=None, ge=1)
+    #: A cap on what one execution of the block may spend (see flowcore.budgets).
+    budget: Budget | None = None
     max_retries: int = Field(default=2, ge=0, le=20)
     timeout_seconds: float = Field(default=60.0, gt=0)
     network: bool = False

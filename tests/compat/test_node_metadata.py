@@ -10,16 +10,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph import START, Command, MessagesState, StateGraph
 from flowcore.compat.langgraph import HumanMessage as Message
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 
 def test_config_ids_in_node_metadata() -> None:
     seen: dict[str, Any] = {}
 
-    def node(state: MessagesState, config: Any) -> dict[str, Any]:
+    def node(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
         seen.update(config["metadata"])
         return {}
 

@@ -12,6 +12,7 @@ from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_h
 # typing_extensions' is_typeddict also knows its own TypedDict (typing's does not on 3.11).
 from typing_extensions import TypeVar, is_typeddict
 
+from flowcore.compat.langgraph._config_param import warn_misstyped_config
 from flowcore.compat.langgraph._error_handlers import (
     DEFAULT_HANDLER_NODE,
     ErrorHandler,
@@ -231,6 +232,19 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
         return builder_channels(self)
 
+    @property
+    def managed(self) -> dict[str, Any]:
+        """The state keys whose values the run computes (``RemainingSteps``, ``IsLastStep``).
+
+        Example:
+            >>> StateGraph(dict).managed
+            {}
+        """
+        found: dict[str, Any] = {}
+        for info in self.schemas.values():
+            found.update(info.managed)
+        return found
+
     def _add_schema(self, schema: Any) -> None:
         if schema not in self.schemas:
             self.schemas[schema] = SchemaInfo(schema)
@@ -273,6 +287,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 raise TypeError(f"add_node() got unexpected arguments: {sorted(legacy)}")
         if not isinstance(node, str):
             action, node = node, _node_name(node)
+        warn_misstyped_config(action)
         # A LangChain runnable (a tool, a chain) runs through its own ainvoke.
         action = runnable_action(action) or action
         # Checked now, so a bad value names the add_node call that gave it.

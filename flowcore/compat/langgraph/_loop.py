@@ -32,6 +32,7 @@ from flowcore.compat.langgraph._errors import (
     GraphRecursionError,
 )
 from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
+from flowcore.compat.langgraph._lent_saver import lent_saver
 from flowcore.compat.langgraph._loop_helpers import (
     Sink,
     _as_interrupts,
@@ -114,9 +115,14 @@ class Run(RunSaving, RunInput, RunTasks):
         self.thread_id: Any = (
             thread_id if thread_id is None or isinstance(thread_id, str) else str(thread_id)
         )
-        self.saver: Any = graph.checkpointer if self.thread_id is not None else None
+        # A saver lent through the config (see _lent_saver) wins over the graph's own.
+        self.saver: Any = (
+            None if self.thread_id is None else lent_saver(config) or graph.checkpointer
+        )
         # The UntrackedValue keys, whose writes are never stored (found at the first save).
         self._untracked: frozenset[str] | None = None
+        # The messages DeltaChannel keys, whose writes get message ids (found at the first task).
+        self.message_deltas: frozenset[str] | None = None
         self.limit: int = int(config.get("recursion_limit", graph.default_recursion_limit))
         if self.limit < 1:
             raise ValueError("recursion_limit must be at least 1")

@@ -32,7 +32,11 @@ from flowcore.compat.langgraph._loop import (
     INTERRUPT,
     Run,
 )
-from flowcore.compat.langgraph._messages_stream import messages_stream_handler
+from flowcore.compat.langgraph._messages_stream import (
+    messages_stream_handler,
+    wants_protocol_events,
+    without_protocol_handlers,
+)
 from flowcore.compat.langgraph._pregel_helpers import (
     _OWN_RUN_OPTIONS,
     _ChunkFormatter,
@@ -43,7 +47,7 @@ from flowcore.compat.langgraph._pregel_helpers import (
 from flowcore.compat.langgraph._records import (
     Sink,
 )
-from flowcore.compat.langgraph._run_metadata import shown_configurable
+from flowcore.compat.langgraph._run_config import run_config, seeded_runtime
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._stream_v3 import (
     ainvoke_v2,
@@ -67,10 +71,7 @@ if TYPE_CHECKING:
     from flowcore.compat.langgraph._pregel import CompiledStateGraph
 
 
-__all__ = ["RUNTIME_SLOT", "Running"]
-
-RUNTIME_SLOT = "__pregel_runtime"
-"""The configurable key under which a caller may seed a runtime (its context and store)."""
+__all__ = ["Running"]
 
 
 class Running:
@@ -89,21 +90,7 @@ class Running:
         context: Any = None,
         control: RunControl | None = None,
     ) -> Run:
-        config = dict(config or {})
-        if (
-            self.checkpointer is not None
-            and not config.get("configurable")
-            and running_scope() is None
-        ):
-            # As LangGraph does: a graph with a saver needs to be told which thread.
-            raise ValueError(
-                "Checkpointer requires one or more of the following 'configurable' "
-                "keys: thread_id, checkpoint_ns, checkpoint_id"
-            )
-        shown = shown_configurable(config.get("configurable") or {})
-        if shown:
-            # As LangGraph does, the run's metadata shows the ids its config names.
-            config["metadata"] = {**shown, **(config.get("metadata") or {})}
+        config = run_config(config, has_saver=self.checkpointer is not None)
         if (config.get("configurable") or {}).get("checkpoint_ns"):
             # A subgraph's config: the root replays from where the map says it stood.
             config["configurable"] = address_root(config["configurable"])
@@ -122,10 +109,9 @@ class Running:
             interrupt_before=list(before),
             interrupt_after=list(after),
         )
-        slot = (config.get("configurable") or {}).get(RUNTIME_SLOT)
+        slot = seeded_runtime(config)
         if slot is not None:
-            # A runtime seeded by a layer outside the run (a server): its store stands
-            # for the graph's, and its context is the run's when the call gives none.
+            # Its store stands for the graph's; its context is the run's if the call has none.
             run.store = getattr(slot, "store", None)
             if context is None:
                 context = getattr(slot, "context", None)
@@ -183,8 +169,16 @@ class Running:
                 config, tools_stream_handler(_on_loop(sink, "tools"), subgraphs=subgraphs)
             )
         if "messages" in modes:
+            protocol = wants_protocol_events(config, version)
+            if not protocol:
+                config = without_protocol_handlers(config)
             chunks = _on_loop(sink, "messages_chunk")
-            handler = messages_stream_handler(chunks, formatter.seen_messages, subgraphs=subgraphs)
+            handler = messages_stream_handler(
+                chunks,
+                formatter.seen_messages,
+                subgraphs=subgraphs,
+                protocol=protocol,
+            )
             config = with_handler(config, handler)
 
         run = self._run(

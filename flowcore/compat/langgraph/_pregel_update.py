@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph._copy_fork import COPY, copy_checkpoint_update
 from flowcore.compat.langgraph._errors import InvalidUpdateError
+from flowcore.compat.langgraph._lent_saver import lent_saver
 from flowcore.compat.langgraph._loop import INTERRUPT, Run, Task
 from flowcore.compat.langgraph._loop_helpers import NULL_TASK_ID, empty_checkpoint
 from flowcore.compat.langgraph._node import (
@@ -103,7 +104,9 @@ class StateUpdating:
             raise ValueError("No supersteps provided")
         if any(not updates for updates in supersteps):
             raise ValueError("No updates provided")
-        saver = saver or self._saver()
+        saver = saver or self._saver(config)
+        # A config lending a saver addresses this very graph, whatever its namespace.
+        route = route and lent_saver(config) is None
         ns = (config.get("configurable") or {}).get("checkpoint_ns") or ""
         sub = subgraph_at(self, ns) if route else None
         if route and ns and sub is None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph._calls import run_with_calls, tasks_defined
 from flowcore.compat.langgraph._context import TaskScope, running_scope, set_scope
+from flowcore.compat.langgraph._delta import message_delta_keys, with_message_ids
 from flowcore.compat.langgraph._error_handlers import (
     ERROR_SOURCE,
     NodeError,
@@ -65,6 +66,7 @@ class RunTasks:
 
     # What these methods set on the object: declared here for the type checker.
     last_values: Any
+    message_deltas: frozenset[str] | None
 
     async def run_task(self: Run, task: Task, writes: StepWrites) -> Task:  # type: ignore[misc]
         """Run one task and save its writes; a failure is left in ``task.error``."""
@@ -106,6 +108,11 @@ class RunTasks:
                     )
                     # Reached only when the node returned: a failure or pause is not kept.
                     await cache.store(key, task.writes, policy.ttl)
+            # Messages for a messages DeltaChannel get their ids before they are saved.
+            if self.message_deltas is None:
+                self.message_deltas = message_delta_keys(self.channels)
+            if self.message_deltas:
+                task.writes = with_message_ids(self.channels, task.writes)
         except GraphInterrupt as exc:
             task.interrupts = exc.interrupts
             task.paused = True
