@@ -68,3 +68,27 @@ def test_returned_messages_shown_with_node_metadata() -> None:
     assert meta["langgraph_path"] == ("__pregel_pull", "command")
     assert meta["langgraph_checkpoint_ns"].startswith("command:")
     assert meta["thread_id"] == "t"
+
+
+def test_tasks_records_show_user_metadata_and_tags() -> None:
+    app = (
+        StateGraph(MessagesState)
+        .add_node("n", lambda state: {}, metadata={"owner": "me"})
+        .add_edge(START, "n")
+        .compile()
+    )
+    config = {
+        "metadata": {"team": "a"},
+        "tags": ["t1"],
+        "configurable": {"thread_id": "t", "secret": "s"},
+    }
+    (start, _) = list(app.stream({"messages": []}, config, stream_mode="tasks"))
+    assert start["metadata"] == {"team": "a", "owner": "me", "tags": ["t1"]}
+    (plain, _) = list(
+        StateGraph(MessagesState)
+        .add_node("n", lambda state: {})
+        .add_edge(START, "n")
+        .compile()
+        .stream({"messages": []}, stream_mode="tasks")
+    )
+    assert "metadata" not in plain

@@ -223,7 +223,7 @@ def call_task(
         if "step_tasks" in run.wants:
             # LangGraph lists a call it answers from the step's saved writes as a task
             # of the step (it reports no result for it: it did not run).
-            _emit_soon(calls, on_loop, "step_tasks", (run.step, [call]))
+            _emit_soon(calls, on_loop, "step_tasks", (run.step, [call], run.debug_metadata))
         future.set_result(done[0])
         return future
     calls.run.calls[task_id] = call
@@ -303,7 +303,7 @@ async def _run_call(
     if "task_start" in run.wants:
         run.emit("task_start", TaskStart(step, call))
     if "step_tasks" in run.wants:
-        run.emit("step_tasks", (step, [call]))
+        run.emit("step_tasks", (step, [call], run.debug_metadata))
     scope = TaskScope(run, call, step, _answers(calls, saved), calls.scope.null_resume)
     set_scope(scope)
     inner = TaskCalls(run, calls.pool, calls.loop, call, scope)

@@ -21,7 +21,13 @@ from flowcore.compat.langgraph._planner import ERROR, INTERRUPT, NO_WRITES, RESU
 from flowcore.compat.langgraph._task_result import task_result
 from flowcore.compat.langgraph._types import Interrupt
 
-__all__ = ["RETURN", "TaskStatus", "debug_task_entries", "read_statuses"]
+__all__ = [
+    "RETURN",
+    "TaskStatus",
+    "debug_task_entries",
+    "debug_task_metadata",
+    "read_statuses",
+]
 
 RETURN = "__return__"
 """The channel a ``@task`` call's return value is written to."""
@@ -128,3 +134,42 @@ def debug_task_entries(
         entry["state"] = state
         entries.append(entry)
     return entries
+
+
+# Metadata keys a task's ``tasks``-mode record leaves out: LangGraph's own bookkeeping,
+# which the record's other fields and its namespace already say.
+_FRAMEWORK_KEYS = frozenset(
+    {
+        "thread_id",
+        "checkpoint_id",
+        "checkpoint_ns",
+        "checkpoint_map",
+        "langgraph_step",
+        "langgraph_node",
+        "langgraph_triggers",
+        "langgraph_path",
+        "langgraph_checkpoint_ns",
+    }
+)
+
+
+def debug_task_metadata(
+    metadata: Mapping[str, Any] | None, tags: Sequence[str] | None
+) -> dict[str, Any] | None:
+    """The ``metadata`` a task's ``tasks``/``debug`` record shows (None: none to show).
+
+    The user's metadata of the task's config (the run's and the node's own), without
+    LangGraph's bookkeeping keys, with the config's tags (``seq:step`` ones aside)
+    under ``tags``.
+
+    Example:
+        >>> debug_task_metadata({"team": "a", "thread_id": "t"}, ["x", "seq:step:1"])
+        {'team': 'a', 'tags': ['x']}
+        >>> debug_task_metadata({"langgraph_node": "n"}, None) is None
+        True
+    """
+    shown = {k: v for k, v in (metadata or {}).items() if k not in _FRAMEWORK_KEYS}
+    kept = [t for t in tags or () if not t.startswith("seq:step")]
+    if kept:
+        shown["tags"] = kept
+    return shown or None

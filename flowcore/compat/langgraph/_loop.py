@@ -322,7 +322,7 @@ class Run(RunSaving, RunInput, RunTasks):
             # pass): the checkpoint the step starts from is saved.
             raise GraphDrained(control.drain_reason or "shutdown")
         if "step_tasks" in self.wants:
-            self.emit("step_tasks", (self.step, tasks))
+            self.emit("step_tasks", (self.step, tasks, self.debug_metadata))
         for task in tasks:
             if task.done:
                 self.emit_task_updates(task, task.writes, cached=True)

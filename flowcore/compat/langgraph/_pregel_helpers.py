@@ -234,7 +234,7 @@ class _ChunkFormatter:
         if kind in ("messages_seen", "messages_from"):
             return self._messages(ns, kind, payload)
         if kind == "step_tasks":
-            step, tasks = payload
+            step, tasks, describe = payload
             out: list[Any] = []
             for task in tasks:
                 if task.name == START:
@@ -245,6 +245,10 @@ class _ChunkFormatter:
                     "input": task.input,
                     "triggers": task.triggers,
                 }
+                # The user's metadata and tags of the task's config, as LangGraph adds them.
+                metadata = describe(task)
+                if metadata is not None:
+                    payload["metadata"] = metadata
                 out.extend(self._debug(ns, "task", step, payload, "tasks"))
             return out
         if kind == "task_end":

@@ -56,8 +56,9 @@ Outcome = Literal["done", "error", "interrupt", "cancelled", "parent_command"]
 #: ``custom`` (:class:`CustomChunk`), ``messages_seen`` (a task's input, before
 #: it runs), ``messages_from`` (``(task, result, metadata)``, with the node's
 #: LangGraph metadata), ``step_tasks``
-#: (``(step, tasks)``: a superstep's tasks, restored ones included, before any
-#: runs), ``task_start`` (:class:`TaskStart`), ``task_end`` (:class:`TaskEnd`),
+#: (``(step, tasks, describe)``: a superstep's tasks, restored ones included, before
+#: any runs, and what gives a task's metadata as ``tasks`` records show it),
+#: ``task_start`` (:class:`TaskStart`), ``task_end`` (:class:`TaskEnd`),
 #: ``checkpoint`` (:class:`CheckpointMade`, runs on a thread only).
 KINDS: frozenset[str] = frozenset(
     {

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph._calls import run_with_calls, tasks_defined
 from flowcore.compat.langgraph._context import TaskScope, running_scope, set_scope
+from flowcore.compat.langgraph._debug_tasks import debug_task_metadata
 from flowcore.compat.langgraph._delta import message_delta_keys, with_message_ids
 from flowcore.compat.langgraph._error_handlers import (
     ERROR_SOURCE,
@@ -247,6 +248,16 @@ class RunTasks:
         """
         metadata = self.graph.task_config(self.config, task, self.step, self.ns)["metadata"]
         return {"ls_integration": "langgraph", **metadata}
+
+    def debug_metadata(self: Run, task: Task) -> dict[str, Any] | None:  # type: ignore[misc]
+        """The metadata ``tasks``/``debug`` records show for ``task`` (see _debug_tasks)."""
+        config = self.config
+        metadata = config.get("metadata") or {}
+        spec = self.graph.nodes.get(task.name)
+        own = getattr(spec, "metadata", None)
+        if own:
+            metadata = {**metadata, **own}
+        return debug_task_metadata(metadata, config.get("tags"))
 
     def _task_result(self: Run, task: Task, outcome: Outcome) -> None:  # type: ignore[misc]
         """Record how a task that did not return ended (its error, pause or stop is in it)."""
