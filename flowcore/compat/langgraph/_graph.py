@@ -76,6 +76,10 @@ class NodeSpec:
         """
         return NodeRunnable(self.action, self.name)
 
+    def copy(self, update: dict[str, Any]) -> NodeSpec:
+        """A copy of this node with the fields ``update`` names replaced (``{}``: as is)."""
+        return dataclasses.replace(self, **update)
+
     @property
     def subgraphs(self) -> list[Any]:
         """The compiled graph this node runs, if any, as a list (see ``_subgraph_detect``).
@@ -234,6 +238,13 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self._param_schemas: dict[int, tuple[Any, Any]] = {}
         # set_node_defaults(): applied at compile() to the nodes that set none of their own.
         self._node_defaults: dict[str, Any] = {}
+
+    @property
+    def channels(self) -> dict[str, Any]:
+        """The state channels declared so far, by key (``langgraph.channels`` classes)."""
+        from flowcore.compat.langgraph._channel_view import builder_channels
+
+        return builder_channels(self)
 
     @property
     def managed(self) -> dict[str, Any]:

@@ -60,7 +60,7 @@ from flowcore.compat.langgraph._run_tasks import RunTasks
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
 from flowcore.compat.langgraph._savers_records import merged_metadata
 from flowcore.compat.langgraph._savers_shell import SaverShell
-from flowcore.compat.langgraph._tracing import RunObserver, observe
+from flowcore.compat.langgraph._tracing import RunObserver, langsmith_tracing_on, observe
 from flowcore.compat.langgraph._types import Interrupt
 from flowcore.runtime import run_lease
 from flowcore.runtime.steps import run_supersteps
@@ -111,7 +111,11 @@ class Run(RunSaving, RunInput, RunTasks):
         self.interrupt_after: tuple[str, ...] = tuple(interrupt_after)
         self.parent_scope: TaskScope | None = parent_scope
         self.ns: str = checkpoint_ns
-        self.thread_id: Any = self.configurable.get("thread_id")
+        thread_id = self.configurable.get("thread_id")
+        # As in LangGraph, the saver is addressed with the thread id as a string.
+        self.thread_id: Any = (
+            thread_id if thread_id is None or isinstance(thread_id, str) else str(thread_id)
+        )
         # A saver lent through the config (see _lent_saver) wins over the graph's own.
         self.saver: Any = (
             None if self.thread_id is None else lent_saver(config) or graph.checkpointer
@@ -162,6 +166,8 @@ class Run(RunSaving, RunInput, RunTasks):
         # What a node's Runtime carries (see _runtime): set by the graph for each run.
         self.context: Any = None
         self.control: RunControl | None = None
+        # The store its nodes see: the graph's, or the one its caller's runtime carries.
+        self.store: Any = graph.store
         # The @task calls of the running superstep (see _calls), by id: under
         # durability "exit" their writes are stored with the step's when the run ends.
         self.calls: dict[str, Task] = {}
@@ -219,7 +225,7 @@ class Run(RunSaving, RunInput, RunTasks):
             )
         return Runtime(
             context=self.context,
-            store=self.graph.store,
+            store=self.store,
             stream_writer=scope.writer,
             execution_info=info,
             server_info=server,
@@ -321,7 +327,7 @@ class Run(RunSaving, RunInput, RunTasks):
             # pass): the checkpoint the step starts from is saved.
             raise GraphDrained(control.drain_reason or "shutdown")
         if "step_tasks" in self.wants:
-            self.emit("step_tasks", (self.step, tasks))
+            self.emit("step_tasks", (self.step, tasks, self.debug_metadata))
         for task in tasks:
             if task.done:
                 self.emit_task_updates(task, task.writes, cached=True)
@@ -385,7 +391,11 @@ class Run(RunSaving, RunInput, RunTasks):
         does not lease); a run that finds it held raises ``ThreadBusyError``.
         """
         self.loop, self.loop_thread = asyncio.get_running_loop(), threading.get_ident()
-        if "callbacks" not in self.config and self.parent_scope is None:
+        if (
+            "callbacks" not in self.config
+            and self.parent_scope is None
+            and not langsmith_tracing_on()
+        ):
             async with self._lease():
                 await self._execute()
             return

@@ -35,7 +35,6 @@ from flowcore.compat.langgraph._graph_ns import graph_namespace
 __all__ = [
     "STREAM_MESSAGES_V2",
     "messages_stream_handler",
-    "node_message_metadata",
     "wants_protocol_events",
     "without_protocol_handlers",
 ]
@@ -230,27 +229,3 @@ def messages_stream_handler(
         return MessagesStream()
     # LangChain's chat models drive their protocol events only for a handler of its class.
     return type("MessagesProtocolStream", (MessagesStream, marker), {"streams_protocol": True})()
-
-
-def node_message_metadata(
-    run_config: Mapping[str, Any], task_metadata: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The metadata a message a node returned is streamed with, as LangGraph shows it.
-
-    That of the node's own run: the run's config metadata and its plain
-    ``configurable`` values (``thread_id``...), the integration's name, and the
-    task's ``langgraph_*`` keys (``task_metadata``).
-
-    Example:
-        >>> node_message_metadata({"configurable": {"thread_id": "1"}}, {"langgraph_node": "a"})
-        {'thread_id': '1', 'ls_integration': 'langgraph', 'langgraph_node': 'a'}
-    """
-    found: dict[str, Any] = {
-        k: v
-        for k, v in dict(run_config.get("configurable") or {}).items()
-        if not k.startswith("__") and isinstance(v, str | int | float | bool)
-    }
-    found.update(run_config.get("metadata") or {})
-    found.setdefault("ls_integration", "langgraph")
-    found.update(task_metadata)
-    return found

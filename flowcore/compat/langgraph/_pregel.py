@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +55,7 @@ from flowcore.compat.langgraph._pregel_helpers import (
 from flowcore.compat.langgraph._pregel_run import Running
 from flowcore.compat.langgraph._pregel_state import StateReading
 from flowcore.compat.langgraph._pregel_update import StateUpdating
+from flowcore.compat.langgraph._run_metadata import shown_configurable
 from flowcore.compat.langgraph._runnable import as_runnable
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import (
@@ -217,6 +219,19 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
     @version.setter
     def version(self, value: str) -> None:
         self._version = str(value)
+
+    def copy(self, update: Mapping[str, Any] | None = None) -> CompiledStateGraph:
+        """A shallow copy of this graph, with the attributes ``update`` names replaced.
+
+        Example:
+            >>> # other = app.copy({"name": "other"})
+        """
+        made = copy.copy(self)
+        # The per-graph lookups made lazily are rebuilt for the copy.
+        made._param_names, made._direct = {}, {}
+        for key, value in (update or {}).items():
+            setattr(made, key, value)
+        return made
 
     def _add_state_key(self, info: SchemaInfo, key: str) -> None:
         made = info.channel(key)
@@ -489,6 +504,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         # metadata of the runs the node starts (a chat model's, a tool's).
         configurable = {**dict(config.get("configurable") or {}), "checkpoint_ns": task_ns}
         metadata = {
+            **shown_configurable(configurable),
             **dict(config.get("metadata") or {}),
             "langgraph_step": step,
             "langgraph_node": task.name,

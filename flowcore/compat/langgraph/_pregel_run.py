@@ -47,6 +47,7 @@ from flowcore.compat.langgraph._pregel_helpers import (
 from flowcore.compat.langgraph._records import (
     Sink,
 )
+from flowcore.compat.langgraph._run_config import run_config, seeded_runtime
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._stream_v3 import (
     ainvoke_v2,
@@ -89,17 +90,7 @@ class Running:
         context: Any = None,
         control: RunControl | None = None,
     ) -> Run:
-        config = dict(config or {})
-        if (
-            self.checkpointer is not None
-            and not config.get("configurable")
-            and running_scope() is None
-        ):
-            # Like LangGraph: a saver with nowhere to save is a caller's mistake.
-            raise ValueError(
-                "Checkpointer requires one or more of the following 'configurable' "
-                "keys: thread_id, checkpoint_ns, checkpoint_id"
-            )
+        config = run_config(config, has_saver=self.checkpointer is not None)
         if (config.get("configurable") or {}).get("checkpoint_ns"):
             # A subgraph's config: the root replays from where the map says it stood.
             config["configurable"] = address_root(config["configurable"])
@@ -118,6 +109,12 @@ class Running:
             interrupt_before=list(before),
             interrupt_after=list(after),
         )
+        slot = seeded_runtime(config)
+        if slot is not None:
+            # Its store stands for the graph's; its context is the run's if the call has none.
+            run.store = getattr(slot, "store", None)
+            if context is None:
+                context = getattr(slot, "context", None)
         run.context = coerce_context(self._context_schema(), context)
         run.control = control
         return run
@@ -510,6 +507,8 @@ class Running:
         run.force_resume = parent.resuming or bool(scope.resume)
         run.resume_by_id = parent.resume_by_id
         run.context, run.control = parent.context, control or parent.control
+        # As in LangGraph, a subgraph's nodes see the store of the run that calls it.
+        run.store = parent.store
         run.replay_of, run.entered = parent.replay_of, parent.entered
         addressed = "checkpoint_id" in config["configurable"]
         if (

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph._calls import run_with_calls, tasks_defined
 from flowcore.compat.langgraph._context import TaskScope, running_scope, set_scope
+from flowcore.compat.langgraph._debug_tasks import debug_task_metadata
 from flowcore.compat.langgraph._delta import message_delta_keys, with_message_ids
 from flowcore.compat.langgraph._error_handlers import (
     ERROR_SOURCE,
@@ -29,7 +30,6 @@ from flowcore.compat.langgraph._errors import (
     NodeCancelledError,
     ParentCommand,
 )
-from flowcore.compat.langgraph._messages_stream import node_message_metadata
 from flowcore.compat.langgraph._node import (
     call_with_config,
     control_writes,
@@ -57,6 +57,9 @@ if TYPE_CHECKING:
     from flowcore.compat.langgraph._loop import Run
 
 __all__ = ["RunTasks"]
+
+# The configurable key of a callable that is told the name of each node that returned.
+NODE_FINISHED = "__pregel_node_finished"
 
 
 class RunTasks:
@@ -171,6 +174,10 @@ class RunTasks:
             # pending; after a pause only whether it is empty matters (execute()).
             self.pending.append((NO_WRITES, NO_WRITES, None))
         if task.name != START:
+            # LangGraph calls a configurable hook with each node that returned.
+            finished = self.configurable.get(NODE_FINISHED)
+            if callable(finished):
+                finished(task.name)
             if "updates" in self.wants:
                 self.emit_task_updates(task, task.writes)
             if "task_end" in self.wants:
@@ -200,7 +207,7 @@ class RunTasks:
                 action,
                 task.input,
                 scope.get_config,
-                {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                {"writer": scope.writer, "runtime": scope.runtime, "store": self.store},
                 graph.call_shape(action),
             )
         else:
@@ -220,7 +227,7 @@ class RunTasks:
                     action,
                     task.input,
                     scope.get_config,
-                    {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                    {"writer": scope.writer, "runtime": scope.runtime, "store": self.store},
                     graph.call_shape(action),
                 )
 
@@ -234,6 +241,24 @@ class RunTasks:
         if self.saver is not None:
             await self._put_writes(task, marker)
             self.pending.extend((task.id, c, v) for c, v in marker)
+
+    def message_metadata(self: Run, task: Task) -> dict[str, Any]:  # type: ignore[misc]
+        """The metadata ``messages`` mode shows with the messages a node returned.
+
+        LangGraph's: the node run's metadata, under the graph's integration tag.
+        """
+        metadata = self.graph.task_config(self.config, task, self.step, self.ns)["metadata"]
+        return {"ls_integration": "langgraph", **metadata}
+
+    def debug_metadata(self: Run, task: Task) -> dict[str, Any] | None:  # type: ignore[misc]
+        """The metadata ``tasks``/``debug`` records show for ``task`` (see _debug_tasks)."""
+        config = self.config
+        metadata = config.get("metadata") or {}
+        spec = self.graph.nodes.get(task.name)
+        own = getattr(spec, "metadata", None)
+        if own:
+            metadata = {**metadata, **own}
+        return debug_task_metadata(metadata, config.get("tags"))
 
     def _task_result(self: Run, task: Task, outcome: Outcome) -> None:  # type: ignore[misc]
         """Record how a task that did not return ended (its error, pause or stop is in it)."""
@@ -271,7 +296,7 @@ class RunTasks:
                         scope,
                         handler,
                         lambda: self._node_result(task, scope, spec),
-                        {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                        {"writer": scope.writer, "runtime": scope.runtime, "store": self.store},
                     )
             except ParentCommand as exc:
                 # A graph the node's code ran addressed its parent: this graph.
@@ -320,10 +345,7 @@ class RunTasks:
                 picked = await call_node(path, shape[1], (fresh,), inline=True)
             writes.extend(target_writes(graph.branch_targets(branch, picked)))
         if task.name != START and "messages_from" in self.wants:
-            task_meta = graph.task_config(self.config, task, self.step, self.ns)["metadata"]
-            self.emit(
-                "messages_from", (task, result, node_message_metadata(self.config, task_meta))
-            )
+            self.emit("messages_from", (task, result, self.message_metadata(task)))
         return writes
 
     # --------------------------------------------------------------- outputs
