@@ -142,6 +142,8 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.checkpoint.sqlite": ("SqliteSaver",),
     "langgraph.checkpoint.sqlite.aio": ("AsyncSqliteSaver",),
     "langgraph.pregel": ("NodeBuilder", "Pregel"),
+    # No __all__: map_debug_tasks is the one function of it LangGraph's tests use.
+    "langgraph.pregel.debug": ("map_debug_tasks",),
     "langgraph.pregel.main": ("NodeBuilder", "Pregel"),
     "langgraph.pregel.remote": ("RemoteException", "RemoteGraph"),
     "langgraph.channels": (

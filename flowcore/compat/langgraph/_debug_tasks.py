@@ -13,7 +13,7 @@ or its writes to the graph's output keys folded into one dict.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
@@ -26,6 +26,7 @@ __all__ = [
     "TaskStatus",
     "debug_task_entries",
     "debug_task_metadata",
+    "map_debug_tasks",
     "read_statuses",
 ]
 
@@ -173,3 +174,39 @@ def debug_task_metadata(
     if kept:
         shown["tags"] = kept
     return shown or None
+
+
+# LangSmith's tag for a run it should not show; a task carrying it gets no record.
+_HIDDEN = "langsmith:hidden"
+
+
+def map_debug_tasks(tasks: Iterable[Any]) -> Iterator[dict[str, Any]]:
+    """The ``task`` payloads ``debug``/``tasks`` streams show for ``tasks``, as LangGraph's.
+
+    Each task is anything with ``id``, ``name``, ``input``, ``triggers`` and a
+    ``config`` (or None): its payload holds those four fields and, when there is
+    any, the user's metadata of its config (see :func:`debug_task_metadata`), a
+    copy. A task whose config is tagged hidden for LangSmith is skipped.
+
+    Example:
+        >>> class T:
+        ...     id, name, input, triggers = "t1", "tools", [], ["x"]
+        ...     config = {"metadata": {"team": "a", "langgraph_step": 1}, "tags": ["seq:step:1"]}
+        >>> list(map_debug_tasks([T()]))
+        [{'id': 't1', 'name': 'tools', 'input': [], 'triggers': ['x'], 'metadata': {'team': 'a'}}]
+    """
+    for task in tasks:
+        config = task.config
+        if config is not None and _HIDDEN in (config.get("tags") or ()):
+            continue
+        payload: dict[str, Any] = {
+            "id": task.id,
+            "name": task.name,
+            "input": task.input,
+            "triggers": task.triggers,
+        }
+        if config is not None:
+            metadata = debug_task_metadata(config.get("metadata"), config.get("tags"))
+            if metadata is not None:
+                payload["metadata"] = metadata
+        yield payload

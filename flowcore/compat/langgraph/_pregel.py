@@ -502,9 +502,11 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         task_ns = f"{ns}|{task.name}:{task.id}".lstrip("|")
         # The task's own namespace, as LangGraph sets it: LangChain shows it in the
         # metadata of the runs the node starts (a chat model's, a tool's).
-        configurable = {**dict(config.get("configurable") or {}), "checkpoint_ns": task_ns}
+        outer = dict(config.get("configurable") or {})
+        configurable = {**outer, "checkpoint_ns": task_ns}
         metadata = {
-            **shown_configurable(configurable),
+            # The ids of the run that started the node, not the node's own namespace.
+            **shown_configurable(outer),
             **dict(config.get("metadata") or {}),
             "langgraph_step": step,
             "langgraph_node": task.name,
