@@ -37,7 +37,14 @@ import sys
 import tempfile
 from typing import Any
 
-from flowcore import BlockEndEvent, Event, NodeSkippedEvent, RunResult
+from flowcore import (
+    BlockEndEvent,
+    Event,
+    NodeSkippedEvent,
+    RunResult,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
 from flowcore.blocks import BlockExecutor, SqliteBlockStore
 from flowcore.checkpoint import SqliteCheckpointer
 from flowcore.history import SqliteRunHistory
@@ -104,10 +111,26 @@ def describe(event: Event) -> str | None:
     return None
 
 
+TOOL_CALLS: dict[str, list[str]] = {"start": [], "result": []}
+"""The ids of the run's tool calls, as their start and result events named them."""
+
+
 def show(event: Event) -> None:
+    if isinstance(event, ToolCallStartEvent):
+        TOOL_CALLS["start"].append(event.tool_call_id)
+    elif isinstance(event, ToolCallResultEvent):
+        TOOL_CALLS["result"].append(event.tool_call_id)
     line = describe(event)
     if line:
         print(line)
+
+
+def tool_call_line() -> str:
+    """How many tool calls ran and whether each had an id of its own (ids are random UUIDs)."""
+    starts, results = TOOL_CALLS["start"], TOOL_CALLS["result"]
+    distinct = len(set(starts))
+    closed = "each closed by its result" if sorted(starts) == sorted(results) else "UNCLOSED"
+    return f"tool calls: {len(starts)}, {distinct} distinct id(s), {closed}"
 
 
 def passes(result: RunResult) -> dict[int, list[str]]:
@@ -150,6 +173,7 @@ async def main(db: pathlib.Path, question: str, user: str) -> RunResult:
         remembered = (await memory.preferences(user)).get("conversation_summary")
 
     print(f"\nstatus: {result.status} after {result.supersteps} supersteps")
+    print(tool_call_line())
     print("passes:")
     for number, nodes in passes(result).items():
         print(f"  pass {number}: {', '.join(nodes)}")

@@ -7,11 +7,16 @@ for) and the AiEvents it gets back. Each HTTP request starts one run; a
 Server-Sent Events stream (best effort: a slow or vanished client never
 stalls the run) and a usage ledger (reliable: it bills every model call,
 whatever the client does). The HTTP server is a few lines of asyncio.
+``/runs/<graph>`` answers with flowcore's own SSE (one AiEvent per
+message); ``/chat/<graph>`` answers with the Vercel AI SDK's UI message
+stream, which ``useChat`` and assistant-ui read as they are.
 
-    python examples/port_app.py                  # demo: serve, request once, print, stop
+    python examples/port_app.py                  # demo: serve, request both, print, stop
     python examples/port_app.py --once           # one run, its SSE text to stdout
+    python examples/port_app.py --once --ai-sdk  # one run, as an AI SDK UI message stream
     python examples/port_app.py --serve --port 8765
     curl -N 'http://127.0.0.1:8765/runs/ask?question=What+is+the+answer'
+    curl -N 'http://127.0.0.1:8765/chat/ask?question=What+is+the+answer'
 
 The model is a tiny deterministic stand-in (no API key needed): it looks the
 question up with the ``lookup`` tool, then answers with what it found.
@@ -46,6 +51,7 @@ from flowcore.port import (
     Subscription,
     parse_sse,
     sse_stream,
+    ui_message_response,
 )
 from flowcore.tools import Tool, ToolRunner
 
@@ -143,10 +149,10 @@ class App:
         self.executor = executor
         self.ledger = Ledger()
 
-    async def stream_run(
+    async def run_events(
         self, target: str, inputs: dict[str, Any], caller: Caller
-    ) -> AsyncIterator[str]:
-        """SSE text of one run; the run and the ledger go on if the client leaves."""
+    ) -> AsyncIterator[AiEvent]:
+        """The client's events of one run; the run and the ledger go on if the client leaves."""
         handle = self.executor.run(RunRequest(target, inputs, caller))
         relay = RunEventRelay(handle)
         client = relay.subscribe("client", policy="best_effort")
@@ -154,14 +160,22 @@ class App:
         pump = relay.start()
         ledger = asyncio.create_task(self.ledger.consume(billing))
         try:
-            async for chunk in sse_stream(client, keepalive=15.0):
-                yield chunk
+            async for event in client:
+                yield event
         finally:
             client.close()
             await asyncio.gather(pump, ledger)
 
+    async def stream_run(
+        self, target: str, inputs: dict[str, Any], caller: Caller
+    ) -> AsyncIterator[str]:
+        """flowcore's SSE text of one run."""
+        async with contextlib.aclosing(self.run_events(target, inputs, caller)) as events:
+            async for chunk in sse_stream(events, keepalive=15.0):
+                yield chunk
+
     async def handle_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """One HTTP/1.1 request: ``GET /runs/<graph>?key=value...`` answered as SSE."""
+        """One HTTP/1.1 request: ``GET /runs/<graph>?key=value...`` (SSE) or ``/chat/<graph>``."""
         try:
             head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
             method, target, _ = head[0].split(" ", 2)
@@ -169,7 +183,7 @@ class App:
                 k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in head[1:])
             }
             url = urlsplit(target)
-            if method != "GET" or not url.path.startswith("/runs/"):
+            if method != "GET" or not url.path.startswith(("/runs/", "/chat/")):
                 writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
                 return
             inputs = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -177,9 +191,19 @@ class App:
                 request_id=headers.get("x-request-id") or uuid.uuid4().hex,
                 trace_id=headers.get("x-trace-id") or uuid.uuid4().hex,
             )
+            target_name = url.path.split("/", 2)[2]
+            if url.path.startswith("/chat/"):
+                # The AI SDK's UI message stream: status, headers and body from one helper.
+                async with contextlib.aclosing(self.run_events(target_name, inputs, caller)) as run:
+                    response = ui_message_response(run)
+                    writer.write(response.head())
+                    async for data in response.body or ():
+                        writer.write(data)
+                        await writer.drain()
+                return
             lines = ["HTTP/1.1 200 OK", *(f"{k}: {v}" for k, v in SSE_HEADERS.items())]
             writer.write(("\r\n".join([*lines, "Connection: close", "", ""])).encode())
-            async for chunk in self.stream_run(url.path.removeprefix("/runs/"), inputs, caller):
+            async for chunk in self.stream_run(target_name, inputs, caller):
                 writer.write(chunk.encode("utf-8"))
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -192,8 +216,10 @@ class App:
 # --------------------------------------------------------------- front ends
 
 
-async def http_get(host: str, port: int, path: str, request_id: str) -> tuple[str, str]:
-    """A stdlib HTTP client: the status line and the whole body."""
+async def http_get(
+    host: str, port: int, path: str, request_id: str
+) -> tuple[str, dict[str, str], str]:
+    """A stdlib HTTP client: the status line, the headers and the whole body."""
     reader, writer = await asyncio.open_connection(host, port)
     writer.write(
         f"GET {path} HTTP/1.1\r\nHost: {host}\r\nX-Request-Id: {request_id}\r\n"
@@ -204,7 +230,9 @@ async def http_get(host: str, port: int, path: str, request_id: str) -> tuple[st
     writer.close()
     await writer.wait_closed()
     head, _, body = raw.partition("\r\n\r\n")
-    return head.split("\r\n")[0], body
+    status, *fields = head.split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (f.partition(":") for f in fields)}
+    return status, headers, body
 
 
 def describe(events: list[AiEvent]) -> list[str]:
@@ -234,6 +262,23 @@ def describe(events: list[AiEvent]) -> list[str]:
     return lines
 
 
+def describe_chunks(body: str) -> list[str]:
+    """One line per UI message chunk, runs of one chunk type folded into one."""
+    lines: list[str] = []
+    kinds: list[str] = []
+    for block in body.split("\n\n"):
+        data = block.removeprefix("data: ")
+        if not block.startswith("data: "):
+            continue
+        kinds.append("[DONE]" if data == "[DONE]" else json.loads(data)["type"])
+    for i, kind in enumerate(kinds):
+        if i and kinds[i - 1] == kind:
+            continue
+        run = next((j for j in range(i, len(kinds)) if kinds[j] != kind), len(kinds)) - i
+        lines.append(f"  {kind} x{run}" if run > 1 else f"  {kind}")
+    return lines
+
+
 async def demo(question: str) -> None:
     app = App(build_executor())
     server = await asyncio.start_server(app.handle_http, "127.0.0.1", 0)
@@ -241,21 +286,32 @@ async def demo(question: str) -> None:
     print(f"server: listening on http://{host}:{port}")
     path = f"/runs/ask?question={quote_plus(question)}"
     async with server:
-        status, body = await http_get(host, port, path, request_id="demo-request-1")
-        missing_status, missing = await http_get(host, port, "/runs/nope", "demo-request-2")
+        status, _, body = await http_get(host, port, path, request_id="demo-request-1")
+        missing_status, _, missing = await http_get(host, port, "/runs/nope", "demo-request-2")
+        chat = path.replace("/runs/", "/chat/")
+        chat_status, chat_headers, chat_body = await http_get(host, port, chat, "demo-request-3")
     print(f"client: GET {path} -> {status}")
     events = parse_sse(body)
     print("\n".join(describe(events)))
     print(f"client: GET /runs/nope -> {missing_status}")
     print("\n".join(describe(parse_sse(missing))))
+    protocol = chat_headers.get("x-vercel-ai-ui-message-stream")
+    print(f"client: GET {chat} -> {chat_status} (AI SDK UI message stream {protocol})")
+    print("\n".join(describe_chunks(chat_body)))
     for request_id, model, tokens_in, tokens_out in app.ledger.calls:
         print(f"ledger: {request_id} {model} {tokens_in} in / {tokens_out} out")
     print("server: stopped")
 
 
-async def once(question: str) -> None:
+async def once(question: str, ai_sdk: bool) -> None:
     app = App(build_executor())
-    async for chunk in app.stream_run("ask", {"question": question}, Caller("once-1", "once-1")):
+    caller = Caller("once-1", "once-1")
+    if ai_sdk:
+        response = ui_message_response(app.run_events("ask", {"question": question}, caller))
+        async for data in response.body or ():
+            sys.stdout.write(data.decode("utf-8"))
+        return
+    async for chunk in app.stream_run("ask", {"question": question}, caller):
         sys.stdout.write(chunk)
 
 
@@ -272,11 +328,14 @@ def main() -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="run once, print the SSE text")
     mode.add_argument("--serve", action="store_true", help="serve until interrupted")
+    parser.add_argument(
+        "--ai-sdk", action="store_true", help="with --once: the AI SDK UI message stream"
+    )
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--question", default="What is the meaning of life?")
     args = parser.parse_args()
     if args.once:
-        asyncio.run(once(args.question))
+        asyncio.run(once(args.question, args.ai_sdk))
     elif args.serve:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve(args.port))

@@ -31,6 +31,7 @@ __all__ = [
     "BlockInputError",
     "BlockOutputError",
     "BlockTimeoutError",
+    "BudgetExceededError",
     "CheckpointError",
     "CheckpointNotFoundError",
     "CheckpointStoreError",
@@ -222,12 +223,34 @@ class NodeError(FlowcoreError, RuntimeError):
         self.node = node
         self.attempts = attempts
         self.cause = cause
-        tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
+        tries = _tries(attempts, cause)
+        reason = str(cause).rstrip(".")
         super().__init__(
-            f"node {node!r} failed {tries}: {type(cause).__name__}: {cause}. "
+            f"node {node!r} failed {tries}: {type(cause).__name__}: {reason}. "
             "Fix the node, or give it a RetryPolicy that retries this exception."
         )
         self.__cause__ = cause
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def _tries(attempts: int, cause: BaseException) -> str:
+    """``after N attempts``, with the block's own attempts and model calls when it reports them.
+
+    A block node runs its block's retries inside one node attempt: a node
+    whose block tried three times and asked the model six times did not
+    fail "after 1 attempt".
+    """
+    inner = getattr(cause, "block_attempts", 0)
+    calls = getattr(cause, "model_calls", 0)
+    if not isinstance(inner, int) or not isinstance(calls, int) or (inner <= 1 and calls <= 1):
+        return f"after {_plural(attempts, 'attempt')}"
+    work = f"{_plural(inner, 'block attempt')}, {_plural(calls, 'model call')}"
+    if attempts <= 1:
+        return f"after {work}"
+    return f"after {_plural(attempts, 'attempt')} (the last: {work})"
 
 
 class NodeTimeoutError(NodeError, TimeoutError):
@@ -386,7 +409,11 @@ class BlockError(FlowcoreError):
 
     ``retryable`` says whether the block executor tries again (within the
     block's ``max_retries``): bad inputs and configuration never are, a
-    timeout or an answer that did not fit the output schema are.
+    timeout or an answer that did not fit the output schema are. When the
+    executor gives up it records on the error how hard it tried:
+    ``block_attempts`` (the block's attempts) and ``model_calls`` (provider
+    requests, retried and repaired ones included); a :class:`NodeError`
+    caused by it says both.
 
     Example:
         >>> BlockTimeoutError("summarize", 30.0).retryable
@@ -395,6 +422,8 @@ class BlockError(FlowcoreError):
 
     code = "block-failed"
     retryable = False
+    block_attempts = 0
+    model_calls = 0
 
     def __init__(self, message: str, *, block: str) -> None:
         super().__init__(message)
@@ -511,5 +540,55 @@ class ToolCallError(BlockError, RuntimeError):
         self.retryable = error_code == "execution"
         super().__init__(
             f"block {block!r}: tool {tool!r} failed ({error_code}): {safe_message}",
+            block=block,
+        )
+
+
+class BudgetExceededError(BlockError, RuntimeError):
+    """A model call was not made: it could pass a token or cost budget.
+
+    ``scope`` is ``run``, ``thread``, ``user`` or ``block`` and ``key`` whose
+    budget it is (the run, thread or user id, or the block id); ``limit``,
+    ``spent`` and ``needed`` are in ``unit`` (``tokens`` or ``usd``):
+    ``needed`` is the most the refused call could have used (its prompt's
+    estimated tokens plus its ``max_tokens``). Never retried.
+
+    Example:
+        >>> err = BudgetExceededError("thread", "t1", "tokens", limit=200, spent=150,
+        ...                           needed=80, block="answer", node="answer")
+        >>> err.code, err.scope
+        ('budget-exceeded', 'thread')
+    """
+
+    code = "budget-exceeded"
+
+    def __init__(
+        self,
+        scope: str,
+        key: str,
+        unit: str,
+        *,
+        limit: float,
+        spent: float,
+        needed: float,
+        block: str,
+        node: str,
+    ) -> None:
+        self.scope = scope
+        self.key = key
+        self.unit = unit
+        self.limit = limit
+        self.spent = spent
+        self.needed = needed
+        self.node = node
+
+        def amount(value: float) -> str:
+            return f"${value:.4f}" if unit == "usd" else f"{int(value)} tokens"
+
+        super().__init__(
+            f"{scope} {key!r} has spent {amount(spent)} of its {amount(limit)} budget; the next "
+            f"model call of block {block!r} (node {node!r}) could use up to {amount(needed)}, "
+            "so it was not made. Raise the budget (config={'budgets': {...}} on the next run "
+            "or resume) or lower the block's max_tokens",
             block=block,
         )

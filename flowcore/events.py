@@ -248,7 +248,11 @@ class UsageEvent(EventBase):
     ``invocation_id`` is the call's id (shared with its text deltas),
     ``prompt_hash`` the :func:`~flowcore.llm.prompt_hash.prompt_hash` of the
     request sent, and ``cost_usd`` what the provider reported the call cost
-    (None when it reports no price).
+    (None when it reports no price). ``model`` is the model that answered;
+    ``request_model`` the one the request named (empty: the provider's
+    default), ``finish_reason`` why the model stopped (as the provider says
+    it, empty when unknown) and ``duration`` how long the call took in
+    seconds, so a tracer can place the call in time.
     """
 
     type: ClassVar[str] = "usage"
@@ -261,6 +265,9 @@ class UsageEvent(EventBase):
     invocation_id: str = ""
     prompt_hash: str = ""
     cost_usd: float | None = None
+    request_model: str = ""
+    finish_reason: str = ""
+    duration: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from flowcore.events import RunStatus
 from flowcore.interrupts import Interrupt
+from flowcore.llm.types import Usage
 
 __all__ = ["NodeRun", "RunResult"]
 
@@ -17,7 +18,10 @@ class NodeRun:
     """One execution (or skip) of one node.
 
     ``started_at`` is seconds since the run started; ``duration`` is how long
-    the node took, retries included.
+    the node took, retries included. ``usage`` is what every model call the
+    node made cost (failed, retried and repaired calls included) and
+    ``model_calls`` how many provider requests it made, over all its
+    attempts (see :mod:`flowcore.runtime.usage`).
     """
 
     node: str
@@ -30,6 +34,8 @@ class NodeRun:
     attempts: int = 0
     error: BaseException | None = None
     skip_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    model_calls: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +45,9 @@ class RunResult:
     ``outputs`` maps each node to the update it returned last; ``node_runs``
     lists every execution and skip in the order they ended. A run on a thread
     names it and the newest checkpoint; an ``interrupted`` run lists what
-    its nodes asked in ``interrupts``.
+    its nodes asked in ``interrupts``. ``usage`` and ``model_calls`` count
+    every model call of the run, whatever became of it or of its node (a
+    failed, interrupted or cancelled node's calls too).
 
     Example:
         >>> r = RunResult(run_id="r", graph_name="g", graph_version="1",
@@ -61,6 +69,8 @@ class RunResult:
     interrupts: tuple[Interrupt, ...] = ()
     thread_id: str | None = None
     checkpoint_id: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    model_calls: int = 0
 
     @property
     def ok(self) -> bool:

@@ -31,6 +31,9 @@ DOC_PAGES_WITH_RUNNABLE_CODE = [
     "langgraph-migration.md",
     "port.md",
     "secrets.md",
+    "tracing.md",
+    "budgets.md",
+    "ai-sdk.md",
 ]
 
 

@@ -47,6 +47,8 @@ def test_every_redirected_name_is_public_in_flowcore_compat() -> None:
         ("langgraph.checkpoint.serde.jsonplus", "library"),
         ("langgraph.store.memory", "library"),
         ("langgraph.checkpoint", "package"),
+        ("langgraph._internal._constants", "data"),
+        ("langgraph._internal._config", "missing"),
     ],
 )
 def test_table_sorts_langgraph_modules(module: str, kind: str) -> None:
@@ -112,6 +114,8 @@ def test_summary_counts_only_tests_that_ran_flowcore_without_langgraph() -> None
     flow = {
         "tests/t.py::a": {"outcome": "passed", "runs": 2, "built": []},
         "tests/t.py::b": {"outcome": "passed", "runs": 0, "built": []},
+        # No graph run, but flowcore's own code did the test's work (a reducer, a channel).
+        "tests/t.py::f": {"outcome": "passed", "runs": 0, "flowcore_ran": True, "built": []},
         "tests/t.py::c": {"outcome": "passed", "runs": 1, "built": ["langgraph.pregel"]},
         "tests/t.py::d": {
             "outcome": "failed",
@@ -125,13 +129,13 @@ def test_summary_counts_only_tests_that_ran_flowcore_without_langgraph() -> None
         "tests/u.py": {"error": {"cause": "missing", "line": "ImportError: cannot import name"}}
     }
     summary = run.summarize(base, flow, collect)
-    assert (summary["langgraph_passed"], summary["flowcore_passed"]) == (7, 1)
+    assert (summary["langgraph_passed"], summary["flowcore_passed"]) == (7, 2)
+    assert summary["flowcore_passed_with_graph_run"] == 1
     assert summary["causes"] == {
         "no_flowcore_run": 1,
         "langgraph_built": 1,
         "behaviour": 1,
         "skipped": 1,
-        "not_run": 1,
         "missing": 1,
     }
     assert [row["file"] for row in summary["files"]] == ["tests/t.py", "tests/u.py"]
@@ -171,6 +175,8 @@ HOOK_SCRIPT = textwrap.dedent(
     except redirect.MissingName as exc:
         out["in_suite"] = exc.dotted
     out["named"] = redirect.named_missing([suite["test_uses"], suite["test_does_not"]])
+    from langgraph._internal._constants import PULL
+    out["pull"] = PULL
     out["built"] = redirect.real_runtime_modules()
     print(json.dumps(out))
     """
@@ -196,7 +202,42 @@ def test_import_hook_answers_langgraph_names_from_flowcore_and_nothing_falls_thr
     assert out["serde"] == "langgraph.checkpoint.serde.jsonplus"
     assert out["in_suite"] == "langgraph.pregel.protocol.StreamProtocol"
     assert out["named"] == ["langgraph.pregel.protocol.StreamProtocol"]
+    # A data module is LangGraph's own, loaded for real, and is not its runtime.
+    assert out["pull"] == "__pregel_pull"
     assert out["built"] == []
+
+
+DATA_CHECK_SCRIPT = textwrap.dedent(
+    """
+    import json, types
+    from langgraph_suite import redirect
+    out = {}
+    code_module = types.ModuleType("langgraph._internal._fake")
+    exec("def helper():\\n    return 1\\n", code_module.__dict__)
+    try:
+        redirect.check_data_module(code_module, set())
+    except ImportError as exc:
+        out["code"] = str(exc)
+    data_module = types.ModuleType("langgraph._internal._fake2")
+    exec("from typing import cast\\nA = 'x'\\nB = frozenset({'y'})\\n", data_module.__dict__)
+    redirect.check_data_module(data_module, set())
+    out["data"] = "accepted"
+    print(json.dumps(out))
+    """
+)
+
+
+def test_a_data_module_with_code_of_its_own_is_refused() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", DATA_CHECK_SCRIPT],
+        env={"PYTHONPATH": str(BENCH), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = json.loads(proc.stdout)
+    assert "helper is not a literal value" in out["code"]
+    assert out["data"] == "accepted"
 
 
 @pytest.mark.skipif(

@@ -263,6 +263,8 @@ def test_agent_loop_verifier_sends_an_empty_search_back_to_the_planner_once(agen
     assert "  step  4  executor    0 hit(s): none" in lines
     assert "  step  8  executor    2 hit(s): checkpoints.md, durability.md" in lines
     assert "           generator   skipped: not reached in this pass" in lines
+    # One search per pass: two calls, never under one id (each start closed by its result).
+    assert "tool calls: 2, 2 distinct id(s), each closed by its result" in lines
 
 
 def test_agent_loop_second_plan_reads_the_verifier_feedback_and_the_summary_is_kept(

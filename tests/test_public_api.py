@@ -41,6 +41,8 @@ PUBLIC_MODULES = [
     "flowcore.port",
     "flowcore.testing",
     "flowcore.secrets",
+    "flowcore.tracing",
+    "flowcore.budgets",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

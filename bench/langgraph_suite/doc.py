@@ -30,14 +30,15 @@ CAUSES_EXPLAINED: dict[str, str] = {
     "missing": "the test needs a public LangGraph name flowcore does not offer yet",
     "behaviour": "a public API behaves differently (an assertion or an error)",
     "internals": (
-        "the test drives LangGraph's private modules or constants "
-        "(`langgraph._internal`, `langgraph.pregel._loop`, ...), which are never redirected"
+        "the test drives LangGraph's private functions or classes "
+        "(`langgraph._internal._config`, `langgraph.stream._mux`, ...), which are never "
+        "redirected (LangGraph's constants module alone loads for real: it holds only values)"
     ),
     "timeout": "the test ran past the per-test time limit",
     "environment": "a service or package the test needs is missing",
     "no_flowcore_run": (
-        "the test passes but never started a flowcore run (it checks objects or "
-        "helpers only), so it does not count"
+        "the test passes but no function of flowcore's ran in it (it reads class "
+        "attributes or LangGraph's checkpoint library only), so it does not count"
     ),
     "langgraph_built": "LangGraph's own runtime was loaded, so the test does not count",
     "skipped": "skipped in the flowcore run",
@@ -55,7 +56,9 @@ def render_section(result: dict[str, Any], *, clusters: int = 15) -> str:
         f"Measured {meta['date'][:10]} with `{meta['command'].strip()}` "
         f"({meta['langgraph_sdist']}, Python {meta['python']}): "
         f"**{s['flowcore_passed']} of the {s['langgraph_passed']} tests that pass on "
-        f"LangGraph pass on flowcore ({s['percent']} %)**.",
+        f"LangGraph pass on flowcore ({s['percent']} %)**; "
+        f"{s.get('flowcore_passed_with_graph_run', '?')} of them ran a graph, the rest "
+        "exercised flowcore's reducers, channels, graph builders or stream parts directly.",
         "",
         "A test that passes on LangGraph and not here is counted under one cause:",
         "",

@@ -24,6 +24,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -37,6 +39,9 @@ MODE = os.environ.get("LANGGRAPH_SUITE_MODE", "langgraph")
 _OUT = os.environ.get("LANGGRAPH_SUITE_OUT", "")
 
 _runs = 0
+# Whether a function of flowcore's ran during the current test (its setup and call).
+_flowcore_ran = False
+_FLOWCORE_DIR = ""
 # The missing LangGraph names the current test's fixtures' code reads, and those
 # its own code reads too: a failure in setup is charged to the former only.
 _named_by_fixtures: list[str] = []
@@ -69,7 +74,39 @@ def _count_runs() -> None:
     setattr(_loop.Run, "execute", execute)  # noqa: B010
 
 
+# Frames that run while a name is looked up or a module loads, not flowcore's work.
+_NOT_WORK = frozenset({"<module>", "__getattr__", "__dir__"})
+
+
+def _watch(frame: Any, event: str, arg: Any) -> None:
+    global _flowcore_ran
+    if (
+        event == "call"
+        and frame.f_code.co_filename.startswith(_FLOWCORE_DIR)
+        and frame.f_code.co_name not in _NOT_WORK
+    ):
+        _flowcore_ran = True
+        # One call is proof enough; the hook costs every call after it otherwise.
+        sys.setprofile(None)
+
+
+def _start_watching() -> None:
+    global _flowcore_ran
+    _flowcore_ran = False
+    if MODE == "flowcore":
+        sys.setprofile(_watch)
+        threading.setprofile(_watch)
+
+
+def _stop_watching() -> None:
+    sys.setprofile(None)
+    threading.setprofile(None)  # type: ignore[arg-type]
+
+
 if MODE == "flowcore":
+    import flowcore
+
+    _FLOWCORE_DIR = os.path.dirname(os.path.abspath(flowcore.__file__)) + os.sep
     # At import, not in a hook: -p plugins load before the initial conftests, and the
     # hook must be in place before the suite's conftest imports its first langgraph name.
     from langgraph_suite import redirect
@@ -111,6 +148,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         function = getattr(item, "function", None)
         own = named_missing([function]) if function is not None else []
         _named = sorted(set(_named_by_fixtures) | set(own))
+    _start_watching()
 
 
 def _charge(named: list[str]) -> tuple[str, str]:
@@ -122,8 +160,11 @@ def _charge(named: list[str]) -> tuple[str, str]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    props: dict[str, Any] = {"runs": _runs, "named": _named}
+    props: dict[str, Any] = {"runs": _runs, "named": _named, "flowcore_ran": _flowcore_ran}
+    if call.when == "call":
+        _stop_watching()
     if MODE == "flowcore" and call.when == "teardown":
+        _stop_watching()
         from langgraph_suite.redirect import real_runtime_modules
 
         props["built"] = real_runtime_modules()
@@ -162,6 +203,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         {
             "outcome": "passed",
             "runs": 0,
+            "flowcore_ran": False,
             "built": [],
             "named": [],
             "error": None,
@@ -174,6 +216,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         if key == "langgraph_suite" and isinstance(value, dict):
             props = value
     entry["runs"] = max(entry["runs"], int(props.get("runs", 0)))
+    entry["flowcore_ran"] = entry["flowcore_ran"] or bool(props.get("flowcore_ran"))
     entry["duration"] = round(entry["duration"] + report.duration, 3)
     entry["built"] = sorted(set(entry["built"]) | set(props.get("built", [])))
     entry["named"] = sorted(set(entry["named"]) | set(props.get("named", [])))

@@ -3,7 +3,9 @@
 ``install()`` puts a finder first on ``sys.meta_path``. For a ``langgraph`` module
 the table (``table.py``) redirects, the finder builds a module holding exactly
 the listed names of ``flowcore.compat.langgraph``; for one it calls missing, it
-raises ``ModuleNotFoundError``; library modules load as usual. A name a
+raises ``ModuleNotFoundError``; library modules load as usual, and so do the
+table's data modules (literal values only), checked as they load by
+``check_data_module``. A name a
 redirected module lacks raises ``AttributeError`` (``ImportError`` under
 ``from ... import``), never a fall-back to real LangGraph.
 
@@ -36,13 +38,14 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
-from langgraph_suite.table import REDIRECTS, RUNTIME_DIRS, kind_of, packages
+from langgraph_suite.table import DATA_MODULES, REDIRECTS, RUNTIME_DIRS, kind_of, packages
 
 __all__ = [
     "MARK",
     "MissingName",
     "Placeholder",
     "RedirectFinder",
+    "check_data_module",
     "install",
     "named_missing",
     "real_runtime_modules",
@@ -186,6 +189,68 @@ def _missing_attr(module: str) -> Any:
     return __getattr__
 
 
+# The packages a data module sits in (``langgraph._internal``): loaded for real with it,
+# and held to the same check.
+_DATA_PARENTS = frozenset(
+    ".".join(name.split(".")[:i]) for name in DATA_MODULES for i in range(2, name.count(".") + 1)
+)
+
+_LITERALS = (str, bytes, int, float, bool, type(None))
+
+
+def _is_literal(value: Any) -> bool:
+    if isinstance(value, _LITERALS):
+        return True
+    if isinstance(value, tuple | list | set | frozenset):
+        return all(_is_literal(v) for v in value)
+    if isinstance(value, dict):
+        return all(_is_literal(k) and _is_literal(v) for k, v in value.items())
+    return False
+
+
+def check_data_module(module: types.ModuleType, loaded_before: set[str]) -> None:
+    """Refuse a data module that holds code of its own or pulled in LangGraph modules.
+
+    Every name the module binds must be a literal (strings, numbers, and tuples,
+    sets or dicts of them), a module, or something defined elsewhere and
+    imported (``typing.cast``); importing it must have loaded no LangGraph
+    module but itself and its packages.
+
+    Example:
+        >>> check_data_module(types.ModuleType("langgraph.x"), set())
+    """
+    name = module.__name__
+    for attr, value in vars(module).items():
+        if attr.startswith("__") or _is_literal(value) or isinstance(value, types.ModuleType):
+            continue
+        if getattr(value, "__module__", name) != name:
+            continue
+        raise ImportError(f"{MARK} {name}.{attr} is not a literal value: {name} is not data only")
+    allowed = {name, *_DATA_PARENTS, "langgraph"}
+    pulled = [
+        m
+        for m in sys.modules
+        if (m == "langgraph" or m.startswith("langgraph."))
+        and m not in loaded_before
+        and m not in allowed
+    ]
+    if pulled:
+        raise ImportError(f"{MARK} importing {name} loaded {sorted(pulled)}: not data only")
+
+
+class _DataLoader(importlib.abc.Loader):
+    def __init__(self, real: importlib.abc.Loader) -> None:
+        self.real = real
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return self.real.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        before = set(sys.modules)
+        self.real.exec_module(module)
+        check_data_module(module, before)
+
+
 class RedirectFinder(importlib.abc.MetaPathFinder):
     """Answers every ``langgraph`` module name from the table; see the module docstring.
 
@@ -206,6 +271,12 @@ class RedirectFinder(importlib.abc.MetaPathFinder):
         if fullname != "langgraph" and not fullname.startswith("langgraph."):
             return None
         kind = kind_of(fullname)
+        if kind == "data" or fullname in _DATA_PARENTS:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is None or spec.loader is None:
+                raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+            spec.loader = _DataLoader(spec.loader)
+            return spec
         if kind in ("library", "package"):
             return None
         if kind == "redirect":
@@ -297,7 +368,7 @@ def real_runtime_modules() -> list[str]:
     """
     found = []
     for name, module in list(sys.modules.items()):
-        if not name.startswith("langgraph."):
+        if not name.startswith("langgraph.") or name in DATA_MODULES or name in _DATA_PARENTS:
             continue
         filename = getattr(module, "__file__", None) or ""
         marker = "/site-packages/langgraph/"

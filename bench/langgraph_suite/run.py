@@ -269,8 +269,8 @@ def status_on_flowcore(
     passed on LangGraph.
 
     ``status`` is ``passed`` or a cause: ``missing``, ``behaviour``, ``internals``,
-    ``timeout``, ``environment``, ``no_flowcore_run`` (passed, but started no flowcore
-    run), ``langgraph_built`` (passed, but the real runtime loaded), ``skipped``,
+    ``timeout``, ``environment``, ``no_flowcore_run`` (passed, but no function of
+    flowcore's ran in it), ``langgraph_built`` (passed, but the real runtime loaded), ``skipped``,
     ``not_run``. A pass of a test whose code names a missing name is not counted.
     """
     record = tests.get(nodeid)
@@ -287,9 +287,9 @@ def status_on_flowcore(
             internal = [n for n in named if is_internal(n)]
             name = (internal or named)[0]
             return ("internals" if internal else "missing"), "passed, naming " + name, name
-        if record["runs"] == 0:
+        if record["runs"] == 0 and not record.get("flowcore_ran"):
             return "no_flowcore_run", "", ""
-        return "passed", "", ""
+        return "passed", "", ("graph run" if record["runs"] else "")
     if record["outcome"] in ("skipped", "xfailed"):
         return "skipped", record.get("skip", ""), ""
     error = record.get("error") or {}
@@ -316,6 +316,7 @@ def summarize(
     statuses = {n: status_on_flowcore(n, flow_tests, flow_collect) for n in baseline}
     causes = collections.Counter(s for s, _, _ in statuses.values() if s != "passed")
     passed = sum(1 for s, _, _ in statuses.values() if s == "passed")
+    with_run = sum(1 for s, _, n in statuses.values() if s == "passed" and n == "graph run")
     clusters: collections.Counter[tuple[str, str]] = collections.Counter()
     example: dict[tuple[str, str], str] = {}
     for status, line, name in statuses.values():
@@ -339,6 +340,7 @@ def summarize(
     return {
         "langgraph_passed": len(baseline),
         "flowcore_passed": passed,
+        "flowcore_passed_with_graph_run": with_run,
         "percent": round(100 * passed / len(baseline), 1) if baseline else 0.0,
         "causes": dict(causes.most_common()),
         "clusters": [
@@ -381,6 +383,11 @@ def print_summary(result: dict[str, Any]) -> None:
     print(
         f"passing on LangGraph: {s['langgraph_passed']}   "
         f"of those passing on flowcore: {s['flowcore_passed']} ({s['percent']}%)"
+    )
+    print(
+        f"of those, started a graph run: {s['flowcore_passed_with_graph_run']}; "
+        "ran flowcore's channels, reducers, builders or stream parts directly: "
+        f"{s['flowcore_passed'] - s['flowcore_passed_with_graph_run']}"
     )
     print("not passing, by cause: " + ", ".join(f"{k} {v}" for k, v in s["causes"].items()))
     services = result.get("services") or {}

@@ -12,6 +12,12 @@ Every module under ``langgraph`` falls in exactly one of three groups:
   is something flowcore must accept, as a user's would be.
 * ``langgraph`` and ``langgraph.checkpoint`` themselves: namespace packages
   with no code, loaded for real so that the library modules under them import.
+* ``DATA_MODULES``: private LangGraph modules that hold only literal values
+  (``langgraph._internal._constants``: the interned strings LangGraph writes into
+  configs, checkpoints and task paths). They load for real, from LangGraph, so a
+  test that compares flowcore's output with one of them compares it with
+  LangGraph's own value. ``redirect.py`` checks at load that such a module
+  defines no function or class and imports no other LangGraph module.
 * everything else (``langgraph.pregel``, ``langgraph.channels``, ``langgraph.utils``,
   ``langgraph._internal`` ...): missing. The real module never loads, so
   LangGraph's runtime is never built in the flowcore run.
@@ -28,6 +34,7 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "DATA_MODULES",
     "LIBRARY_PREFIXES",
     "REDIRECTS",
     "RUNTIME_DIRS",
@@ -37,7 +44,7 @@ __all__ = [
     "packages",
 ]
 
-Kind = Literal["redirect", "library", "missing", "package"]
+Kind = Literal["redirect", "library", "data", "missing", "package"]
 
 # LangGraph module -> the names of flowcore.compat.langgraph it offers there. Only names
 # the real module exports (its __all__, or what it defines when it has none) are listed:
@@ -135,6 +142,8 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     "langgraph.checkpoint.sqlite": ("SqliteSaver",),
     "langgraph.checkpoint.sqlite.aio": ("AsyncSqliteSaver",),
     "langgraph.pregel": ("NodeBuilder", "Pregel"),
+    # No __all__: map_debug_tasks is the one function of it LangGraph's tests use.
+    "langgraph.pregel.debug": ("map_debug_tasks",),
     "langgraph.pregel.main": ("NodeBuilder", "Pregel"),
     "langgraph.pregel.remote": ("RemoteException", "RemoteGraph"),
     "langgraph.channels": (
@@ -208,6 +217,10 @@ LIBRARY_PREFIXES: tuple[str, ...] = (
     "langgraph.cache",
 )
 
+# Private modules of literal values only, loaded for real (see the module docstring).
+# Their parent package (`langgraph._internal`, a docstring) loads with them.
+DATA_MODULES: tuple[str, ...] = ("langgraph._internal._constants",)
+
 # Folders of the installed langgraph package that hold LangGraph's runtime (the
 # `langgraph` and `langgraph-prebuilt` distributions); a module loaded from one of
 # them in the flowcore run means the real runtime was built.
@@ -241,7 +254,7 @@ def packages() -> set[str]:
         (True, True)
     """
     found = {"langgraph"}
-    for name in REDIRECTS:
+    for name in (*REDIRECTS, *DATA_MODULES):
         parts = name.split(".")
         found.update(".".join(parts[:i]) for i in range(1, len(parts)))
     return found
@@ -256,6 +269,8 @@ def kind_of(module: str) -> Kind:
     """
     if module in REDIRECTS:
         return "redirect"
+    if module in DATA_MODULES:
+        return "data"
     if any(module == p or module.startswith(p + ".") for p in LIBRARY_PREFIXES):
         return "library"
     if module in packages():

@@ -8,6 +8,7 @@ from flowcore.blocks.node import BlockState, add_block, block_node, block_output
 from flowcore.blocks.prompting import AnswerParseError, aparse_json_object, parse_json_object
 from flowcore.blocks.store import BlockNotFoundError, BlockStore, BlockStoreError, SqliteBlockStore
 from flowcore.blocks.templates import (
+    TemplateFormat,
     TemplateLimits,
     TemplateRenderError,
     arender_prompt,
@@ -29,6 +30,7 @@ __all__ = [
     "CodeRunResult",
     "CodeSandbox",
     "SqliteBlockStore",
+    "TemplateFormat",
     "TemplateLimits",
     "TemplateRenderError",
     "add_block",

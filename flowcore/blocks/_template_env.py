@@ -116,6 +116,10 @@ def _finalize(value: Any) -> Any:
     return text
 
 
+#: How a value becomes prompt text, charged to the current render (both template formats).
+finalize_output = _finalize
+
+
 # ----------------------------------------------------------------- the AST
 _REFUSED: dict[type[nodes.Node], str] = {
     nodes.Include: "{% include %}",

@@ -20,9 +20,18 @@ import ast
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from flowcore.blocks.templates import TemplateRenderError, check_template
+from flowcore.blocks.templates import TemplateFormat, TemplateRenderError, check_template
+from flowcore.budgets.limits import Budget
 from flowcore.errors import BlockDefinitionError
 
 __all__ = ["BlockDefinition", "BlockExample", "BlockKind"]
@@ -43,6 +52,11 @@ _ALIASES = {
     "llm_provider": "provider",
     "llm_model": "model",
 }
+# Seed 000's block types that are flowcore kinds under another name: an "action" and an
+# "extraction" both ask the model for the block's output keys from its input keys.
+_SEED_KINDS = {"action": "llm", "extraction": "llm", "query_memory": "memory_query"}
+# Kinds that call a model, and so can offer it tools.
+_MODEL_KINDS = frozenset({"llm", "decision"})
 
 
 class BlockExample(BaseModel):
@@ -74,7 +88,15 @@ class BlockDefinition(BaseModel):
     ``llm``; ``source_code`` for ``python``; ``tool`` for ``tool``;
     ``branches`` (and a prompt or source that picks one) for ``decision``.
     ``input_keys`` / ``output_keys`` are shorthand for object schemas that
-    require those keys. ``network`` lets Python source use ``httpx``;
+    require those keys. ``template_format`` says how ``prompt_template`` is
+    written: ``"jinja2"`` (``{{ name }}``, the default) or ``"f-string"``
+    (seed 000's ``{name}``, plain input names only).
+
+    Seed 000's spellings are accepted and stored under flowcore's names:
+    ``block_id``, ``block_type`` (``action`` and ``extraction`` are ``llm``
+    blocks, ``query_memory`` is ``memory_query``), ``llm_provider``,
+    ``llm_model``, and ``tools_required``, the tools the block's model may
+    call (stored as ``metadata["tools"]``). ``network`` lets Python source use ``httpx``;
     ``env`` names the environment variables its ``os.environ`` holds (their
     values come from the environment the application hands the executor;
     nothing else of the host's environment reaches the block).
@@ -97,6 +119,8 @@ class BlockDefinition(BaseModel):
     kind: BlockKind
     input_schema: dict[str, Any] = Field(default_factory=lambda: _keys_schema([]))
     output_schema: dict[str, Any] = Field(default_factory=lambda: _keys_schema([]))
+    # Before prompt_template: its check reads the format.
+    template_format: TemplateFormat = "jinja2"
     prompt_template: str | None = None
     source_code: str | None = None
     tool: str | None = None
@@ -104,6 +128,10 @@ class BlockDefinition(BaseModel):
     provider: str | None = None
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    #: The most tokens one model call of the block may write (None: the provider's default).
+    max_tokens: int | None = Field(default=None, ge=1)
+    #: A cap on what one execution of the block may spend (see flowcore.budgets).
+    budget: Budget | None = None
     max_retries: int = Field(default=2, ge=0, le=20)
     timeout_seconds: float = Field(default=60.0, gt=0)
     network: bool = False
@@ -191,10 +219,11 @@ class BlockDefinition(BaseModel):
                 if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
                     raise ValueError(f"{keys_field} must be a list of key names")
                 data[schema_field] = _keys_schema(keys)
-        if data.get("kind") == "action":
-            data["kind"] = "llm"  # seed 000's name for a prompt-driven step
-        if data.get("kind") == "query_memory":
-            data["kind"] = "memory_query"
+        kind = data.get("kind")
+        if isinstance(kind, str) and kind in _SEED_KINDS:
+            data["kind"] = _SEED_KINDS[kind]
+        if "tools_required" in data:
+            _move_tools_required(data)
         return data
 
     # ----------------------------------------------------------- fields
@@ -241,17 +270,21 @@ class BlockDefinition(BaseModel):
 
     @field_validator("prompt_template")
     @classmethod
-    def _check_template(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
+    def _check_template(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None or "template_format" not in info.data:
+            return value  # an unknown template_format is reported on its own
+        template_format = info.data["template_format"]
         try:
-            check_template(value)  # syntax, size, nesting, include/import/extends
+            # Syntax, size, nesting, include/import/extends, the other format's placeholders.
+            check_template(value, template_format=template_format)
         except TemplateRenderError as exc:
             where = "" if exc.line is None else f"line {exc.line}: "
-            raise ValueError(
-                f"is not a valid prompt template ({where}{exc.cause}); "
-                "write placeholders as {{ name }}"
-            ) from None
+            fix = ""
+            if exc.cause.startswith("syntax error"):
+                fix = "; write placeholders as " + (
+                    "{name}" if template_format == "f-string" else "{{ name }}"
+                )
+            raise ValueError(f"is not a valid prompt template ({where}{exc.cause}){fix}") from None
         return value
 
     @field_validator("source_code")
@@ -297,12 +330,40 @@ class BlockDefinition(BaseModel):
             raise ValueError(
                 f"branches only apply to 'decision' blocks, not {self.kind!r}; remove them"
             )
+        if self.metadata.get("tools") and (
+            self.kind not in _MODEL_KINDS or self.prompt_template is None
+        ):
+            raise ValueError(
+                f"tools_required (metadata.tools) names tools the block's model may call, but "
+                f"this {self.kind!r} block calls no model; remove them"
+                + (", or name the one tool in 'tool'" if self.kind == "tool" else "")
+            )
         if self.env and self.source_code is None:
             raise ValueError(
                 f"env only applies to blocks that run Python source_code, not to this "
                 f"{self.kind!r} block; remove it"
             )
         return self
+
+
+def _move_tools_required(data: dict[str, Any]) -> None:
+    """Seed 000's ``tools_required`` becomes ``metadata["tools"]``, what the executor offers."""
+    tools = data.pop("tools_required")
+    if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+        raise ValueError('tools_required must be a list of tool names, e.g. ["browser"]')
+    if not tools:
+        return
+    metadata = data.get("metadata")
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        return  # the metadata field reports its own type error
+    if "tools" in metadata and metadata["tools"] != tools:
+        raise ValueError(
+            "both tools_required and metadata.tools are given with different tools; "
+            "use metadata.tools only"
+        )
+    data["metadata"] = {**metadata, "tools": list(tools)}
 
 
 def _secret_fields(schema: dict[str, Any]) -> frozenset[str]:

@@ -24,8 +24,7 @@ import asyncio
 import json
 import re
 import time
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -39,8 +38,10 @@ from tenacity import (
 
 from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.jsonschema import schema_problems
+from flowcore.blocks.model_calls import CallTally, ask_model, note_tries
 from flowcore.blocks.prompting import aparse_json_object, repair_prompt, system_prompt
 from flowcore.blocks.templates import TemplateLimits, TemplateRenderError, arender_prompt
+from flowcore.budgets.guard import BudgetGuard, BudgetWatch
 from flowcore.checkpoint.serde import check_text_and_nesting
 from flowcore.errors import (
     BlockConfigurationError,
@@ -55,17 +56,14 @@ from flowcore.errors import (
 from flowcore.events import (
     BlockEndEvent,
     BlockStartEvent,
-    TextDeltaEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
-    UsageEvent,
 )
 from flowcore.interrupts import interrupt
 from flowcore.llm.errors import ProviderError
-from flowcore.llm.prompt_hash import prompt_hash
 from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.registry import ProviderRegistry
-from flowcore.llm.retry import call_with_retries, provider_retry_delay
+from flowcore.llm.retry import provider_retry_delay
 from flowcore.llm.types import LLMRequest, LLMResponse, Message, ToolCall, ToolSpec, Usage
 from flowcore.memory.manager import MemoryManager
 from flowcore.memory.store import Namespace, Store
@@ -116,7 +114,9 @@ class BlockOutcome:
     """What one block execution produced.
 
     ``branch`` is the chosen branch key of a decision block (else None);
-    ``metadata`` records how it ran (provider and model, isolation, tool).
+    ``metadata`` records how it ran (provider and model, isolation, tool);
+    ``usage`` sums every model call of every attempt, failed and repaired
+    calls included, and ``model_calls`` counts them.
 
     Example:
         >>> BlockOutcome("summarize", 1, {"summary": "..."}).outputs["summary"]
@@ -131,6 +131,7 @@ class BlockOutcome:
     duration: float = 0.0
     usage: Usage = field(default_factory=Usage)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    model_calls: int = 0
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -185,16 +186,6 @@ def _decision_schema(block: BlockDefinition) -> dict[str, Any]:
     return schema
 
 
-def _reported_cost(response: LLMResponse) -> float | None:
-    # A provider that knows the price reports it as ``cost_usd`` on its usage
-    # (or response); providers that do not leave it out, and the cost stays unknown.
-    for holder in (response.usage, response):
-        cost = getattr(holder, "cost_usd", None)
-        if isinstance(cost, int | float) and not isinstance(cost, bool):
-            return float(cost)
-    return None
-
-
 def _single_key(schema: Mapping[str, Any], default: str) -> str:
     props = list(schema.get("properties") or {})
     return props[0] if len(props) == 1 else default
@@ -207,8 +198,12 @@ class _Run:
     block: BlockDefinition
     ctx: NodeContext
     attempt: int = 0
-    usage: Usage = field(default_factory=Usage)
+    #: Model calls made so far, over every attempt (failed and repaired ones too).
+    tally: CallTally = field(default_factory=CallTally)
     metadata: dict[str, Any] = field(default_factory=dict)
+    budget: BudgetWatch | None = None
+    #: Tool call ids used so far, over every attempt: a model that repeats one gets a fresh one.
+    tool_ids: set[str] = field(default_factory=set)
 
 
 class BlockExecutor:
@@ -246,6 +241,7 @@ class BlockExecutor:
         max_tool_rounds: int = 5,
         environment: Mapping[str, str] | None = None,
         template_limits: TemplateLimits | None = None,
+        budgets: BudgetGuard | None = None,
     ) -> None:
         self.providers = providers
         self.tools = tools
@@ -256,6 +252,7 @@ class BlockExecutor:
         self.max_tool_rounds = max_tool_rounds
         self.environment: Mapping[str, str] = dict(environment or {})
         self.template_limits = template_limits or TemplateLimits()
+        self.budgets = budgets
 
     # ----------------------------------------------------------------- entry
     async def execute(
@@ -274,7 +271,11 @@ class BlockExecutor:
             >>> # outcome.outputs["summary"]
         """
         ctx = ctx or NodeContext(run_id="standalone", node=block.id, graph_name="", superstep=0)
-        run = _Run(block, ctx)
+        watch = None
+        if self.budgets is not None:
+            # The guard counts the usage events this block emits.
+            ctx, watch = self.budgets.watch(ctx, block.id, block.budget)
+        run = _Run(block, ctx, budget=watch)
         ctx.publish(
             BlockStartEvent, block_id=block.id, block_version=block.version, kind=block.kind
         )
@@ -302,9 +303,12 @@ class BlockExecutor:
             outputs = await self._with_retries(run, reveal_secrets(dict(inputs)))
             outputs = _wrap_secret_outputs(block, outputs, ctx)
         except Exception as exc:
+            note_tries(exc, run.attempt, run.tally.calls)
             end(None, exc)
+            await self._settle(run)
             raise
         duration = end(outputs, None)
+        await self._settle(run)
         branch = outputs.get("branch") if block.kind == "decision" else None
         return BlockOutcome(
             block.id,
@@ -313,8 +317,9 @@ class BlockExecutor:
             branch if isinstance(branch, str) else None,
             run.attempt,
             duration,
-            run.usage,
+            run.tally.usage,
             dict(run.metadata),
+            run.tally.calls,
         )
 
     async def _with_retries(self, run: _Run, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -362,12 +367,20 @@ class BlockExecutor:
             raise BlockOutputError(block.id, problems)
         return _declared(raw, schema)
 
+    async def _settle(self, run: _Run) -> None:
+        if run.budget is not None and self.budgets is not None:
+            await self.budgets.settle(run.budget)
+
     # ------------------------------------------------------------------ llm
     async def _render(self, block: BlockDefinition, template: str, inputs: dict[str, Any]) -> str:
         # Off the event loop, and stopped (not just abandoned) at the block's timeout.
         try:
             return await arender_prompt(
-                template, inputs, limits=self.template_limits, timeout=block.timeout_seconds
+                template,
+                inputs,
+                limits=self.template_limits,
+                timeout=block.timeout_seconds,
+                template_format=block.template_format,
             )
         except TemplateRenderError as exc:
             raise BlockInputError(block.id, [str(exc)], hint=_template_hint(exc)) from None
@@ -402,14 +415,18 @@ class BlockExecutor:
                 model=model,
                 system=system_prompt(block, schema),
                 temperature=block.temperature,
+                max_tokens=block.max_tokens,
                 tools=tools,
                 response_schema=schema,
             )
             response = await self._ask(run, provider, request)
             if response.tool_calls and tools and rounds < self.max_tool_rounds:
                 rounds += 1
-                messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
-                messages.extend(await self._answer_tool_calls(run, response.tool_calls))
+                assert self.tools is not None
+                # Ids first, so the assistant message and the tool messages agree.
+                calls = self.tools.identify(response.tool_calls, run.tool_ids)
+                messages.append(Message("assistant", response.text, tool_calls=calls))
+                messages.extend(await self._answer_tool_calls(run, calls))
                 continue
             try:
                 outputs = await aparse_json_object(response.text)
@@ -455,56 +472,24 @@ class BlockExecutor:
         return tuple(specs[n] for n in names)
 
     async def _ask(self, run: _Run, provider: LLMProvider, request: LLMRequest) -> LLMResponse:
-        block, ctx = run.block, run.ctx
-        # The one place a prompt hash is computed: here, where the request is sent.
-        hashed = prompt_hash(request)
-        invocation = ""
+        before_send: Callable[[str | None], Awaitable[None]] | None = None
+        guard, watch = self.budgets, run.budget
+        if guard is not None and watch is not None:
 
-        async def once() -> LLMResponse:
-            # Each provider request (a retry too) is its own invocation.
-            nonlocal invocation
-            invocation = uuid.uuid4().hex
-            if not self.stream:
-                return await provider.complete(request)
-            final: LLMResponse | None = None
-            # One stream per call: a secret split across deltas is caught whole.
-            safe = ctx.redactor.text_stream()
-            async for event in provider.stream(request):
-                if event.kind == "text" and event.text:
-                    if text := safe.feed(event.text):
-                        ctx.publish(
-                            TextDeltaEvent, block_id=block.id, text=text, invocation_id=invocation
-                        )
-                elif event.kind == "done":
-                    final = event.response
-            if rest := safe.flush():
-                ctx.publish(TextDeltaEvent, block_id=block.id, text=rest, invocation_id=invocation)
-            if final is None:
-                raise ProviderError(
-                    f"provider {provider.name!r} ended its stream without a final answer",
-                    provider=provider.name,
-                    kind="server",
-                )
-            return final
+            async def before_send(model: str | None) -> None:
+                # A request that could pass a budget is never sent.
+                await guard.check(watch, request, model)
 
-        response = await call_with_retries(once, base_delay=self.retry_wait)
-        usage = response.usage
-        run.usage = Usage(
-            run.usage.input_tokens + usage.input_tokens,
-            run.usage.output_tokens + usage.output_tokens,
+        return await ask_model(
+            provider,
+            request,
+            ctx=run.ctx,
+            block_id=run.block.id,
+            tally=run.tally,
+            stream=self.stream,
+            retry_wait=self.retry_wait,
+            before_send=before_send,
         )
-        ctx.publish(
-            UsageEvent,
-            block_id=block.id,
-            provider=provider.name,
-            model=response.model or request.model or "",
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            invocation_id=invocation,
-            prompt_hash=hashed,
-            cost_usd=_reported_cost(response),
-        )
-        return response
 
     # ---------------------------------------------------------------- tools
     def _tool_events(self, ctx: NodeContext) -> Callable[[ToolEvent], None]:
@@ -550,7 +535,8 @@ class BlockExecutor:
                 "add it to the executor's ToolRunner",
                 block=block.id,
             )
-        call = ToolCall(f"{run.ctx.run_id}:{run.ctx.node}:{run.attempt}", block.tool, inputs)
+        # No id: the runner gives each call (each attempt, each pass of a loop) a fresh one.
+        call = ToolCall("", block.tool, inputs)
         result = await self.tools.run(call, emit=self._tool_events(run.ctx))
         run.metadata["tool"] = block.tool
         if not result.ok:

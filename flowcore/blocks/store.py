@@ -381,7 +381,8 @@ class SqliteBlockStore:
                     raise BlockDefinitionError(
                         [
                             f"{block.id}@{block.version}: this store already has a different "
-                            "block under that id and version; rename one of them"
+                            "block under that id and version; give the changed block the next "
+                            "version number, or save() it, which numbers it"
                         ],
                         block=block.id,
                     )

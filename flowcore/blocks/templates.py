@@ -14,6 +14,12 @@ calls and operators, so a render running in a worker thread ends as soon as
 its limit is reached or its caller stops waiting, instead of being left to
 burn a core. Every failure, from a syntax error to ``{{ 1/0 }}``, is a
 :class:`TemplateRenderError` naming the template line and the cause.
+
+A template may instead be written in seed 000's ``{placeholder}`` format
+(``template_format="f-string"``): it is parsed by flowcore, never handed to
+``str.format``, so a placeholder can only be a plain input name, and the same
+limits apply. Each format refuses what looks like the other's placeholders,
+which would otherwise reach the model as unfilled text.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from jinja2 import Template, TemplateSyntaxError, UndefinedError, nodes
 from jinja2.exceptions import SecurityError
@@ -38,10 +44,17 @@ from flowcore.blocks._template_budget import (
     remove_budget,
 )
 from flowcore.blocks._template_env import BoundedEnvironment, RefusedTemplateError
+from flowcore.blocks._template_fstring import (
+    FStringError,
+    parse_fstring,
+    render_fstring,
+    single_brace_placeholder,
+)
 from flowcore.errors import FlowcoreError
 
 __all__ = [
     "MAX_CONCURRENT_RENDERS",
+    "TemplateFormat",
     "TemplateLimits",
     "TemplateRenderError",
     "active_renders",
@@ -49,6 +62,12 @@ __all__ = [
     "check_template",
     "render_prompt",
 ]
+
+TemplateFormat = Literal["jinja2", "f-string"]
+"""How a prompt template is written: Jinja2 ``{{ name }}`` (the default) or seed 000's
+``{name}`` (``"f-string"``: plain input names only, filled without ``str.format``)."""
+
+_FORMATS: tuple[TemplateFormat, ...] = ("jinja2", "f-string")
 
 #: Renders running at once in the worker threads of :func:`arender_prompt`;
 #: more wait their turn (their time limit runs while they wait).
@@ -144,18 +163,38 @@ def active_renders() -> int:
     return _active
 
 
-def _parsed(source: str, limits: TemplateLimits) -> nodes.Template:
+def _check_length(source: str, limits: TemplateLimits) -> None:
     if len(source) > limits.max_template_chars:
         raise TemplateRenderError(
             f"the template is {len(source)} characters long, more than "
             f"TemplateLimits.max_template_chars ({limits.max_template_chars})"
         )
+
+
+def _check_format(template_format: str) -> None:
+    if template_format not in _FORMATS:
+        raise TemplateRenderError(
+            f"unknown template_format {template_format!r}; use 'jinja2' ({{{{ name }}}}) "
+            "or 'f-string' ({name})"
+        )
+
+
+def _parsed(source: str, limits: TemplateLimits) -> nodes.Template:
+    _check_length(source, limits)
     ast = _ENV.parse(source)
     size = sum(1 for _ in ast.find_all(nodes.Node))
     if size > limits.max_template_nodes:
         raise TemplateRenderError(
             f"the template has {size} tags, expressions and text parts, more than "
             f"TemplateLimits.max_template_nodes ({limits.max_template_nodes}); shorten it"
+        )
+    found = single_brace_placeholder(_ENV, source)
+    if found is not None:
+        name, line = found
+        raise TemplateRenderError(
+            f"{{{name}}} is a seed 000 placeholder, which Jinja2 leaves as plain text; "
+            f"write {{{{ {name} }}}}, or set template_format to 'f-string'",
+            line=line,
         )
     return _ENV.meter(ast)
 
@@ -221,6 +260,7 @@ def _render(
     limits: TemplateLimits,
     deadline: float,
     stop: threading.Event,
+    template_format: TemplateFormat = "jinja2",
 ) -> str:
     global _active
     budget = Budget(limits, deadline, stop)
@@ -229,6 +269,9 @@ def _render(
         _active += 1
     try:
         budget.check()  # a render whose caller already left never starts
+        if template_format == "f-string":
+            _check_length(template, limits)
+            return render_fstring(template, inputs, budget)
         chunks: list[str] = []
         size = 0
         stream = _compiled(template, limits).generate(inputs)
@@ -244,6 +287,8 @@ def _render(
         return "".join(chunks)
     except TemplateRenderError:
         raise
+    except FStringError as exc:
+        raise TemplateRenderError(str(exc), line=exc.line) from None
     except Exception as exc:
         raise _render_error(exc) from None
     finally:
@@ -252,12 +297,21 @@ def _render(
         remove_budget(token)
 
 
-def check_template(template: str, *, limits: TemplateLimits | None = None) -> None:
+def check_template(
+    template: str,
+    *,
+    limits: TemplateLimits | None = None,
+    template_format: TemplateFormat = "jinja2",
+) -> None:
     """Check, without rendering it, that ``template`` parses and is within ``limits``.
 
     For definition time: a syntax error, a template too long or too large,
     nesting too deep to parse, or ``{% include %}``/``{% import %}``/
     ``{% extends %}`` raise :class:`TemplateRenderError` naming the line.
+    So does a placeholder of the other format: ``{name}`` in a Jinja2
+    template's text (it would reach the model unfilled), ``{{ name }}`` or a
+    tag in an ``"f-string"`` template, and any f-string placeholder that is
+    not a plain name (``{x.attr}``, ``{x[0]}``, ``{x!r}``, ``{x:>9}``).
 
     Example:
         >>> check_template("Hello {{ name }}")
@@ -266,32 +320,49 @@ def check_template(template: str, *, limits: TemplateLimits | None = None) -> No
         ... except TemplateRenderError as exc:
         ...     exc.line
         2
+        >>> check_template("Hi {name}", template_format="f-string")
     """
+    _check_format(template_format)
+    limits = limits or TemplateLimits()
     try:
-        _parsed(template, limits or TemplateLimits())
+        if template_format == "f-string":
+            _check_length(template, limits)
+            parse_fstring(template)
+            return
+        _parsed(template, limits)
     except TemplateRenderError:
         raise
+    except FStringError as exc:
+        raise TemplateRenderError(str(exc), line=exc.line) from None
     except Exception as exc:
         raise _render_error(exc) from None
 
 
 def render_prompt(
-    template: str, inputs: Mapping[str, Any], *, limits: TemplateLimits | None = None
+    template: str,
+    inputs: Mapping[str, Any],
+    *,
+    limits: TemplateLimits | None = None,
+    template_format: TemplateFormat = "jinja2",
 ) -> str:
     """Render ``template`` with exactly ``inputs`` as its variables, in this thread.
 
     Bounded by ``limits`` (default :class:`TemplateLimits`); raises
     :class:`TemplateRenderError` (a ``ValueError``) naming the template line
     and the cause. From async code use :func:`arender_prompt`, which keeps
-    the event loop free.
+    the event loop free. ``template_format="f-string"`` fills seed 000's
+    ``{name}`` placeholders instead.
 
     Example:
         >>> render_prompt("Summarize: {{ text }}", {"text": "a long story"})
         'Summarize: a long story'
+        >>> render_prompt("Summarize: {text}", {"text": "a tale"}, template_format="f-string")
+        'Summarize: a tale'
     """
+    _check_format(template_format)
     limits = limits or TemplateLimits()
     deadline = time.monotonic() + limits.max_seconds
-    return _render(template, dict(inputs), limits, deadline, threading.Event())
+    return _render(template, dict(inputs), limits, deadline, threading.Event(), template_format)
 
 
 async def arender_prompt(
@@ -300,6 +371,7 @@ async def arender_prompt(
     *,
     limits: TemplateLimits | None = None,
     timeout: float | None = None,
+    template_format: TemplateFormat = "jinja2",
 ) -> str:
     """Render ``template`` in a worker thread, stopping it when it runs out of time.
 
@@ -315,13 +387,16 @@ async def arender_prompt(
         >>> asyncio.run(arender_prompt("Hi {{ name }}", {"name": "Ada"}, timeout=2))
         'Hi Ada'
     """
+    _check_format(template_format)
     limits = limits or TemplateLimits()
     seconds = limits.max_seconds if timeout is None else min(timeout, limits.max_seconds)
     # The clock starts now: time spent waiting for a free worker counts too.
     deadline = time.monotonic() + seconds
     stop = threading.Event()
     loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(_pool(), _render, template, dict(inputs), limits, deadline, stop)
+    future = loop.run_in_executor(
+        _pool(), _render, template, dict(inputs), limits, deadline, stop, template_format
+    )
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:

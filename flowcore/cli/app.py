@@ -181,7 +181,7 @@ def main(
             _check_text_arguments(args)
             return asyncio.run(COMMANDS[args.command](args, out))
         except FlowcoreError as exc:
-            err.write(f"flowcore: error: {one_line(str(exc))}\n")
+            err.write(_error_lines(exc))
             return EXIT_USAGE
         except KeyboardInterrupt:
             err.write("flowcore: interrupted\n")
@@ -198,6 +198,22 @@ def main(
                 "the traceback)\n"
             )
             return EXIT_INTERNAL
+
+
+def _error_lines(exc: FlowcoreError) -> str:
+    """One line for a mistake; a heading and one line per problem when there are several."""
+    problems = getattr(exc, "problems", None)
+    text = str(exc)
+    if (
+        isinstance(problems, tuple | list)
+        and len(problems) > 1
+        and all(isinstance(p, str) for p in problems)
+    ):
+        heading = one_line(text.splitlines()[0] if text else type(exc).__name__)
+        heading = heading if heading.endswith(":") else f"{heading.rstrip('.')}:"
+        listed = "".join(f"  - {one_line(p)}\n" for p in problems)
+        return f"flowcore: error: {heading}\n{listed}"
+    return f"flowcore: error: {one_line(text)}\n"
 
 
 # Arguments naming files: a file name may hold bytes that are not UTF-8, and stays as

@@ -23,19 +23,39 @@ from flowcore.cli.workspace import (
     Workspace,
     choose_provider,
     load_tools,
+    open_registry,
     open_workspace,
 )
 from flowcore.errors import BlockDefinitionError, InvalidInputError
-from flowcore.history import RunRecord
+from flowcore.history import RunNotFoundError, RunRecord
 from flowcore.pipeline.model import Pipeline
-from flowcore.pipeline.plan import TaskPlan, as_pipeline, load_definition
+from flowcore.pipeline.plan import TaskPlan, as_pipeline
 from flowcore.pipeline.runner import check_run_inputs, check_run_request
+from flowcore.pipeline.validation import load_checked_definition, validate_definition
 from flowcore.result import RunResult
 
 __all__ = ["COMMANDS"]
 
 # Exit codes: 0 completed (or paused for a human), 1 the run failed, 2 bad input.
 EXIT_OK, EXIT_FAILED = 0, 1
+
+
+class RunInputError(InvalidInputError):
+    """The run input does not fit the pipeline; ``problems`` lists each mismatch.
+
+    Example:
+        >>> RunInputError("p", ["input 'a' is missing"]).problems
+        ("input 'a' is missing",)
+    """
+
+    def __init__(self, pipeline: str, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        where = f"run input of pipeline {pipeline!r}"
+        if len(self.problems) == 1:
+            super().__init__(f"{where}: {self.problems[0]}")
+        else:
+            listed = "\n".join(f"  - {p}" for p in self.problems)
+            super().__init__(f"{where} has {len(self.problems)} problems:\n{listed}")
 
 
 # ------------------------------------------------------------------ reading files
@@ -61,9 +81,17 @@ def _json(text: str) -> Any:
         raise ValueError(f"{exc}; write such a number as a string") from None
 
 
-def read_definition(path: str) -> Pipeline | TaskPlan:
-    """A pipeline or task plan from a JSON file."""
-    return load_definition(_read_json(path, "pipeline"))
+async def checked_definition(
+    args: argparse.Namespace, extra: Sequence[BlockDefinition]
+) -> Pipeline | TaskPlan:
+    """The definition in ``args.file``, refused with every problem of every stage at once.
+
+    Blocks come from ``extra`` (``--blocks`` files) over the registry; the
+    database is read, never created, so a refused file leaves nothing behind.
+    """
+    data = _read_json(args.file, "pipeline")
+    async with open_registry(args.db) as registry:
+        return await load_checked_definition(data, OverlayBlockStore(registry, extra))
 
 
 def read_blocks(paths: Sequence[str]) -> list[BlockDefinition]:
@@ -166,9 +194,9 @@ async def _finish(args: argparse.Namespace, out: TextIO, ws: Workspace, result: 
 
 async def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     """Run a pipeline or task plan file."""
-    definition = read_definition(args.file)
     inputs = parse_inputs(args.input)
     extra = read_blocks(args.blocks)
+    definition = await checked_definition(args, extra)
     tools = load_tools(args.tools)
     provider, choice = choose_provider(args.provider, args.model)
     async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
@@ -180,10 +208,9 @@ async def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         check_run_request(pipeline, inputs, user_id=args.user, thread_id=args.thread)
         problems = check_run_inputs(pipeline, inputs)
         if problems:
-            raise InvalidInputError(
-                f"run input of pipeline {pipeline.id!r}: " + "; ".join(problems)
-            )
+            raise RunInputError(pipeline.id, problems)
         if extra:
+            await _check_edited_blocks(ws, extra)
             await ws.blocks.import_json(
                 json.dumps(
                     {
@@ -210,6 +237,28 @@ async def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         return await _finish(args, out, ws, result)
 
 
+async def _check_edited_blocks(ws: Workspace, extra: Sequence[BlockDefinition]) -> None:
+    """Refuse a ``--blocks`` block edited in place: its version is taken by the old content.
+
+    The run history names blocks by id and version, so one number must not
+    stand for two definitions; the message says the two ways to go on.
+    """
+    for block in extra:
+        try:
+            stored = await ws.blocks.get(block.id, block.version)
+        except LookupError:
+            continue
+        if stored.model_dump(exclude={"version"}) != block.model_dump(exclude={"version"}):
+            latest = await ws.blocks.get(block.id)
+            raise CliError(
+                f"block {block.id!r} of the --blocks file differs from version {block.version} "
+                f"already in {ws.path}; after editing a block, either give it the next version "
+                f'in the file ("version": {latest.version + 1}), or save it with '
+                "'flowcore blocks add FILE.json', which stores it as the next version, and run "
+                "without --blocks"
+            )
+
+
 async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
     """Resume a paused (or failed) run by its thread id."""
     tools = load_tools(args.tools)
@@ -231,6 +280,18 @@ async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
                 "that an app recorded, not to a pipeline file; resume it from that app, "
                 "e.g. RunRequest(..., options=RunOptions(thread_id=..., resume=...))"
             )
+        # The engine's own refusals name Python calls; on the command line, name the options.
+        if latest[0].status == "completed":
+            raise CliError(
+                f"thread {args.thread!r} has finished its run (completed), so there is nothing "
+                f"to resume; start another run on it with 'flowcore run FILE.json --thread "
+                f"{args.thread}'"
+            )
+        if latest[0].status == "interrupted" and args.value is None:
+            raise CliError(
+                f"thread {args.thread!r} is waiting for an answer; pass it with "
+                f"'flowcore resume {args.thread} --value ANSWER'"
+            )
         if not args.json:
             out.write(
                 f"flowcore resume {args.thread} · pipeline {latest[0].pipeline_id} · "
@@ -249,35 +310,45 @@ async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
-    """Check a pipeline or task plan against the registry; list every problem."""
-    from flowcore.pipeline.compiler import check_pipeline, load_pipeline_blocks
+    """Check a pipeline or task plan against the registry; list every problem of every stage.
 
-    definition = read_definition(args.file)
+    Python blocks are checked against the sandbox's policy too. The database
+    is read, never created.
+    """
+    data = _read_json(args.file, "pipeline")
     extra = read_blocks(args.blocks)
-    pipeline = as_pipeline(definition)
-    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
-        store = OverlayBlockStore(ws.blocks, extra)
-        blocks, problems = await load_pipeline_blocks(pipeline, store)
-        problems += check_pipeline(pipeline, blocks)
-    kind = "task plan" if isinstance(definition, TaskPlan) else "pipeline"
+    async with open_registry(args.db) as registry:
+        store = OverlayBlockStore(registry, extra)
+        definition, problems = await validate_definition(data, store, sandbox_policy=True)
+    raw = data if isinstance(data, dict) else {}
+    kind = "task plan" if isinstance(definition, TaskPlan) or "steps" in raw else "pipeline"
+    name = (
+        as_pipeline(definition).id
+        if definition is not None
+        else str(raw.get("id") or raw.get("plan_id") or args.file)
+    )
+    steps = len(as_pipeline(definition).nodes) if definition is not None else 0
     if args.json:
-        _dump(out, {"id": pipeline.id, "kind": kind, "valid": not problems, "problems": problems})
+        _dump(out, {"id": name, "kind": kind, "valid": not problems, "problems": problems})
     elif problems:
-        out.write(f"{kind} {pipeline.id!r} has {len(problems)} problem(s):\n")
+        out.write(f"{kind} {name!r} has {len(problems)} problem(s):\n")
         out.writelines(f"  - {p}\n" for p in problems)
     else:
-        out.write(f"{kind} {pipeline.id!r} is valid ({len(pipeline.nodes)} steps)\n")
+        out.write(f"{kind} {name!r} is valid ({steps} steps)\n")
     return EXIT_OK if not problems else EXIT_FAILED
 
 
 async def cmd_graph(args: argparse.Namespace, out: TextIO) -> int:
-    """Print the compiled graph of a pipeline or task plan."""
-    definition = read_definition(args.file)
+    """Print the compiled graph of a pipeline or task plan (the database is read, never created)."""
+    from flowcore.blocks.executor import BlockExecutor
+    from flowcore.pipeline.compiler import compile_pipeline
+
     extra = read_blocks(args.blocks)
-    provider, choice = choose_provider("offline", None)
-    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
-        runner = ws.runner(provider, choice.model, [], OverlayBlockStore(ws.blocks, extra))
-        graph = await runner.compile(definition)
+    data = _read_json(args.file, "pipeline")
+    async with open_registry(args.db) as registry:
+        store = OverlayBlockStore(registry, extra)
+        definition = await load_checked_definition(data, store)
+        graph = await compile_pipeline(as_pipeline(definition), store, BlockExecutor())
     text = graph.to_mermaid()
     if args.json:
         _dump(out, {"format": "mermaid", "graph": text})
@@ -309,7 +380,7 @@ async def cmd_blocks(args: argparse.Namespace, out: TextIO) -> int:
             else:
                 out.write("no blocks found\n")
         elif action == "show":
-            block = await store.get(args.id, args.version)
+            block = await OverlayBlockStore(store, ()).get(args.id, args.version)
             _dump(out, block.model_dump(mode="json", exclude_none=True))
         elif action == "add":
             new = read_blocks([args.file])
@@ -374,7 +445,13 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
                 headers = ["run", "pipeline", "user", "thread", "status", "started", "s", "tokens"]
                 out.write(table(headers, rows) + "\n")
         else:
-            record = await ws.history.get(args.run_id)
+            try:
+                record = await ws.history.get(args.run_id)
+            except RunNotFoundError:
+                raise CliError(
+                    f"no run {args.run_id!r} in {ws.path}; 'flowcore runs list' shows the "
+                    "recorded runs (filter with --pipeline, --user, --status, --thread)"
+                ) from None
             if args.json:
                 _dump(out, record_to_json(record))
             else:

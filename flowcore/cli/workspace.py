@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import sqlite3
 import sys
 from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ __all__ = [
     "choose_provider",
     "default_db_path",
     "load_tools",
+    "open_registry",
     "open_workspace",
 ]
 
@@ -211,10 +213,18 @@ class OverlayBlockStore:
             return max(candidates, key=lambda b: b.version)
         try:
             return await self.base.get(block_id, version)
-        except BlockNotFoundError:
-            raise
-        except LookupError as exc:  # pragma: no cover - registry errors are BlockNotFoundError
-            raise BlockNotFoundError(str(exc), block=block_id) from None
+        except LookupError:
+            # The registry's own hint names its Python methods; on the command line,
+            # name the commands that list, find and add blocks.
+            what = f"block {block_id!r}" + (f" version {version}" if version else "")
+            where = "the database" if self.base.path == ":memory:" else self.base.path
+            raise BlockNotFoundError(
+                f"no {what} in {where}; 'flowcore blocks list' lists the stored blocks, "
+                "'flowcore blocks search TEXT' finds one, 'flowcore blocks add FILE.json' "
+                "adds one (or pass --blocks FILE.json)",
+                block=block_id,
+                version=version,
+            ) from None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.base, name)
@@ -252,13 +262,34 @@ class Workspace:
             environment=os.environ,
         )
         return PipelineRunner(
-            blocks=blocks or self.blocks,
+            blocks=blocks or OverlayBlockStore(self.blocks, ()),
             executor=executor,
             memory=MemoryManager(self.memory),
             checkpointer=self.checkpoints,
             history=self.history,
             redactor=self.redactor,
         )
+
+
+def _read_only(path: Path) -> CliError:
+    return CliError(
+        f"the database {str(path)!r} is read-only: flowcore writes to it (its tables, runs, "
+        "checkpoints, blocks), even for commands that only list; make it and its folder "
+        f"writable (chmod u+w {str(path)!r}) or pass another --db"
+    )
+
+
+def _is_read_only(exc: BaseException) -> bool:
+    """Whether SQLite refused a write because the file (or its folder) is read-only."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, sqlite3.Error) and (
+            getattr(seen, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_READONLY
+            or "readonly database" in str(seen)
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _prepare(path: Path) -> None:
@@ -268,6 +299,9 @@ def _prepare(path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CliError(f"cannot create the folder of --db {str(path)!r}: {exc.strerror}") from None
+    # SQLite needs to write the file and, for its journal, the folder beside it.
+    if (path.exists() and not os.access(path, os.W_OK)) or not os.access(path.parent, os.W_OK):
+        raise _read_only(path)
 
 
 @asynccontextmanager
@@ -283,11 +317,40 @@ async def open_workspace(
     """
     await asyncio.to_thread(_prepare, path)
     serializer = None if redactor is None else JsonSerializer(redactor=redactor)
-    # The checkpointer is the strictest about foreign files, so it opens first.
-    async with (
-        SqliteCheckpointer(path, serializer=serializer) as checkpoints,
-        SqliteBlockStore(path) as blocks,
-        SqliteStore(path) as memory,
-        SqliteRunHistory(path, serializer=serializer) as history,
-    ):
+    async with AsyncExitStack() as stack:
+        try:
+            # The checkpointer is the strictest about foreign files, so it opens first.
+            checkpoints = await stack.enter_async_context(
+                SqliteCheckpointer(path, serializer=serializer)
+            )
+            blocks = await stack.enter_async_context(SqliteBlockStore(path))
+            memory = await stack.enter_async_context(SqliteStore(path))
+            history = await stack.enter_async_context(SqliteRunHistory(path, serializer=serializer))
+        except FlowcoreError as exc:
+            if _is_read_only(exc):
+                raise _read_only(path) from None
+            raise
         yield Workspace(path, blocks, memory, checkpoints, history, redactor)
+
+
+@asynccontextmanager
+async def open_registry(path: Path) -> AsyncIterator[SqliteBlockStore]:
+    """The block registry of the database at ``path``, for commands that only read blocks.
+
+    A database that does not exist is not created: the registry is then an
+    in-memory one holding the builtin blocks, so ``flowcore graph FILE`` and
+    ``flowcore validate FILE`` leave no file behind.
+
+    Example:
+        >>> # async with open_registry(Path("flowcore.db")) as blocks: ...
+    """
+    exists = await asyncio.to_thread(path.exists)
+    if exists:
+        await asyncio.to_thread(_prepare, path)
+    try:
+        async with SqliteBlockStore(path if exists else ":memory:") as blocks:
+            yield blocks
+    except FlowcoreError as exc:
+        if _is_read_only(exc):
+            raise _read_only(path) from None
+        raise

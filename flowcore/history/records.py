@@ -257,6 +257,11 @@ def _usage_records(update: Mapping[str, Any] | None, node: str) -> list[Mapping[
     return mine or None
 
 
+def _usage_record(run: NodeRun) -> Mapping[str, Any]:
+    """A node run's metered usage, in the shape of a ``block_runs`` record."""
+    return {"input_tokens": run.usage.input_tokens, "output_tokens": run.usage.output_tokens}
+
+
 def _message_usage(update: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The token counts (``usage_metadata``) of the chat messages in ``update``."""
     found: list[Mapping[str, Any]] = []
@@ -335,13 +340,18 @@ def record_from_result(
 
     Per node: a block node's ``outputs`` are its outputs (what it wrote under
     ``state["results"][node]``), any other node's are the update it returned.
-    Token usage comes from the ``block_runs`` record a block node writes (or,
-    for a LangGraph-style node, the ``usage_metadata`` of the chat messages it
-    returned): the one inside that execution's own update, so records that earlier runs of
-    the same thread left in ``state["block_runs"]`` are never counted again.
-    Where an update carries no record, the newest records of that node in
-    ``state["block_runs"]`` are used, one per completed execution. Totals are
-    the sums over nodes.
+    Token usage of a node execution is what the runtime metered for its model
+    calls (:attr:`~flowcore.result.NodeRun.usage`: every call, failed, retried
+    and repaired ones included, so a failed node reports what it spent). An
+    execution without metered calls falls back to the ``block_runs`` record a
+    block node writes (or, for a LangGraph-style node, the ``usage_metadata``
+    of the chat messages it returned): the one inside that execution's own
+    update, so records that earlier runs of the same thread left in
+    ``state["block_runs"]`` are never counted again. Where an update carries
+    no record, the newest records of that node in ``state["block_runs"]`` are
+    used, one per completed execution. The run's totals are its metered usage
+    (:attr:`~flowcore.result.RunResult.usage`, which includes a paused node's
+    calls) plus the fallback figures of the other nodes.
 
     Args:
         result: What ``graph.run(...)`` returned.
@@ -370,8 +380,13 @@ def record_from_result(
     runs = result.node_runs
 
     usage: dict[int, list[Mapping[str, Any]]] = {}
+    metered: set[int] = set()
     for index, run in enumerate(runs):
-        if run.status == "completed":
+        if run.model_calls:
+            # The runtime metered this execution's model calls: exact, whatever its status.
+            usage[index] = [_usage_record(run)]
+            metered.add(index)
+        elif run.status == "completed":
             own = _usage_records(run.update, run.node)
             if own is not None:
                 usage[index] = own
@@ -413,8 +428,12 @@ def record_from_result(
         nodes=tuple(nodes),
         errors=tuple(error_text(e) for e in result.errors),
         interrupts=tuple(i.value for i in result.interrupts),
-        input_tokens=sum(n.input_tokens for n in nodes),
-        output_tokens=sum(n.output_tokens for n in nodes),
+        # The run's meter has every metered call (a paused node's too); the rest
+        # (LangGraph-style nodes' message usage) is only known per node.
+        input_tokens=result.usage.input_tokens
+        + sum(n.input_tokens for i, n in enumerate(nodes) if i not in metered),
+        output_tokens=result.usage.output_tokens
+        + sum(n.output_tokens for i, n in enumerate(nodes) if i not in metered),
         source=None if source is None else dict(source),
         final_state=dict(state) if keep_state else None,
     )

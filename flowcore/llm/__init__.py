@@ -2,7 +2,12 @@
 
 from flowcore.llm.errors import ProviderError, ScriptExhaustedError, ThrottleError, ThrottleKind
 from flowcore.llm.offline import OfflineProvider
-from flowcore.llm.prompt_hash import PROMPT_HASH_VERSION, prompt_hash, prompt_hash_payload
+from flowcore.llm.prompt_hash import (
+    PROMPT_HASH_VERSION,
+    effective_model,
+    prompt_hash,
+    prompt_hash_payload,
+)
 from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.registry import ProviderRegistry
 from flowcore.llm.retry import DEFAULT_MAX_DELAY, call_with_retries, provider_retry_delay
@@ -36,6 +41,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "call_with_retries",
+    "effective_model",
     "prompt_hash",
     "prompt_hash_payload",
     "provider_retry_delay",

@@ -13,7 +13,10 @@ What goes in (canonical JSON: sorted keys, no whitespace, UTF-8)::
      "messages": [{"role": ..., "content": ..., "tool_call_id"?: ..., "tool_calls"?: [...]}],
      "tools": [{"name": ..., "description": ..., "parameters": ...}]   # only when offered}
 
-``request.system`` is the first message (role ``system``), exactly as the
+``model`` is the *effective* model: the request's, else the default model of
+the provider it is sent to (``effective_model``), so the same prompt sent to
+providers configured with models A and B hashes differently even when the
+request names no model. ``request.system`` is the first message (role ``system``), exactly as the
 providers send it, so a system prompt given as a field or as a message
 hashes the same. Nothing else enters the hash: no request, trace, user,
 billing or run ids, no metadata. ``response_schema`` is not hashed either;
@@ -31,7 +34,7 @@ from typing import Any, Final
 
 from flowcore.llm.types import LLMRequest, Message, ToolCall, ToolSpec
 
-__all__ = ["PROMPT_HASH_VERSION", "prompt_hash", "prompt_hash_payload"]
+__all__ = ["PROMPT_HASH_VERSION", "effective_model", "prompt_hash", "prompt_hash_payload"]
 
 PROMPT_HASH_VERSION: Final = "v1"
 """The version tag of the canonical payload; the prefix of every hash."""
@@ -54,8 +57,33 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     return {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
 
 
-def prompt_hash_payload(request: LLMRequest) -> dict[str, Any]:
+def effective_model(request: LLMRequest, provider: object) -> str | None:
+    """The model ``request`` goes to on ``provider``: its own, else the provider's default.
+
+    A provider's default is its ``model`` attribute (``OpenAIProvider(model=...)``,
+    ``AnthropicProvider(model=...)``, ``ScriptedProvider(model=...)``); None
+    when the request names none and the provider has none.
+
+    Example:
+        >>> from flowcore.llm.scripted import ScriptedProvider
+        >>> from flowcore.llm.types import LLMRequest, Message
+        >>> ask = LLMRequest((Message("user", "Hi"),))
+        >>> effective_model(ask, ScriptedProvider([], model="model-a"))
+        'model-a'
+        >>> effective_model(LLMRequest((Message("user", "Hi"),), model="m"), object())
+        'm'
+    """
+    if request.model:
+        return request.model
+    default = getattr(provider, "model", None)
+    return default if isinstance(default, str) and default else None
+
+
+def prompt_hash_payload(request: LLMRequest, *, default_model: str | None = None) -> dict[str, Any]:
     """The canonical payload :func:`prompt_hash` hashes (useful to see why two hashes differ).
+
+    ``default_model`` is the model a request that names none goes to (see
+    :func:`effective_model`).
 
     Example:
         >>> from flowcore.llm.types import LLMRequest, Message
@@ -68,7 +96,7 @@ def prompt_hash_payload(request: LLMRequest) -> dict[str, Any]:
         messages.insert(0, {"role": "system", "content": request.system})
     payload: dict[str, Any] = {
         "prompt_hash_version": PROMPT_HASH_VERSION,
-        "model": request.model,
+        "model": request.model or default_model,
         "messages": messages,
         # 1 and 1.0 are the same temperature: hash them the same.
         "temperature": None if request.temperature is None else float(request.temperature),
@@ -90,8 +118,12 @@ def _unhashable(value: Any) -> Any:
     )
 
 
-def prompt_hash(request: LLMRequest) -> str:
+def prompt_hash(request: LLMRequest, *, default_model: str | None = None) -> str:
     """``"v1:" + sha256`` of the request's canonical payload (see the module docstring).
+
+    ``default_model`` is the provider's default, hashed as the model when the
+    request names none; the block executor passes ``effective_model(request,
+    provider)``. A request that names its model hashes the same either way.
 
     Example:
         >>> from flowcore.llm.types import LLMRequest, Message
@@ -101,7 +133,7 @@ def prompt_hash(request: LLMRequest) -> str:
         (True, True, 67)
     """
     text = json.dumps(
-        prompt_hash_payload(request),
+        prompt_hash_payload(request, default_model=default_model),
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,

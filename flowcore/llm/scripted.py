@@ -18,6 +18,8 @@ class ScriptedProvider:
     A reply is an :class:`LLMResponse`, a string (the answer text, with token
     counts estimated from word counts), or an exception to raise (e.g. a
     :class:`ThrottleError`). ``requests`` records every request received.
+    ``model`` is the provider's default model (None: answers name the
+    provider), used when a request names none, as a real provider's is.
 
     Example:
         >>> import asyncio
@@ -27,8 +29,11 @@ class ScriptedProvider:
         'Paris'
     """
 
-    def __init__(self, script: Sequence[Reply], *, name: str = "scripted") -> None:
+    def __init__(
+        self, script: Sequence[Reply], *, name: str = "scripted", model: str | None = None
+    ) -> None:
         self.name = name
+        self.model = model
         self._script = list(script)
         self.requests: list[LLMRequest] = []
 
@@ -52,7 +57,7 @@ class ScriptedProvider:
             return LLMResponse(
                 text=reply,
                 usage=Usage(prompt_words, len(reply.split())),
-                model=request.model or self.name,
+                model=request.model or self.model or self.name,
                 finish_reason="stop",
             )
         return reply

@@ -17,6 +17,7 @@ from flowcore.pipeline.runner import (
     input_keys,
 )
 from flowcore.pipeline.schedule import CronSchedule, ScheduleError, ScheduleSpec, parse_cron
+from flowcore.pipeline.validation import load_checked_definition, validate_definition
 
 __all__ = [
     "CronSchedule",
@@ -37,7 +38,9 @@ __all__ = [
     "compile_pipeline",
     "compile_task_plan",
     "input_keys",
+    "load_checked_definition",
     "load_definition",
     "load_pipeline_blocks",
     "parse_cron",
+    "validate_definition",
 ]

@@ -3,12 +3,15 @@
 Every problem is found in one pass and reported together: unknown blocks or
 versions, edges to unknown nodes, references to unknown nodes, cycles
 (including a reference to a node that runs later), required inputs with no
-source, and type mismatches between an output schema and the input it feeds.
+source, type mismatches between an output schema and the input it feeds, and
+references written in seed 003's ``{{n1.field}}`` spelling, which would
+otherwise reach the block as plain text.
 """
 
 from __future__ import annotations
 
 import graphlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
@@ -33,6 +36,8 @@ __all__ = ["check_pipeline", "compile_pipeline", "load_pipeline_blocks"]
 _NAMESPACES = frozenset({"input", "state", "memory", "user"})
 # JSON Schema types an output of type A may feed into an input of type B.
 _FEEDS = {("integer", "number")}
+# Seed 003 wrote references {{n1.field}}; flowcore reads only <<n1.field>>.
+_SEED_REFERENCE = re.compile(r"\{\{\s*([A-Za-z][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)+)\s*\}\}")
 
 
 def _refs(value: Any) -> tuple[Reference, ...]:
@@ -40,6 +45,26 @@ def _refs(value: Any) -> tuple[Reference, ...]:
         return extract_references(value)
     except ValueError:
         return ()
+
+
+def _seed_references(node_id: str, inputs: Mapping[str, Any]) -> list[str]:
+    """A problem per ``{{ns.path}}`` in a node's inputs, naming the ``<<ns.path>>`` to write."""
+    problems: list[str] = []
+    todo: list[tuple[str, Any]] = [(str(key), value) for key, value in inputs.items()]
+    while todo:
+        where, value = todo.pop()
+        if isinstance(value, str):
+            for match in _SEED_REFERENCE.finditer(value):
+                problems.append(
+                    f"node {shown(node_id)}: input {shown(where)} holds {match.group(0)[:80]}, "
+                    "seed 003's reference spelling, which flowcore would pass on as plain "
+                    f"text; write <<{match.group(1)[:80]}>>"
+                )
+        elif isinstance(value, Mapping):
+            todo.extend((f"{where}.{key}", item) for key, item in value.items())
+        elif isinstance(value, list | tuple):
+            todo.extend((f"{where}.{i}", item) for i, item in enumerate(value))
+    return sorted(problems)
 
 
 def _types(schema: Mapping[str, Any]) -> set[str]:
@@ -135,6 +160,7 @@ def _analyse(
             deps[edge.target].add(edge.source)
     implied: dict[tuple[str, str], str] = {}
     for node in pipeline.nodes:
+        problems.extend(_seed_references(node.id, node.inputs))
         for ref in _refs(node.inputs):
             if ref.namespace in _NAMESPACES:
                 continue
@@ -406,7 +432,13 @@ def _load_memory(pipeline: Pipeline, memory: MemoryManager | None) -> Any:
         history = await memory.history(str(user), pipeline.id)
         remembered = {k: prefs[k] for k in pipeline.memory_keys if k in prefs}
         return {
-            "memory": {"preferences": prefs, "history": history},
+            # The keys are kept with the run: save_memory reads them from the checkpoint
+            # after a resume, whoever resumes and with whatever config.
+            "memory": {
+                "preferences": prefs,
+                "history": history,
+                "keys": list(pipeline.memory_keys),
+            },
             "user": {"id": str(user)},
             "shared_context": remembered,
         }
@@ -416,14 +448,23 @@ def _load_memory(pipeline: Pipeline, memory: MemoryManager | None) -> Any:
 
 def _save_memory(pipeline: Pipeline, memory: MemoryManager | None) -> Any:
     async def save_memory(state: Mapping[str, Any], ctx: NodeContext) -> None:
-        user = ctx.config.get("user_id")
+        # The user and the keys load_memory saved with the run come first: a run resumed
+        # by thread id alone (no run history, no user in its config) still saves for
+        # the user it started for.
+        saved_user = state.get("user")
+        user = saved_user.get("id") if isinstance(saved_user, Mapping) else None
+        user = user or ctx.config.get("user_id")
         if memory is None or not user:
             return None
+        loaded = state.get("memory")
+        keys = loaded.get("keys") if isinstance(loaded, Mapping) else None
+        if not isinstance(keys, list):
+            keys = list(pipeline.memory_keys)  # a checkpoint written before keys were kept
         shared = state.get("shared_context") or {}
         # A memory key comes from what the blocks produced, else from the run input.
         remembered = {
             k: shared[k] if k in shared else state[k]
-            for k in pipeline.memory_keys
+            for k in keys
             if k in shared or state.get(k) is not None
         }
         await memory.update_preferences(str(user), remembered)

@@ -26,6 +26,7 @@ from typing import Any
 from flowcore._shown import shown
 from flowcore.blocks.executor import BlockExecutor
 from flowcore.blocks.store import BlockStore
+from flowcore.budgets.limits import BUDGETS_KEY, Budgets
 from flowcore.checkpoint.protocol import Checkpointer
 from flowcore.checkpoint.serde import check_json_value
 from flowcore.errors import InvalidInputError, ResumeError, SerializationError
@@ -39,6 +40,7 @@ from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.plan import TaskPlan, as_pipeline, load_definition
 from flowcore.refs.resolver import extract_references
 from flowcore.result import RunResult
+from flowcore.scheduler.observers import TRACING_KEY, RunObserver
 from flowcore.secrets import Redactor, Secret
 
 __all__ = ["EventCallback", "PipelineRunner", "check_run_inputs", "check_run_request", "input_keys"]
@@ -143,6 +145,14 @@ def check_run_request(
     return given
 
 
+async def _checkpointed_user(graph: CompiledGraph, thread_id: str) -> str | None:
+    """The user a pipeline run on ``thread_id`` started for, as its checkpoint keeps it."""
+    snapshot = await graph.get_state(thread_id)
+    user = snapshot.values.get("user")
+    found = user.get("id") if isinstance(user, Mapping) else None
+    return found if isinstance(found, str) and found else None
+
+
 def _source(definition: Pipeline | TaskPlan) -> dict[str, Any]:
     document: dict[str, Any] = definition.model_dump(mode="json", by_alias=True)
     return document
@@ -154,7 +164,9 @@ class PipelineRunner:
 
     ``checkpointer`` makes runs resumable (every run gets a thread; a run that
     pauses for a human can be resumed by thread id); ``history`` records
-    every run, and lets :meth:`resume` find the definition a thread ran.
+    every run, and lets :meth:`resume` find the definition a thread ran;
+    ``tracing`` (e.g. ``flowcore.tracing.enable(provider)``) records every
+    run as OpenTelemetry spans.
 
     Example:
         >>> # runner = PipelineRunner(blocks=store, executor=executor, memory=memory,
@@ -170,6 +182,7 @@ class PipelineRunner:
     checkpointer: Checkpointer | None = None
     history: RunHistory | None = None
     redactor: Redactor | None = None
+    tracing: RunObserver | None = None
 
     async def compile(self, definition: Pipeline | TaskPlan) -> CompiledGraph:
         """The engine graph of ``definition`` (raises ``PipelineError`` listing every problem).
@@ -194,17 +207,21 @@ class PipelineRunner:
         thread_id: str | None = None,
         on_event: EventCallback | None = None,
         recursion_limit: int | None = None,
+        budgets: Budgets | Mapping[str, Any] | None = None,
     ) -> RunResult:
         """Run ``definition`` on ``inputs`` for ``user_id`` and record the run.
 
         Raises ``PipelineError`` (the definition cannot run) or
         :class:`~flowcore.errors.InvalidInputError` (the input does not fit)
         before anything runs. Node failures do not raise: the result says
-        ``failed`` and the history has the errors.
+        ``failed`` and the history has the errors. ``budgets`` caps the run's
+        model calls (see :mod:`flowcore.budgets`; the executor's
+        ``BudgetGuard`` enforces them).
 
         Example:
             >>> # result = await runner.run(plan, {"request": "lunch"}, user_id="ada")
         """
+        Budgets.from_config({BUDGETS_KEY: budgets})  # bad budgets fail before anything runs
         pipeline = as_pipeline(definition)
         given = check_run_request(pipeline, inputs, user_id=user_id, thread_id=thread_id)
         problems = check_run_inputs(pipeline, given)
@@ -225,6 +242,7 @@ class PipelineRunner:
             thread_id=thread_id,
             on_event=on_event,
             recursion_limit=recursion_limit,
+            budgets=budgets,
         )
 
     async def guard_inputs(self, pipeline: Pipeline, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -263,17 +281,23 @@ class PipelineRunner:
         definition: Pipeline | TaskPlan | None = None,
         on_event: EventCallback | None = None,
         recursion_limit: int | None = None,
+        budgets: Budgets | Mapping[str, Any] | None = None,
     ) -> RunResult:
         """Continue the run saved on ``thread_id``, answering its pause with ``value``.
 
         Without ``definition``, the pipeline and user are those of the
-        thread's latest recorded run (the runner needs a ``history``).
+        thread's latest recorded run (the runner needs a ``history``). Without
+        a history, pass ``definition``: the user is the one the thread's
+        checkpoint keeps, so ``save_memory`` saves for the right user.
         Without ``value``, a failed or cancelled run picks up where it
         stopped and nodes whose results were saved are not run again.
+        ``budgets`` replaces the thread's budgets (e.g. a raised limit after
+        a ``BudgetExceededError``); without it the thread keeps its own.
 
         Example:
             >>> # result = await runner.resume("lunch-1a2b", {"order": "burrito"})
         """
+        Budgets.from_config({BUDGETS_KEY: budgets})
         if self.checkpointer is None:
             raise ResumeError(
                 "this runner has no checkpointer, so no run can be resumed; "
@@ -295,6 +319,9 @@ class PipelineRunner:
             )
         pipeline = as_pipeline(definition)
         graph = await self.compile(pipeline)
+        if user_id is None:
+            # No run history to ask: the user load_memory kept in the thread's checkpoint.
+            user_id = await _checkpointed_user(graph, thread_id)
         return await self._execute(
             graph,
             pipeline,
@@ -304,6 +331,7 @@ class PipelineRunner:
             thread_id=thread_id,
             on_event=on_event,
             recursion_limit=recursion_limit,
+            budgets=budgets,
         )
 
     async def _execute(
@@ -317,9 +345,14 @@ class PipelineRunner:
         thread_id: str | None,
         on_event: EventCallback | None,
         recursion_limit: int | None,
+        budgets: Budgets | Mapping[str, Any] | None,
     ) -> RunResult:
         started = time.time()
-        config = {"user_id": user_id} if user_id else {}
+        config: dict[str, Any] = {"user_id": user_id} if user_id else {}
+        if self.tracing is not None:
+            config[TRACING_KEY] = self.tracing
+        if budgets is not None:
+            config[BUDGETS_KEY] = budgets
         async with graph.stream(
             run_input,
             config=config,

@@ -12,6 +12,8 @@ flowcore's engine behind it, and any other implementation that passes
     relay.start()
     async for chunk in sse_stream(ui): ...
 
+``ui_message_stream(events)`` / ``ui_message_response(events)`` serve the
+same events as the Vercel AI SDK's UI message stream (docs/ai-sdk.md).
 See docs/port.md.
 """
 
@@ -26,6 +28,7 @@ from flowcore.port.events import (
     AI_EVENT_TYPES,
     AiEvent,
     AiEventBase,
+    DataAiEvent,
     DoneAiEvent,
     ErrorAiEvent,
     InterruptAiEvent,
@@ -70,6 +73,13 @@ from flowcore.port.relay import (
     Subscription,
 )
 from flowcore.port.sse import KEEPALIVE, SSE_HEADERS, parse_sse, sse_stream, to_sse
+from flowcore.port.ui_http import UIMessageResponse, ui_message_response
+from flowcore.port.ui_stream import (
+    UI_MESSAGE_STREAM_HEADERS,
+    UIMessageEncoder,
+    ui_message_chunks,
+    ui_message_stream,
+)
 
 __all__ = [
     "AI_EVENT_TYPES",
@@ -78,12 +88,14 @@ __all__ = [
     "KEEPALIVE",
     "NO_REDACTION",
     "SSE_HEADERS",
+    "UI_MESSAGE_STREAM_HEADERS",
     "UNSET",
     "AiEvent",
     "AiEventBase",
     "AiEventMapper",
     "Caller",
     "Correlation",
+    "DataAiEvent",
     "DeliveryPolicy",
     "DoneAiEvent",
     "ErrorAiEvent",
@@ -115,6 +127,8 @@ __all__ = [
     "TextStreamRedactor",
     "ToolCallResultAiEvent",
     "ToolCallStartAiEvent",
+    "UIMessageEncoder",
+    "UIMessageResponse",
     "UnknownTargetError",
     "UsageReportAiEvent",
     "UsageTotals",
@@ -127,4 +141,7 @@ __all__ = [
     "sse_stream",
     "terminal_events",
     "to_sse",
+    "ui_message_chunks",
+    "ui_message_response",
+    "ui_message_stream",
 ]

@@ -26,6 +26,8 @@ Types and their extra fields:
 - ``usage_report``: ``node``, ``invocation_id``, ``provider``, ``model``,
   ``input_tokens``, ``output_tokens``, ``cost_usd``, ``prompt_hash``
 - ``interrupt``: ``node``, ``interrupt_id``, ``value`` (redacted)
+- ``data``: ``node``, ``name``, ``data`` (redacted): what a node sent with
+  ``ctx.emit(name, data)`` (the engine's ``custom`` event)
 - ``error``: ``error_type``, ``message`` (redacted)
 - ``done``: ``status``
 """
@@ -48,6 +50,7 @@ __all__ = [
     "AI_EVENT_TYPES",
     "AiEvent",
     "AiEventBase",
+    "DataAiEvent",
     "DoneAiEvent",
     "ErrorAiEvent",
     "InterruptAiEvent",
@@ -206,6 +209,27 @@ class InterruptAiEvent(AiEventBase):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DataAiEvent(AiEventBase):
+    """App data a node sent with ``ctx.emit(name, data)``: progress, partial results, ...
+
+    ``name`` is the node's own label for it; ``data`` is redacted, and
+    becomes JSON-safe in :func:`event_to_dict`.
+
+    Example:
+        >>> ev = DataAiEvent(run_id="r1", graph_name="chat", graph_version="1",
+        ...                  request_id="q", trace_id="t", seq=2, node="fetch",
+        ...                  name="progress", data={"done": 1, "of": 3})
+        >>> ev.type, ev.name
+        ('data', 'progress')
+    """
+
+    type: ClassVar[str] = "data"
+    node: str
+    name: str
+    data: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorAiEvent(AiEventBase):
     """Why a run failed (one event per error), sent just before ``done``."""
 
@@ -233,6 +257,7 @@ AiEvent = (
     | ToolCallResultAiEvent
     | UsageReportAiEvent
     | InterruptAiEvent
+    | DataAiEvent
     | ErrorAiEvent
     | DoneAiEvent
 )
@@ -249,6 +274,7 @@ _CLASSES: Final[tuple[type[AiEvent], ...]] = (
     ToolCallResultAiEvent,
     UsageReportAiEvent,
     InterruptAiEvent,
+    DataAiEvent,
     ErrorAiEvent,
     DoneAiEvent,
 )

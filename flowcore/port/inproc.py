@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
+from flowcore.budgets.limits import BUDGETS_KEY
 from flowcore.errors import InvalidInputError
 from flowcore.events import DoneEvent, Event, RunStatus, UsageEvent
 from flowcore.graph.compiled import CompiledGraph
@@ -51,6 +52,7 @@ from flowcore.port.protocol import (
 )
 from flowcore.port.redaction import NO_REDACTION, Redactor
 from flowcore.result import RunResult
+from flowcore.scheduler.observers import TRACING_KEY, RunObserver
 
 __all__ = ["EventGraph", "EventStream", "InProcExecutor", "InProcRunHandle", "Target"]
 
@@ -363,7 +365,9 @@ class InProcExecutor:
     checkpointer and history); ``history`` records the runs of graph
     targets (its ``pipeline_id`` is the graph's name); ``redactor`` removes
     secrets from every event, from the outcome and from what is recorded;
-    ``default_recursion_limit`` applies when a request sets none.
+    ``default_recursion_limit`` applies when a request sets none;
+    ``tracing`` (e.g. ``flowcore.tracing.enable(provider)``) records the runs
+    of graph and pipeline targets as OpenTelemetry spans.
 
     Call :meth:`run` from inside a running event loop. :meth:`aclose` (or
     ``async with``) cancels the runs still going and waits for them.
@@ -383,8 +387,10 @@ class InProcExecutor:
         redactor: Redactor = NO_REDACTION,
         default_recursion_limit: int | None = None,
         history: RunHistory | None = None,
+        tracing: RunObserver | None = None,
     ) -> None:
         self.graphs: dict[str, Target] = dict(graphs or {})
+        self.tracing = tracing
         self.runner = runner
         self.history = history
         self.redactor = redactor
@@ -479,6 +485,10 @@ class InProcExecutor:
             config["user_id"] = caller.user_id
         if caller.billing_account_id:
             config["billing_account_id"] = caller.billing_account_id
+        if self.tracing is not None:
+            config[TRACING_KEY] = self.tracing
+        if request.options.budgets is not None:
+            config[BUDGETS_KEY] = request.options.budgets
         return config
 
     async def _prepare(self, request: RunRequest, run_id: str) -> _Prepared:

@@ -14,8 +14,9 @@ What maps to what:
 - ``text_delta`` -> ``text_delta``; ``usage`` -> ``usage_report``
 - ``tool_call_start`` / ``tool_call_result`` -> the same, data redacted
 - ``interrupt`` -> ``interrupt``, value redacted
+- ``custom`` (a node's ``ctx.emit(name, data)``) -> ``data``, data redacted
 - ``done`` -> one ``error`` per error of the run, then exactly one ``done``
-- ``node_cancelled``, ``block_start``, ``block_end``, ``custom`` -> nothing
+- ``node_cancelled``, ``block_start``, ``block_end`` -> nothing
   (a cancelled node's ``node_start`` is closed by the run's ``done``)
 - ``checkpoint`` -> nothing: the AiEvent vocabulary has no checkpoint kind
   and no generic data kind to carry one; an app reads a thread's checkpoints
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowcore.events import (
+    CustomEvent,
     DoneEvent,
     Event,
     InterruptEvent,
@@ -46,6 +48,7 @@ from flowcore.events import (
 )
 from flowcore.port.events import (
     AiEvent,
+    DataAiEvent,
     DoneAiEvent,
     ErrorAiEvent,
     InterruptAiEvent,
@@ -228,6 +231,10 @@ def map_event(
             node=event.node,
             interrupt_id=event.interrupt_id,
             value=redactor.redact(event.value),
+        )
+    elif isinstance(event, CustomEvent):
+        mapped = DataAiEvent(
+            **common, node=event.node, name=event.name, data=redactor.redact(event.data)
         )
     else:
         return []

@@ -82,7 +82,10 @@ class RunOptions:
 
     ``thread_id`` checkpoints the run on that thread (the graph needs a
     checkpointer); with ``resume`` set, the run answers the thread's pending
-    ``interrupt()`` with that value instead of starting anew.
+    ``interrupt()`` with that value instead of starting anew. ``budgets``
+    caps the run's model calls (``{"run" | "thread" | "user": {"max_tokens":
+    ..., "max_cost_usd": ...}}``, see :mod:`flowcore.budgets`); the block
+    executor's ``BudgetGuard`` enforces them.
 
     Example:
         >>> RunOptions(thread_id="t1", resume="yes").resume
@@ -94,6 +97,7 @@ class RunOptions:
     thread_id: str | None = None
     resume: Any = UNSET
     recursion_limit: int | None = None
+    budgets: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

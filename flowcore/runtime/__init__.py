@@ -18,6 +18,9 @@ plans in :mod:`flowcore.scheduler`; the LangGraph planner of
   (next step, checkpoint, the step's tasks, their writes), over a
   :class:`Superstep` that each planner's run supplies; :class:`StepWrites`
   says which task's write may ride with the step's checkpoint;
+* :class:`UsageMeter`, :func:`charge_usage` — exact token accounting: every
+  model call is charged to the node run and the run that made it
+  (:mod:`flowcore.runtime.usage`);
 * :class:`DurabilityWriter` — when a run's checkpoints and task writes reach
   the store (``sync``, ``async``, ``exit``: :mod:`flowcore.runtime.durability`),
   through the :class:`DurableStore` port each graph kind supplies.
@@ -36,6 +39,7 @@ from flowcore.runtime.pool import TaskPool, run_batch
 from flowcore.runtime.retries import AttemptTimeout, RetryRule, attempt_with_retries
 from flowcore.runtime.steps import StepWrites, Superstep, run_step, run_supersteps
 from flowcore.runtime.stream import EventStream
+from flowcore.runtime.usage import UsageMeter, charge_usage, current_meter, metering
 
 __all__ = [
     "MAX_QUEUED_ITEMS",
@@ -50,9 +54,13 @@ __all__ = [
     "StepWrites",
     "Superstep",
     "TaskPool",
+    "UsageMeter",
     "attempt_with_retries",
     "call_node",
+    "charge_usage",
+    "current_meter",
     "hold_thread",
+    "metering",
     "new_holder_id",
     "run_batch",
     "run_lease",

@@ -43,6 +43,8 @@ class NodeContext:
     config: Mapping[str, Any] = field(default_factory=dict)
     inputs: Mapping[str, Any] = field(default_factory=dict)
     redactor: Redactor = NO_REDACTION
+    #: The run's thread (None for a run without one): budgets count per thread.
+    thread_id: str | None = None
     _emit: Callable[[str, Any], None] = _discard
     _publish: Callable[[Callable[..., Any], dict[str, Any]], None] = _discard_event
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 from flowcore.errors import GraphRecursionError, InvalidUpdateError
 from flowcore.runtime import TaskPool
+from flowcore.scheduler.outcome import ends_run
 from flowcore.scheduler.planner import PassState, Write, decide, write_levels
 from flowcore.state.schema import replace_conflict
 
@@ -207,7 +208,9 @@ class DataflowPass(Generic[OutcomeT]):
                 ok = self.absorb(out, pass_index, ps)
                 updates[out.node] = out.update
                 if not ok:
-                    if self.fail_fast:
+                    # A budget stop ends the run under any policy (read loosely: the
+                    # pass's contract does not require outcomes to carry their error).
+                    if self.fail_fast or ends_run(getattr(out, "error", None), False):
                         stop_at(out.level, None)
                 elif out.update and out.level < ceiling:
                     conflict = self._replace_conflict(out, replace_owner)

@@ -69,9 +69,11 @@ from flowcore.interrupts import (
 )
 from flowcore.result import NodeRun, RunResult
 from flowcore.runtime import StepWrites, call_node
+from flowcore.runtime.usage import UsageMeter, current_meter, reset_meter, use_meter
 from flowcore.scheduler.context import NodeContext
 from flowcore.scheduler.dataflow import DataflowPass
 from flowcore.scheduler.invoke import invoke_with_policy
+from flowcore.scheduler.observers import observed, run_observer
 from flowcore.scheduler.options import DEFAULT_RECURSION_LIMIT, RunOptions
 from flowcore.scheduler.outcome import NO_ARG as _NO_ARG
 from flowcore.scheduler.outcome import Outcome as _Outcome
@@ -114,6 +116,10 @@ class RunEngine:
         self.options = options
         self.run_id = run_id or uuid.uuid4().hex
         self._redactor: Redactor | None = options.redactor
+        observer = run_observer(options.config)
+        if observer is not None:
+            # A tracer in the config sees every event, even of a run nobody streams.
+            emit = observed(emit, observer)
         if emit is not None and options.redactor is not None:
             emit = _redacting(emit, options.redactor)
         self._emit = emit
@@ -134,6 +140,8 @@ class RunEngine:
         self.outputs: dict[str, Mapping[str, Any] | None] = {}
         self.node_runs: list[NodeRun] = []
         self.errors: list[BaseException] = []
+        # Every model call of the run is charged here, through its node's meter.
+        self.meter = UsageMeter()
         self.step = 0
         self.result: RunResult | None = None
         self._input: Mapping[str, Any] = {}
@@ -166,6 +174,8 @@ class RunEngine:
         self._input = run_input
         self._t0 = time.perf_counter()
         self._loop = asyncio.get_running_loop()
+        # A run inside another run's node: its calls are that node's calls too.
+        self.meter.parent = current_meter()
         emit = self._emit
         if emit is not None:
             emit(RunStartEvent(**self._event_base(0), input=run_input))
@@ -266,6 +276,8 @@ class RunEngine:
             interrupts=tuple(self.interrupts),
             thread_id=None if self._thread is None else self._thread.thread_id,
             checkpoint_id=None if self._thread is None else self._thread.head_id,
+            usage=self.meter.usage,
+            model_calls=self.meter.calls,
         )
         self.result = result
         if self._emit is not None:
@@ -352,6 +364,7 @@ class RunEngine:
                     out.duration,
                     out.attempts,
                     out.error,
+                    **_usage_of(out),
                 )
             )
             ps.poisoned[node] = node
@@ -367,6 +380,7 @@ class RunEngine:
                 out.started,
                 out.duration,
                 out.attempts,
+                **_usage_of(out),
             )
         )
         self.outputs[node] = out.update
@@ -597,6 +611,7 @@ class RunEngine:
                 config=self.options.config,
                 inputs=inputs,
                 redactor=NO_REDACTION if self._redactor is None else self._redactor,
+                thread_id=None if self._thread is None else self._thread.thread_id,
             )
         loop = self._loop
 
@@ -621,6 +636,7 @@ class RunEngine:
             config=self.options.config,
             inputs=inputs,
             redactor=NO_REDACTION if self._redactor is None else self._redactor,
+            thread_id=None if self._thread is None else self._thread.thread_id,
             _emit=send,
             _publish=publish,
         )
@@ -685,6 +701,8 @@ class RunEngine:
                 task=key,
             )
             token = current_scope().set(scope)
+            out.meter = UsageMeter(self.meter)
+            metered = use_meter(out.meter)  # the node's model calls are charged to it
             try:
                 if spec.retry is None and spec.timeout is None:
                     # No policy to apply: one attempt, without the policy frames.
@@ -709,6 +727,7 @@ class RunEngine:
                         name, call, retry=spec.retry, timeout=spec.timeout
                     )
             finally:
+                reset_meter(metered)
                 current_scope().reset(token)
             goto: tuple[tuple[str, ...], tuple[Send, ...]] | None = None
             if type(result) is Command:
@@ -871,6 +890,7 @@ class RunEngine:
                 out.started,
                 duration,
                 out.attempts,
+                **_usage_of(out),
             )
         )
         if self._emit is not None:
@@ -959,6 +979,14 @@ class RunEngine:
         if sends:
             self._check_send_mode(name)
         return tuple(names), tuple(sends)
+
+
+def _usage_of(out: _Outcome) -> dict[str, Any]:
+    """The ``usage`` and ``model_calls`` of a task's NodeRun, from its meter."""
+    meter = out.meter
+    if meter is None or not meter.calls:
+        return {}
+    return {"usage": meter.usage, "model_calls": meter.calls}
 
 
 def _redacting(emit: EmitFn, redactor: Redactor) -> EmitFn:

@@ -10,10 +10,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from flowcore.errors import BudgetExceededError
 from flowcore.graph.commands import Send
 from flowcore.interrupts import Interrupt
+from flowcore.runtime.usage import UsageMeter
 
-__all__ = ["NO_ARG", "Outcome", "RunFailed", "RunPaused", "Task"]
+__all__ = ["NO_ARG", "Outcome", "RunFailed", "RunPaused", "Task", "ends_run"]
+
+
+def ends_run(error: BaseException | None, fail_fast: bool) -> bool:
+    """Whether a task's failure stops the whole run: any under ``fail_fast``, a budget stop always.
+
+    A refused model call (``BudgetExceededError``, as a node error's cause)
+    ends the run whatever its failure policy, so the thread can be resumed
+    from that node once the budget is raised.
+
+    Example:
+        >>> ends_run(ValueError("x"), fail_fast=False), ends_run(ValueError("x"), True)
+        (False, True)
+    """
+    if error is None:
+        return False
+    return (
+        fail_fast
+        or isinstance(error, BudgetExceededError)
+        or (isinstance(getattr(error, "cause", None), BudgetExceededError))
+    )
 
 
 @dataclass(slots=True)
@@ -38,6 +60,8 @@ class Outcome:
     key: str = ""
     """The task's key: the node's name, or ``node#i`` for its i-th Send task."""
     sends: tuple[Send, ...] = ()
+    meter: UsageMeter | None = None
+    """What the task's model calls cost (None until it starts)."""
 
 
 NO_ARG: Any = object()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowcore.graph.commands import split_task_key, task_key
 from flowcore.runtime.steps import StepWrites, run_supersteps
-from flowcore.scheduler.outcome import NO_ARG, Outcome, RunFailed, RunPaused, Task
+from flowcore.scheduler.outcome import NO_ARG, Outcome, RunFailed, RunPaused, Task, ends_run
 from flowcore.scheduler.planner import PassState
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ class SuperstepPass:
 
     def stops(self, out: Outcome) -> bool:
         """Under ``fail_fast`` a failure cancels the batch's other tasks."""
-        return out.error is not None and self.engine._fail_fast
+        return ends_run(out.error, self.engine._fail_fast)
 
     def clean(self, out: Outcome) -> bool:
         """Whether a task ended neither failed nor paused."""
@@ -162,7 +162,7 @@ class SuperstepPass:
             thread.pending.clear()
             thread.answers.clear()
         ps.writes.clear()
-        failed = False
+        stop = False
         paused = False
         for out in outcomes:
             if out.interrupt is not None:
@@ -170,8 +170,8 @@ class SuperstepPass:
                 engine.interrupts.append(out.interrupt)
                 continue
             if not engine._absorb(out, self.pass_index, ps):
-                failed = True
-        if failed and engine._fail_fast:
+                stop = stop or ends_run(out.error, engine._fail_fast)
+        if stop:
             raise RunFailed
         if paused:
             # Completed siblings keep their saved writes; the step is applied

@@ -49,6 +49,12 @@ example ``named_targets()`` when it resolves the kit's registered names.
 Class attributes ``run_timeout`` and ``first_event_timeout`` bound every
 wait, so a broken executor fails instead of hanging the suite.
 
+The kit needs no pytest configuration of yours: its tests are marked for
+pytest-asyncio, and an ``async def`` fixture your subclass declares with a
+plain ``@pytest.fixture`` (an ``executor`` that enters ``async with``) is
+handed to pytest-asyncio as well, so it runs under pytest-asyncio's default
+strict mode without ``asyncio_mode = "auto"``.
+
 This module imports pytest and pytest-asyncio; ``import flowcore.testing``
 alone does not.
 """
@@ -56,6 +62,7 @@ alone does not.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -80,6 +87,33 @@ from flowcore.testing.graphs import KitTarget, KitTargets, default_targets
 __all__ = ["ExecutorConformance"]
 
 _ENVELOPE = ("run_id", "graph_name", "graph_version", "request_id", "trace_id", "seq")
+
+
+def _as_asyncio_fixture(value: Any) -> Any:
+    """``value`` re-declared with ``pytest_asyncio.fixture`` if it is a plain async pytest fixture.
+
+    Under pytest-asyncio's strict mode (its default) a coroutine or async
+    generator fixture declared with ``@pytest.fixture`` is never awaited and
+    pytest refuses it; the kit's users should not need a setting for that.
+    Anything that is not such a fixture is returned as it is.
+    """
+    marker = getattr(value, "_fixture_function_marker", None)  # pytest >= 8.4
+    unwrap = getattr(value, "_get_wrapped_function", None)
+    if marker is None or not callable(unwrap):
+        return value
+    function = unwrap()
+    if getattr(function, "_force_asyncio_fixture", False):
+        return value  # declared with pytest_asyncio.fixture already
+    if not (inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)):
+        return value
+    return pytest_asyncio.fixture(
+        function,
+        scope=marker.scope,
+        params=marker.params,
+        autouse=marker.autouse,
+        ids=marker.ids,
+        name=marker.name,
+    )
 
 
 def _caller() -> Caller:
@@ -160,6 +194,14 @@ class ExecutorConformance:
 
     # Marked explicitly so the kit also runs under pytest-asyncio's strict mode.
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.asyncio]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A subclass's async fixtures (its executor, above all) work without asyncio_mode.
+        for name, value in list(vars(cls).items()):
+            wrapped = _as_asyncio_fixture(value)
+            if wrapped is not value:
+                setattr(cls, name, wrapped)
 
     run_timeout: ClassVar[float] = 20.0
     """Seconds one run may take to stream all its events."""

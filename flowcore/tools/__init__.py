@@ -7,6 +7,7 @@ from flowcore.tools.runner import (
     ToolErrorCode,
     ToolResult,
     ToolRunner,
+    new_tool_call_id,
 )
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "ToolErrorCode",
     "ToolResult",
     "ToolRunner",
+    "new_tool_call_id",
 ]

@@ -7,13 +7,24 @@ safe message. A call that fails at any step still gets its result event,
 with the same ``tool_call_id``, so a UI never waits for an answer that
 will not come. Error messages name fields and steps, never values, so a
 secret in the arguments cannot leak through them.
+
+Tool call ids: a call keeps the id its model gave it; a call without one
+(a tool block's call, or a model that sent ``''``) gets a fresh UUID here,
+once, at the runner's boundary, and the same id is on its start event, its
+result event, its :class:`ToolResult` and the tool message sent back to the
+model. Ids are made per call, never derived from the run, node or attempt,
+so a loop's passes and a block's retries never share one (a retry is a new
+call with a new id). :meth:`ToolRunner.identify` also gives a fresh id to a
+model's call whose id an earlier call of the same exchange already used,
+so no two results can be mistaken for each other's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
@@ -28,6 +39,7 @@ __all__ = [
     "ToolErrorCode",
     "ToolResult",
     "ToolRunner",
+    "new_tool_call_id",
 ]
 
 ToolErrorCode = Literal["validation", "execution", "unavailable", "redaction_failed"]
@@ -122,6 +134,17 @@ ToolEvent = ToolCallStarted | ToolCallFinished
 """What a ToolRunner reports through its ``emit`` callback."""
 
 
+def new_tool_call_id() -> str:
+    """A fresh tool call id: a random UUID, never reused.
+
+    Example:
+        >>> a, b = new_tool_call_id(), new_tool_call_id()
+        >>> a != b and len(a) == 36
+        True
+    """
+    return str(uuid.uuid4())
+
+
 def _drop(event: ToolEvent) -> None:
     return None
 
@@ -157,6 +180,34 @@ class ToolRunner:
         """The tools as offered to a model."""
         return [t.spec() for t in self._by_name.values()]
 
+    def identify(
+        self, calls: Sequence[ToolCall], taken: set[str] | None = None
+    ) -> tuple[ToolCall, ...]:
+        """``calls`` with an id each: the model's own, else a fresh UUID.
+
+        A call gets a fresh id when its id is empty or already in ``taken``
+        (the ids an exchange has used so far, this batch included); every id
+        handed out is added to ``taken``. Use the result both in the assistant
+        message and for :meth:`run_many`, so the model sees the ids its results
+        answer.
+
+        Example:
+            >>> from flowcore.llm.types import ToolCall
+            >>> taken: set[str] = set()
+            >>> a, b = ToolRunner([]).identify(
+            ...     [ToolCall("call_1", "search", {}), ToolCall("", "search", {})], taken)
+            >>> a.id, b.id != "" and b.id in taken
+            ('call_1', True)
+        """
+        seen = taken if taken is not None else set()
+        out: list[ToolCall] = []
+        for call in calls:
+            if not call.id or call.id in seen:
+                call = replace(call, id=new_tool_call_id())
+            seen.add(call.id)
+            out.append(call)
+        return tuple(out)
+
     def has(self, name: str) -> bool:
         """Whether a tool named ``name`` is registered.
 
@@ -172,11 +223,17 @@ class ToolRunner:
         """Validate, execute, validate, redact, emit, return: one call.
 
         ``emit`` overrides the runner's own listener for this call (the block
-        executor uses it to tag events with the node that made the call).
+        executor uses it to tag events with the node that made the call). A
+        call with an empty id gets a fresh UUID, used for both of its events
+        and its result.
 
         Example:
             >>> # result = await runner.run(ToolCall("c1", "search", {"query": "ducks"}))
+            >>> # result = await runner.run(ToolCall("", "search", {"query": "ducks"}))
+            >>> # result.tool_call_id  -> a fresh UUID
         """
+        if not call.id:
+            call = replace(call, id=new_tool_call_id())
         send = emit if emit is not None else self.emit or _drop
         send(ToolCallStarted(call.id, call.name, dict(call.arguments)))
 
@@ -217,9 +274,12 @@ class ToolRunner:
     ) -> list[ToolResult]:
         """Run calls in parallel (each under its tool's timeout); results in call order.
 
+        Calls are first given ids as :meth:`identify` does (within this batch).
+
         Example:
             >>> # results = await runner.run_many(response.tool_calls)
         """
+        calls = self.identify(calls)
         results: list[ToolResult | None] = [None] * len(calls)
 
         async def one(i: int, call: ToolCall) -> None:

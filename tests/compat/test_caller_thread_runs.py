@@ -10,9 +10,12 @@ of the node.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from flowcore.compat.langgraph import START, InMemorySaver, StateGraph, interrupt
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 
 class State(TypedDict, total=False):
@@ -57,7 +60,7 @@ def test_a_config_naming_the_caller_s_thread_makes_a_run_of_its_own() -> None:
 def test_the_node_s_own_config_handed_on_keeps_a_child_run() -> None:
     child = _child()
 
-    def node(state: State, config: Any) -> State:
+    def node(state: State, config: RunnableConfig) -> State:
         child.invoke(state, config)
         return {"foo": "done"}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import pytest
 from typing_extensions import TypedDict
@@ -27,6 +28,9 @@ from flowcore.compat.langgraph import (
     task,
 )
 from flowcore.compat.langgraph._stream_v3 import GraphOutput
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 
 class State(TypedDict, total=False):
@@ -102,7 +106,7 @@ def test_pregel_config_type_becomes_the_context_schema() -> None:
 
 
 def test_checkpoint_during_picks_the_durability_a_node_sees() -> None:
-    def node(state: State, config: dict[str, object]) -> State:
+    def node(state: State, config: RunnableConfig) -> State:
         return {"durability": str(config["configurable"]["__pregel_durability"])}  # type: ignore[index]
 
     graph = StateGraph(State)

@@ -8,16 +8,19 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from flowcore.compat.langgraph import END, START, InMemorySaver, Send, StateGraph
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 
 def _graph(seen: list[Any]) -> Any:
     def fan(state: list[str]) -> list[Send]:
         return [Send("work", "x"), Send("work", "y")]
 
-    def work(item: str, config: Any) -> list[str]:
+    def work(item: str, config: RunnableConfig) -> list[str]:
         seen.append(config["metadata"]["langgraph_path"])
         return [item]
 

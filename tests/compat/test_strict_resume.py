@@ -11,6 +11,7 @@ from flowcore.compat.langgraph import (
     START,
     Command,
     InMemorySaver,
+    Interrupt,
     StateGraph,
     UnknownInterruptError,
     interrupt,
@@ -105,3 +106,38 @@ def test_without_strict_mode_an_unknown_id_is_ignored() -> None:
     assert set(_ids(graph, config)) == {"a?", "b?"}
     with pytest.raises(RuntimeError, match="multiple pending interrupts"):
         graph.invoke(Command(resume="yes"), config)
+
+
+def test_a_resume_pinned_to_the_head_checkpoint_is_checked() -> None:
+    saver = InMemorySaver()
+    graph = _parallel(saver)
+    config = _config("pinned-head")
+    graph.invoke({"log": []}, config)
+    head = graph.get_state(config).config
+    pinned = {"configurable": {**config["configurable"], **head["configurable"]}}
+
+    with pytest.raises(UnknownInterruptError):
+        graph.invoke(Command(resume={UNKNOWN: "x"}), pinned)
+
+    ids = _ids(graph, config)
+    result = graph.invoke(Command(resume={ids["a?"]: "y", ids["b?"]: "n"}), pinned)
+    assert sorted(result["log"]) == ["a:y", "b:n"]
+
+
+def test_a_saver_stores_interrupt_objects_handed_to_put_writes() -> None:
+    saver = InMemorySaver()
+    builder: StateGraph[Log] = StateGraph(Log)
+    builder.add_node("a", lambda s: {"log": [f"{interrupt('one?')},{interrupt('two?')}"]})
+    builder.add_edge(START, "a")
+    graph = builder.compile(checkpointer=saver)
+    config = _config("put-writes")
+    graph.invoke({"log": []}, config)
+    (card,) = graph.get_state(config).interrupts
+    graph.invoke(Command(resume={card.id: "1"}), config)
+    state = graph.get_state(config)
+    # A later question saved (by code of its own) under the first one's id.
+    saver.put_writes(
+        state.config, [("__interrupt__", (Interrupt("two?", id=card.id),))], state.tasks[0].id
+    )
+    assert graph.get_state(config).interrupts == (Interrupt("two?", id=card.id),)
+    assert graph.invoke(Command(resume={card.id: "2"}), config)["log"] == ["1,2"]

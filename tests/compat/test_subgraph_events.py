@@ -198,6 +198,7 @@ async def test_through_the_port_aievents_keep_the_namespace_and_usage_counts_onc
     nested = [(e.type, getattr(e, "node", None)) for e in got if e.namespace]
     assert nested == [
         ("node_start", "answer"),
+        ("data", "answer"),  # its stream writer's custom write, as a port data event
         ("node_end", "answer"),
         ("usage_report", "answer"),
         ("node_start", "check"),

@@ -18,7 +18,12 @@ from flowcore import START, Graph
 from flowcore.blocks import BlockDefinition, BlockExecutor, BlockState, add_block
 from flowcore.events import UsageEvent
 from flowcore.llm import LLMRequest, Message, ProviderRegistry, ScriptedProvider, ToolCall, ToolSpec
-from flowcore.llm.prompt_hash import PROMPT_HASH_VERSION, prompt_hash, prompt_hash_payload
+from flowcore.llm.prompt_hash import (
+    PROMPT_HASH_VERSION,
+    effective_model,
+    prompt_hash,
+    prompt_hash_payload,
+)
 
 SEARCH = ToolSpec(
     "search", "Search the web", {"type": "object", "properties": {"q": {"type": "string"}}}
@@ -189,3 +194,75 @@ async def test_the_block_executor_reports_the_hash_of_each_request_it_sends() ->
     assert [u.prompt_hash for u in usage] == [prompt_hash(r) for r in model.requests]
     assert usage[0].prompt_hash != usage[1].prompt_hash
     assert len({u.invocation_id for u in usage}) == 2
+
+
+# ------------------------------------------------------------ effective model
+
+
+def test_a_request_without_a_model_hashes_the_providers_default_model() -> None:
+    nameless = dataclasses.replace(REQUEST, model=None)
+
+    on_a = prompt_hash(nameless, default_model="model-a")
+    on_b = prompt_hash(nameless, default_model="model-b")
+
+    assert on_a != on_b
+    assert on_a == prompt_hash(dataclasses.replace(REQUEST, model="model-a"))
+    # A model the request names wins over the default, and the pinned hash is unchanged.
+    assert prompt_hash(REQUEST, default_model="model-a") == PINNED
+    assert prompt_hash_payload(nameless, default_model="model-a")["model"] == "model-a"
+
+
+def test_effective_model_is_the_requests_model_else_the_providers() -> None:
+    nameless = dataclasses.replace(REQUEST, model=None)
+
+    assert effective_model(REQUEST, ScriptedProvider([], model="model-a")) == "gpt-test"
+    assert effective_model(nameless, ScriptedProvider([], model="model-a")) == "model-a"
+    assert effective_model(nameless, ScriptedProvider([])) is None
+
+
+async def hashes_on(provider: Any) -> list[UsageEvent]:
+    """Usage events of one summarize block run on ``provider`` (the block names no model)."""
+    executor = BlockExecutor(providers=ProviderRegistry.single(provider), retry_wait=0)
+    block = BlockDefinition(
+        id="summarize",
+        name="Summarize",
+        description="Summarize a text",
+        kind="llm",
+        input_keys=["text"],
+        output_keys=["summary"],
+        prompt_template="Summarize: {{ text }}",
+    )
+    graph = Graph(_State, name="hash")
+    add_block(graph, "step", block, executor, inputs={"text": "ducks"})
+    graph.add_edge(START, "step")
+    async with graph.compile().stream({}) as events:
+        return [e async for e in events if isinstance(e, UsageEvent)]
+
+
+async def test_two_providers_with_models_a_and_b_give_two_hashes() -> None:
+    answer = '{"summary": "Ducks fly."}'
+    (on_a,) = await hashes_on(ScriptedProvider([answer], model="model-a"))
+    (on_b,) = await hashes_on(ScriptedProvider([answer], model="model-b"))
+
+    assert on_a.prompt_hash != on_b.prompt_hash
+    assert (on_a.model, on_b.model) == ("model-a", "model-b")
+
+
+async def test_two_openai_sdk_providers_with_models_a_and_b_give_two_hashes() -> None:
+    from flowcore.llm.openai_provider import OpenAIProvider
+
+    from .loopback import LoopbackServer, openai_stream
+
+    found: dict[str, str] = {}
+    async with LoopbackServer() as server:
+        for model in ("model-a", "model-b"):
+            server.replies.append(openai_stream(['{"summary": "Ducks fly."}'], model=model))
+            provider = OpenAIProvider(api_key="sk-test", model=model, base_url=f"{server.url}/v1")
+            try:
+                (usage,) = await hashes_on(provider)
+            finally:
+                await provider.aclose()
+            found[model] = usage.prompt_hash
+
+    assert [r.body["model"] for r in server.requests] == ["model-a", "model-b"]
+    assert found["model-a"] != found["model-b"]

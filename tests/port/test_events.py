@@ -19,7 +19,6 @@ from pydantic import BaseModel
 from flowcore.errors import NodeError
 from flowcore.events import (
     BlockStartEvent,
-    CustomEvent,
     DoneEvent,
     Event,
     InterruptEvent,
@@ -131,6 +130,7 @@ def test_there_is_one_event_class_per_type_of_the_table() -> None:
         "tool_call_result",
         "usage_report",
         "interrupt",
+        "data",
         "error",
         "done",
     )
@@ -363,7 +363,6 @@ def test_model_and_tool_events_map_with_their_data_redacted() -> None:
 def test_engine_only_events_map_to_nothing() -> None:
     for event in (
         NodeCancelledEvent(**ENGINE, node="a", duration=0.1),
-        CustomEvent(**ENGINE, node="a", name="progress", data=1),
         BlockStartEvent(**ENGINE, node="a", block_id="b", block_version=1, kind="llm"),
     ):
         assert map_event(event, IDS, seq=0) == []

@@ -21,7 +21,7 @@ import json
 import operator
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 import pytest
 
@@ -59,6 +59,9 @@ from .compat_graphs import MODEL_USAGE, build_compat_kit_graphs, compat_kit_targ
 GUARD = 5.0
 CALLER = Caller(request_id="req-7", trace_id="trace-7", user_id="ada")
 SECRET = "sk-compat-CANARY-51d0e4a9"
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 
 def request(target: Any, inputs: Any = None, **options: Any) -> RunRequest:
@@ -207,7 +210,7 @@ async def test_nodes_see_the_callers_ids_in_their_config_metadata() -> None:
     class S(TypedDict, total=False):
         x: int
 
-    def look(state: S, config: Any) -> dict[str, Any]:
+    def look(state: S, config: RunnableConfig) -> dict[str, Any]:
         seen.update(config["metadata"])
         return {"x": 1}
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from flowcore.checkpoint import SqliteCheckpointer
 from flowcore.events import (
+    CustomEvent,
     DoneEvent,
     Event,
     InterruptEvent,
@@ -49,6 +50,7 @@ from flowcore.graph.compiled import CompiledGraph
 from flowcore.interrupts import Resume
 from flowcore.port.events import (
     AiEvent,
+    DataAiEvent,
     DoneAiEvent,
     ErrorAiEvent,
     InterruptAiEvent,
@@ -200,9 +202,11 @@ class _Run:
                     value=event.value,
                 )
             ]
+        if isinstance(event, CustomEvent):
+            return [DataAiEvent(**self._base(), node=event.node, name=event.name, data=event.data)]
         if isinstance(event, DoneEvent):
             return self.ending(event.status, event.errors)
-        return []  # block_*, custom, node_cancelled: not part of the AiEvent vocabulary
+        return []  # block_*, node_cancelled, checkpoint: not part of the AiEvent vocabulary
 
     def outcome(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import pytest
@@ -176,3 +177,52 @@ def test_tools_are_offered_to_models_with_their_argument_schema() -> None:
 
     assert spec.name == "search"
     assert spec.parameters["required"] == ["query"]
+
+
+# --------------------------------------------------------------- tool call ids
+
+
+async def test_a_call_without_an_id_gets_one_fresh_uuid_on_both_events_and_the_result() -> None:
+    run, events = runner()
+
+    first = await run.run(ToolCall("", "search", {"query": "ducks"}))
+    second = await run.run(ToolCall("", "search", {"query": "ducks"}))
+
+    start, end, *_ = events
+    assert first.tool_call_id == start.tool_call_id == end.tool_call_id
+    assert str(uuid.UUID(first.tool_call_id)) == first.tool_call_id
+    assert second.tool_call_id != first.tool_call_id
+    assert [e.tool_call_id for e in events[2:]] == [second.tool_call_id] * 2
+
+
+async def test_identify_keeps_model_ids_and_replaces_empty_and_repeated_ones() -> None:
+    run, _ = runner()
+    taken: set[str] = set()
+
+    batch1 = run.identify(
+        [ToolCall("call_a", "search", {}), ToolCall("", "search", {}), ToolCall("call_a", "x", {})],
+        taken,
+    )
+    batch2 = run.identify([ToolCall("call_a", "search", {}), ToolCall("call_b", "x", {})], taken)
+
+    assert batch1[0].id == "call_a"  # the model's own id is kept
+    assert batch1[1].id not in ("", "call_a")  # '' gets a fresh id
+    assert batch1[2].id not in ("call_a", batch1[1].id)  # a repeat within the batch too
+    assert batch2[0].id != "call_a"  # ... and a repeat of an earlier round's id
+    assert batch2[1].id == "call_b"
+    ids = [c.id for c in (*batch1, *batch2)]
+    assert len(set(ids)) == len(ids)
+    assert taken == set(ids)
+
+
+async def test_run_many_answers_each_call_under_its_own_id() -> None:
+    run, events = runner()
+
+    results = await run.run_many(
+        [ToolCall("", "search", {"query": "a"}), ToolCall("", "search", {"query": "b"})]
+    )
+
+    ids = [r.tool_call_id for r in results]
+    assert len(set(ids)) == 2
+    assert all(ids)
+    assert sorted(e.tool_call_id for e in events) == sorted(ids * 2)

@@ -22,6 +22,7 @@ from flowcore.compat.langgraph._channel_api import (
     UntrackedValue,
 )
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
+from flowcore.compat.langgraph._debug_tasks import map_debug_tasks
 from flowcore.compat.langgraph._delta import DeltaChannel
 from flowcore.compat.langgraph._delta import messages_delta_reducer as _messages_delta_reducer
 from flowcore.compat.langgraph._error_handlers import NodeError
@@ -236,6 +237,7 @@ __all__ = [
     "get_stream_writer",
     "interrupt",
     "is_invalid_resume",
+    "map_debug_tasks",
     "message_to_dict",
     "messages_from_dict",
     "messages_to_dict",

@@ -217,10 +217,15 @@ def call_task(
     task_id = _call_id(owner, index, spec.name)
     saved = calls.saved(task_id)
     done = [v for c, v in saved if c == RETURN]
+    call = Task(task_id, spec.name, (PUSH, *owner.path, index), (args, dict(kwargs)), (PUSH,))
     if done:
+        run = calls.run
+        if "step_tasks" in run.wants:
+            # LangGraph lists a call it answers from the step's saved writes as a task
+            # of the step (it reports no result for it: it did not run).
+            _emit_soon(calls, on_loop, "step_tasks", (run.step, [call], run.debug_metadata))
         future.set_result(done[0])
         return future
-    call = Task(task_id, spec.name, (PUSH, *owner.path, index), (args, dict(kwargs)), (PUSH,))
     calls.run.calls[task_id] = call
 
     def start() -> None:
@@ -238,6 +243,14 @@ def call_task(
     else:
         calls.loop.call_soon_threadsafe(start)
     return future
+
+
+def _emit_soon(calls: TaskCalls, on_loop: bool, kind: str, payload: Any) -> None:
+    """Hand the run one record from the loop's thread (the run's sink is not thread-safe)."""
+    if on_loop:
+        calls.run.emit(kind, payload)
+    else:
+        calls.loop.call_soon_threadsafe(calls.run.emit, kind, payload)
 
 
 def _answers(calls: TaskCalls, saved: list[tuple[str, Any]]) -> list[Any]:
@@ -290,7 +303,7 @@ async def _run_call(
     if "task_start" in run.wants:
         run.emit("task_start", TaskStart(step, call))
     if "step_tasks" in run.wants:
-        run.emit("step_tasks", (step, [call]))
+        run.emit("step_tasks", (step, [call], run.debug_metadata))
     scope = TaskScope(run, call, step, _answers(calls, saved), calls.scope.null_resume)
     set_scope(scope)
     inner = TaskCalls(run, calls.pool, calls.loop, call, scope)

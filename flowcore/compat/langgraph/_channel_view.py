@@ -28,7 +28,7 @@ from flowcore.compat.langgraph import _channel_api as public
 from flowcore.compat.langgraph import _channels as engine
 from flowcore.compat.langgraph._state import _strip
 
-__all__ = ["public_channels"]
+__all__ = ["builder_channels", "public_channels"]
 
 
 def public_channels(graph: Any) -> dict[str, engine.Channel]:
@@ -38,6 +38,27 @@ def public_channels(graph: Any) -> dict[str, engine.Channel]:
         name: _public(name, channel, types.get(name, Any))
         for name, channel in graph.new_channels().items()
     }
+
+
+def builder_channels(builder: Any) -> dict[str, engine.Channel]:
+    """The state channels a ``StateGraph`` builder declares so far, as public channels.
+
+    Every key of every schema it knows (state, input, output and node input
+    schemas), managed values aside; a key declared with a reducer in one schema
+    and plainly in another keeps the reducer, as at compile.
+    """
+    made: dict[str, engine.Channel] = {}
+    types: dict[str, Any] = {}
+    for info in getattr(builder, "schemas", {}).values():
+        for key in info.keys:
+            channel = info.channel(key)
+            types.setdefault(key, _value_type(info.hints[key]))
+            old = made.get(key)
+            if old is None or (
+                type(old) is engine.LastValue and type(channel) is not engine.LastValue
+            ):
+                made[key] = channel
+    return {name: _public(name, channel, types[name]) for name, channel in made.items()}
 
 
 def _value_types(graph: Any) -> dict[str, Any]:

@@ -32,7 +32,15 @@ from flowcore.compat.langgraph._errors import InvalidUpdateError
 from flowcore.compat.langgraph._messages import BaseMessage, RemoveMessage, convert_to_messages
 from flowcore.compat.langgraph._messages_langchain import langchain_family, to_langchain
 
-__all__ = ["DeltaChannel", "DeltaValue", "messages_delta_reducer", "overwrite_of", "snapshot_value"]
+__all__ = [
+    "DeltaChannel",
+    "DeltaValue",
+    "message_delta_keys",
+    "messages_delta_reducer",
+    "overwrite_of",
+    "snapshot_value",
+    "with_message_ids",
+]
 
 _OVERWRITE = "__overwrite__"
 
@@ -386,6 +394,60 @@ def messages_delta_reducer(state: Any, writes: Sequence[Any]) -> list[Any]:
             index[message.id] = len(result)
             result.append(message)
     return [m for m in result if m is not None]
+
+
+def message_delta_keys(channels: Any) -> frozenset[str]:
+    """The keys of ``channels`` that are :class:`DeltaChannel` s of chat messages.
+
+    Example:
+        >>> message_delta_keys({"m": DeltaChannel(messages_delta_reducer), "x": None})
+        frozenset({'m'})
+    """
+    return frozenset(
+        key
+        for key, channel in channels.items()
+        if isinstance(channel, DeltaChannel) and channel.reducer is messages_delta_reducer
+    )
+
+
+def with_message_ids(channels: Any, writes: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``writes`` with each message-like written to a messages :class:`DeltaChannel` a message.
+
+    For a channel whose reducer is :func:`messages_delta_reducer`, a string,
+    role pair or message dict (alone or in a list) becomes a message, and
+    every message gets an id, before the writes are saved: a message reads
+    back with the same id each time, and a write that cannot be a message
+    fails its task instead of being saved. The writes given are not changed.
+
+    Example:
+        >>> channel = DeltaChannel(messages_delta_reducer).bound("m", list)
+        >>> [(key, message)] = with_message_ids({"m": channel}, [("m", "hi")])
+        >>> key, message.content, bool(message.id)
+        ('m', 'hi', True)
+    """
+    out = writes
+    for at, (key, value) in enumerate(writes):
+        channel = channels.get(key)
+        if (
+            not isinstance(channel, DeltaChannel)
+            or channel.reducer is not messages_delta_reducer
+            or overwrite_of(value) is not None
+        ):
+            continue
+        items = value if isinstance(value, list) else [value]
+        family = langchain_family(channel.value if isinstance(channel.value, list) else (), items)
+        made = [_message_with_id(item, family) for item in items]
+        if out is writes:
+            out = list(writes)
+        out[at] = (key, made if isinstance(value, list) else made[0])
+    return out
+
+
+def _message_with_id(item: Any, family: ModuleType | None) -> Any:
+    message = _as_message(item, family)
+    if not message.id:
+        message.id = str(uuid.uuid4())
+    return message
 
 
 def _as_message(item: Any, family: ModuleType | None = None) -> Any:

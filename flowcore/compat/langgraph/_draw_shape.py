@@ -228,9 +228,13 @@ def node_kind(action: Any) -> tuple[str, ...]:
     """The class path LangGraph's JSON gives for what runs in a node."""
     from flowcore.compat.langgraph._pregel import CompiledStateGraph
     from flowcore.compat.langgraph._pregel_run import _Configured
+    from flowcore.compat.langgraph._tool_node import ToolNode
 
     if isinstance(action, CompiledStateGraph | _Configured):
         return ("langgraph", "graph", "state", "CompiledStateGraph")
+    if isinstance(action, ToolNode):
+        # The public class it stands in for, as for a compiled graph above.
+        return ("langgraph", "prebuilt", "tool_node", "ToolNode")
     wrapped = getattr(action, "__wrapped_runnable__", None)
     core = sys.modules.get("langchain_core.runnables")
     if wrapped is not None and core is not None and isinstance(wrapped, core.Runnable):

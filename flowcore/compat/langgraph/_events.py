@@ -216,8 +216,9 @@ class EventProjector:
             self._task_end(payload)
         elif kind == "custom":
             self._custom(payload, ns)
-        elif kind == "checkpoint" and not ns:
-            # A subgraph's checkpoints belong to its parent's: the thread's history is the top's.
+        elif kind == "checkpoint" and not ns and not payload.reloaded:
+            # A subgraph's checkpoints belong to its parent's: the thread's history is the
+            # top's. A resumed run's showing of the checkpoint it starts from made none.
             self._checkpoint(payload)
 
     def _custom(self, chunk: CustomChunk, ns: tuple[str, ...]) -> None:

@@ -7,11 +7,22 @@ import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Generic, Literal, Self, get_args, get_origin, get_type_hints
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    Self,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 # typing_extensions' is_typeddict also knows its own TypedDict (typing's does not on 3.11).
 from typing_extensions import TypeVar, is_typeddict
 
+from flowcore.compat.langgraph._async_check import has_native_async
+from flowcore.compat.langgraph._config_param import warn_misstyped_config
 from flowcore.compat.langgraph._error_handlers import (
     DEFAULT_HANDLER_NODE,
     ErrorHandler,
@@ -26,6 +37,10 @@ from flowcore.compat.langgraph._types import END, START, RetryPolicy, TimeoutPol
 from flowcore.compat.langgraph._warnings import LangGraphDeprecatedSinceV05 as V05
 from flowcore.compat.langgraph._warnings import LangGraphDeprecatedSinceV10 as V10
 from flowcore.compat.langgraph._warnings import LangGraphDeprecationWarning, warn_deprecated
+
+if TYPE_CHECKING:
+    # Only for the annotation: _pregel imports this module.
+    from flowcore.compat.langgraph._pregel import CompiledStateGraph
 
 __all__ = ["BranchSpec", "NodeRunnable", "NodeSpec", "StateGraph"]
 
@@ -60,6 +75,10 @@ class NodeSpec:
             True
         """
         return NodeRunnable(self.action, self.name)
+
+    def copy(self, update: dict[str, Any]) -> NodeSpec:
+        """A copy of this node with the fields ``update`` names replaced (``{}``: as is)."""
+        return dataclasses.replace(self, **update)
 
     @property
     def subgraphs(self) -> list[Any]:
@@ -220,6 +239,26 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         # set_node_defaults(): applied at compile() to the nodes that set none of their own.
         self._node_defaults: dict[str, Any] = {}
 
+    @property
+    def channels(self) -> dict[str, Any]:
+        """The state channels declared so far, by key (``langgraph.channels`` classes)."""
+        from flowcore.compat.langgraph._channel_view import builder_channels
+
+        return builder_channels(self)
+
+    @property
+    def managed(self) -> dict[str, Any]:
+        """The state keys whose values the run computes (``RemainingSteps``, ``IsLastStep``).
+
+        Example:
+            >>> StateGraph(dict).managed
+            {}
+        """
+        found: dict[str, Any] = {}
+        for info in self.schemas.values():
+            found.update(info.managed)
+        return found
+
     def _add_schema(self, schema: Any) -> None:
         if schema not in self.schemas:
             self.schemas[schema] = SchemaInfo(schema)
@@ -262,6 +301,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 raise TypeError(f"add_node() got unexpected arguments: {sorted(legacy)}")
         if not isinstance(node, str):
             action, node = node, _node_name(node)
+        warn_misstyped_config(action)
         # A LangChain runnable (a tool, a chain) runs through its own ainvoke.
         action = runnable_action(action) or action
         # Checked now, so a bad value names the add_node call that gave it.
@@ -357,9 +397,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
     def _check_timeouts(self) -> None:
         for spec in self.nodes.values():
-            if spec.timeout is None or hasattr(spec.action, "_arun_subgraph"):
+            if spec.timeout is None:
                 continue
-            if not _is_async(spec.action):
+            if not has_native_async(spec.action):
                 raise ValueError(
                     f"Node {spec.name!r} has a timeout, but timeouts are only supported for "
                     "async nodes: a sync function cannot be stopped once it runs. Make it "
@@ -529,7 +569,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         debug: bool = False,
         name: str | None = None,
         transformers: Sequence[Any] | None = None,
-    ) -> Any:
+    ) -> CompiledStateGraph:
         """Check the graph and return a runnable ``CompiledStateGraph``.
 
         ``transformers``: v3 stream transformer classes (or scope factories) every
@@ -565,10 +605,3 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if transformers:
             compiled.stream_transformers = tuple(transformers)
         return compiled
-
-
-def _is_async(action: Any) -> bool:
-    """Whether calling ``action`` gives a coroutine (functions and callable objects)."""
-    return inspect.iscoroutinefunction(action) or inspect.iscoroutinefunction(
-        getattr(action, "__call__", None)  # noqa: B004 - callable objects
-    )

@@ -60,7 +60,7 @@ def _default(schema: Any, name: str, annotation: Any) -> Any:
 
 def state_json_schema(schema: Any, title: str) -> dict[str, Any]:
     """The JSON schema of a state schema, titled ``title`` when it is built here."""
-    from pydantic import BaseModel, PydanticUserError, TypeAdapter, create_model
+    from pydantic import BaseModel, PydanticUserError, RootModel, TypeAdapter, create_model
 
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         found: dict[str, Any] = schema.model_json_schema()
@@ -76,11 +76,16 @@ def state_json_schema(schema: Any, title: str) -> dict[str, Any]:
             fields = {k: (_plain(v), ... if k in required else None) for k, v in hints.items()}
             found = create_model(schema.__name__, **fields).model_json_schema()  # type: ignore[call-overload]
         return found
-    if not hasattr(schema, "__annotations__"):
-        model = create_model(title, root=(schema, None))
+    hints = (
+        get_type_hints(schema, include_extras=True) if hasattr(schema, "__annotations__") else {}
+    )
+    if not hasattr(schema, "__annotations__") or list(hints) == [ROOT]:
+        # A root state (the whole state is one value): the value's own schema, as a
+        # pydantic root model gives it, not an object with a field.
+        value = hints.get(ROOT, schema)
+        model = create_model(title, __base__=RootModel[value], root=(value, None))  # type: ignore[valid-type]
         found = model.model_json_schema()
         return found
-    hints = get_type_hints(schema, include_extras=True)
     fields = {k: (v, _default(schema, k, v)) for k, v in hints.items() if k != ROOT}
     found = create_model(title, **fields).model_json_schema()  # type: ignore[call-overload]
     return found

@@ -31,7 +31,9 @@ from flowcore.compat.langgraph._errors import (
     GraphInterrupt,
     GraphRecursionError,
 )
+from flowcore.compat.langgraph._idle_progress import with_idle_progress
 from flowcore.compat.langgraph._interrupt_options import is_invalid_resume
+from flowcore.compat.langgraph._lent_saver import lent_saver
 from flowcore.compat.langgraph._loop_helpers import (
     Sink,
     _as_interrupts,
@@ -58,7 +60,7 @@ from flowcore.compat.langgraph._run_tasks import RunTasks
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
 from flowcore.compat.langgraph._savers_records import merged_metadata
 from flowcore.compat.langgraph._savers_shell import SaverShell
-from flowcore.compat.langgraph._tracing import RunObserver, observe
+from flowcore.compat.langgraph._tracing import RunObserver, langsmith_tracing_on, observe
 from flowcore.compat.langgraph._types import Interrupt
 from flowcore.runtime import run_lease
 from flowcore.runtime.steps import run_supersteps
@@ -109,10 +111,19 @@ class Run(RunSaving, RunInput, RunTasks):
         self.interrupt_after: tuple[str, ...] = tuple(interrupt_after)
         self.parent_scope: TaskScope | None = parent_scope
         self.ns: str = checkpoint_ns
-        self.thread_id: Any = self.configurable.get("thread_id")
-        self.saver: Any = graph.checkpointer if self.thread_id is not None else None
+        thread_id = self.configurable.get("thread_id")
+        # As in LangGraph, the saver is addressed with the thread id as a string.
+        self.thread_id: Any = (
+            thread_id if thread_id is None or isinstance(thread_id, str) else str(thread_id)
+        )
+        # A saver lent through the config (see _lent_saver) wins over the graph's own.
+        self.saver: Any = (
+            None if self.thread_id is None else lent_saver(config) or graph.checkpointer
+        )
         # The UntrackedValue keys, whose writes are never stored (found at the first save).
         self._untracked: frozenset[str] | None = None
+        # The messages DeltaChannel keys, whose writes get message ids (found at the first task).
+        self.message_deltas: frozenset[str] | None = None
         self.limit: int = int(config.get("recursion_limit", graph.default_recursion_limit))
         if self.limit < 1:
             raise ValueError("recursion_limit must be at least 1")
@@ -155,6 +166,8 @@ class Run(RunSaving, RunInput, RunTasks):
         # What a node's Runtime carries (see _runtime): set by the graph for each run.
         self.context: Any = None
         self.control: RunControl | None = None
+        # The store its nodes see: the graph's, or the one its caller's runtime carries.
+        self.store: Any = graph.store
         # The @task calls of the running superstep (see _calls), by id: under
         # durability "exit" their writes are stored with the step's when the run ends.
         self.calls: dict[str, Task] = {}
@@ -212,7 +225,7 @@ class Run(RunSaving, RunInput, RunTasks):
             )
         return Runtime(
             context=self.context,
-            store=self.graph.store,
+            store=self.store,
             stream_writer=scope.writer,
             execution_info=info,
             server_info=server,
@@ -225,7 +238,11 @@ class Run(RunSaving, RunInput, RunTasks):
         # LangGraph shows a node its run's durability under this configurable key.
         config["configurable"]["__pregel_durability"] = self.durability
         observer = self.observer
-        return config if observer is None else observer.node_config(task, config)
+        if observer is not None:
+            # Its task run's config, progress callback included (see _tracing).
+            return observer.node_config(task, config)
+        timeout = task.timeout or getattr(self.graph.nodes.get(task.name), "timeout", None)
+        return config if timeout is None else with_idle_progress(config, timeout)
 
     # ----------------------------------------------------------------- tasks
     def prepare(self, *, for_execution: bool = True) -> list[Task]:
@@ -322,7 +339,7 @@ class Run(RunSaving, RunInput, RunTasks):
             # pass): the checkpoint the step starts from is saved.
             raise GraphDrained(control.drain_reason or "shutdown")
         if "step_tasks" in self.wants:
-            self.emit("step_tasks", (self.step, tasks))
+            self.emit("step_tasks", (self.step, tasks, self.debug_metadata))
         for task in tasks:
             if task.done:
                 self.emit_task_updates(task, task.writes, cached=True)
@@ -390,7 +407,11 @@ class Run(RunSaving, RunInput, RunTasks):
         does not lease); a run that finds it held raises ``ThreadBusyError``.
         """
         self.loop, self.loop_thread = asyncio.get_running_loop(), threading.get_ident()
-        if "callbacks" not in self.config and self.parent_scope is None:
+        if (
+            "callbacks" not in self.config
+            and self.parent_scope is None
+            and not langsmith_tracing_on()
+        ):
             async with self._lease():
                 await self._execute()
             return

@@ -27,6 +27,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
+from flowcore.compat.langgraph._async_check import has_native_async
 from flowcore.compat.langgraph._channel_api import BaseChannel, Topic, is_one_step
 from flowcore.compat.langgraph._channels import MISSING, Channel
 from flowcore.compat.langgraph._node import TASKS
@@ -235,6 +236,13 @@ class Pregel(CompiledStateGraph):
         for node_name in (*self.interrupt_before_nodes, *self.interrupt_after_nodes):
             if node_name not in self.nodes:
                 raise ValueError(f"Node {node_name} not in nodes")
+        for node_name, node in self.nodes.items():
+            if node.timeout is not None and not has_native_async(node.bound):
+                raise ValueError(
+                    f"Node {node_name!r} has a timeout, but timeouts are only supported for "
+                    "async nodes: sync code cannot be stopped once it runs. Make every "
+                    "step of it async, or remove its timeout."
+                )
         return self
 
     # -------------------------------------------------------------- shape

@@ -60,7 +60,8 @@ def update_writes(value: Any, keys: Collection[str]) -> list[tuple[str, Any]]:
     if value is None:
         return []
     known = keys if isinstance(keys, frozenset | set) else set(keys)
-    if ROOT in known:
+    if ROOT in known and len(known) == 1:
+        # A root-state graph (its one key is ROOT): the value itself is the write.
         return _root_writes(value)
     if isinstance(value, dict):
         return [(k, v) for k, v in value.items() if k in known]

@@ -29,6 +29,8 @@ from flowcore.compat.langgraph._messages import (
     convert_to_messages,
 )
 from flowcore.compat.langgraph._messages_langchain import to_flowcore
+from flowcore.compat.langgraph._react_langchain import LangChainModelCall, is_langchain_model
+from flowcore.compat.langgraph._savers import RunnableConfig
 from flowcore.compat.langgraph._state import RemainingSteps
 from flowcore.compat.langgraph._tool_node import ToolNode, _is_ai, _is_tool, _state_value
 from flowcore.compat.langgraph._tooling import (
@@ -204,7 +206,7 @@ def _json_schema(schema: Any) -> dict[str, Any]:
 
 
 def create_react_agent(
-    model: LLMProvider,
+    model: LLMProvider | Any,
     tools: Sequence[Tool | WrappedTool | Callable[..., Any] | dict[str, Any]] | ToolNode,
     *,
     prompt: Prompt | None = None,
@@ -243,7 +245,7 @@ def create_react_agent(
 
     if version not in ("v1", "v2"):
         raise ValueError(f"Invalid version {version}. Supported versions are 'v1' and 'v2'.")
-    if not isinstance(model, LLMProvider):
+    if not isinstance(model, LLMProvider) and not is_langchain_model(model):
         raise TypeError(
             f"create_react_agent needs a flowcore LLMProvider as model (e.g. ScriptedProvider, "
             f"OpenAIProvider), got {type(model).__name__}"
@@ -264,9 +266,16 @@ def create_react_agent(
     if isinstance(tools, ToolNode):
         tool_node = tools
     else:
-        builtin = [_builtin_spec(t) for t in tools if isinstance(t, dict)]
+        builtin_tools = [t for t in tools if isinstance(t, dict)]
+        builtin = [_builtin_spec(t) for t in builtin_tools]
         tool_node = ToolNode([t for t in tools if not isinstance(t, dict)])
     specs = (*tool_node.specs(), *builtin)
+    # A LangChain chat model (or runnable) is called as LangGraph calls it (see _react_langchain).
+    chat = (
+        LangChainModelCall(model, list(tool_node.tools_by_name.values()), builtin_tools)
+        if not isinstance(model, LLMProvider)
+        else None
+    )
     entry = "pre_model_hook" if pre_model_hook is not None else "agent"
 
     async def call_model(state: Any) -> dict[str, Any]:
@@ -284,12 +293,33 @@ def create_react_agent(
             response = AIMessage(OUT_OF_STEPS, id=response.id)
         return {"messages": [response]}
 
-    async def structured_response(state: Any) -> dict[str, Any]:
+    async def call_chat_model(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        assert chat is not None
+        key = "llm_input_messages" if pre_model_hook is not None else None
+        messages = (key and _state_value(state, key)) or _state_value(state, "messages")
+        if messages is None:
+            raise ValueError(f"Expected input to call_model to have a 'messages' key, got {state}")
+        _check_history(convert_to_messages(to_flowcore(list(messages))))
+        chosen = await _model_input(prompt, state, list(messages))
+        if isinstance(chosen, str):
+            chosen = [HumanMessage(chosen)]
+        elif isinstance(chosen, Mapping) and "messages" in chosen:
+            chosen = chosen["messages"]
+        response = await chat.answer(list(chosen), config)
+        # The agent's name on its answers, as LangGraph sets it.
+        response.name = name
+        if _out_of_steps(_state_value(state, "remaining_steps"), response):
+            response = chat.out_of_steps_message(OUT_OF_STEPS, response.id)
+        return {"messages": [response]}
+
+    async def structured_response(state: Any, config: RunnableConfig) -> dict[str, Any]:
         messages = convert_to_messages(to_flowcore(list(_state_value(state, "messages"))))
         schema = response_format
         if isinstance(schema, tuple):
             system, schema = schema
             messages = [SystemMessage(system), *messages]
+        if chat is not None:
+            return {"structured_response": await chat.structured(messages, schema, config)}
         request = LLMRequest(
             messages=to_llm_messages(messages), response_schema=_json_schema(schema)
         )
@@ -315,7 +345,9 @@ def create_react_agent(
         input_schema = CallModelInputSchema
 
     graph = StateGraph(state_schema, context_schema)
-    graph.add_node("agent", call_model, input_schema=input_schema)
+    graph.add_node(
+        "agent", call_model if chat is None else call_chat_model, input_schema=input_schema
+    )
     if pre_model_hook is not None:
         graph.add_node("pre_model_hook", pre_model_hook)
         graph.add_edge("pre_model_hook", "agent")

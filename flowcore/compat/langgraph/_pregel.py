@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +56,7 @@ from flowcore.compat.langgraph._pregel_helpers import (
 from flowcore.compat.langgraph._pregel_run import Running
 from flowcore.compat.langgraph._pregel_state import StateReading
 from flowcore.compat.langgraph._pregel_update import StateUpdating
+from flowcore.compat.langgraph._run_metadata import shown_configurable
 from flowcore.compat.langgraph._runnable import as_runnable
 from flowcore.compat.langgraph._state import SchemaInfo
 from flowcore.compat.langgraph._types import (
@@ -135,7 +137,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         self.state_key_set = frozenset(self.state_keys)
         # A node's dict result is its state writes, key by key (not a root-state graph's
         # one value): the run loop's fast path for the usual node result.
-        self.dict_results = ROOT not in self.state_key_set
+        self.dict_results = self.state_keys != [ROOT]
         self.root_output = self.output_keys == [ROOT]
         self.input_key_set = frozenset(self.input_keys)
         makers = self._channel_makers
@@ -227,6 +229,19 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
     @version.setter
     def version(self, value: str) -> None:
         self._version = str(value)
+
+    def copy(self, update: Mapping[str, Any] | None = None) -> CompiledStateGraph:
+        """A shallow copy of this graph, with the attributes ``update`` names replaced.
+
+        Example:
+            >>> # other = app.copy({"name": "other"})
+        """
+        made = copy.copy(self)
+        # The per-graph lookups made lazily are rebuilt for the copy.
+        made._param_names, made._direct = {}, {}
+        for key, value in (update or {}).items():
+            setattr(made, key, value)
+        return made
 
     def _add_state_key(self, info: SchemaInfo, key: str) -> None:
         made = info.channel(key)
@@ -530,7 +545,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
             if (
                 spec.retry is None
                 and spec.timeout is None
-                and not hasattr(spec.action, "_arun_subgraph")
+                and not hasattr(type(spec.action), "_arun_subgraph")
             ):
                 names, is_async = self.call_shape(spec.action)
                 if is_async and not names & _INJECTED:
@@ -541,20 +556,26 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
     def is_subgraph_node(self, name: str) -> bool:
         """Whether node ``name`` runs a compiled graph."""
         spec = self.nodes.get(name)
-        return spec is not None and hasattr(spec.action, "_arun_subgraph")
+        return spec is not None and hasattr(type(spec.action), "_arun_subgraph")
 
     def task_config(
         self, config: Mapping[str, Any], task: Task, step: int, ns: str
     ) -> dict[str, Any]:
         """The config a node receives (LangGraph's metadata keys included)."""
-        configurable = dict(config.get("configurable") or {})
+        task_ns = f"{ns}|{task.name}:{task.id}".lstrip("|")
+        # The task's own namespace, as LangGraph sets it: LangChain shows it in the
+        # metadata of the runs the node starts (a chat model's, a tool's).
+        outer = dict(config.get("configurable") or {})
+        configurable = {**outer, "checkpoint_ns": task_ns}
         metadata = {
+            # The ids of the run that started the node, not the node's own namespace.
+            **shown_configurable(outer),
             **dict(config.get("metadata") or {}),
             "langgraph_step": step,
             "langgraph_node": task.name,
             "langgraph_triggers": task.triggers,
             "langgraph_path": shown_path(task.path),
-            "langgraph_checkpoint_ns": f"{ns}|{task.name}:{task.id}".lstrip("|"),
+            "langgraph_checkpoint_ns": task_ns,
         }
         return {**dict(config), "configurable": configurable, "metadata": metadata}
 

@@ -234,7 +234,7 @@ class _ChunkFormatter:
         if kind in ("messages_seen", "messages_from"):
             return self._messages(ns, kind, payload)
         if kind == "step_tasks":
-            step, tasks = payload
+            step, tasks, describe = payload
             out: list[Any] = []
             for task in tasks:
                 if task.name == START:
@@ -245,6 +245,10 @@ class _ChunkFormatter:
                     "input": task.input,
                     "triggers": task.triggers,
                 }
+                # The user's metadata and tags of the task's config, as LangGraph adds them.
+                metadata = describe(task)
+                if metadata is not None:
+                    payload["metadata"] = metadata
                 out.extend(self._debug(ns, "task", step, payload, "tasks"))
             return out
         if kind == "task_end":
@@ -285,7 +289,9 @@ class _ChunkFormatter:
             "values": made.values,
             "metadata": made.metadata,
             "next": [t.name for t in made.upcoming],
-            "tasks": [
+            "tasks": list(made.task_entries)
+            if made.task_entries is not None
+            else [
                 {
                     "id": t.id,
                     "name": t.name,
@@ -301,8 +307,7 @@ class _ChunkFormatter:
         if kind == "messages_seen":
             self.seen_messages.update(m.id for m in _messages_in(payload) if m.id)
             return []
-        task, result = payload
-        meta = {"langgraph_node": task.name, "langgraph_triggers": task.triggers}
+        _, result, meta = payload
         fresh = []
         # Like LangGraph, a message is streamed once, where it first shows.
         for message in _messages_in(result):
@@ -321,8 +326,18 @@ def _now() -> str:
 
 
 def _messages_in(result: Any) -> list[Any]:
+    """The messages a node's result holds: in its update, its ``Command``'s, or a list of them."""
+    if isinstance(result, list | tuple) and any(isinstance(r, Command) for r in result):
+        return [m for part in result for m in _messages_in(part)]
+    if isinstance(result, Command):
+        result = result.update
     found: list[Any] = []
     values: list[Any] = []
+    if isinstance(result, Command):
+        # A Command's state update carries the node's messages.
+        return _messages_in(result.update)
+    if isinstance(result, list | tuple) and any(isinstance(r, Command) for r in result):
+        return [m for item in result for m in _messages_in(item)]
     if isinstance(result, dict):
         values = list(result.values())
     for value in values:

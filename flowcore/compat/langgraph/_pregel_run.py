@@ -32,7 +32,11 @@ from flowcore.compat.langgraph._loop import (
     INTERRUPT,
     Run,
 )
-from flowcore.compat.langgraph._messages_stream import messages_stream_handler
+from flowcore.compat.langgraph._messages_stream import (
+    messages_stream_handler,
+    wants_protocol_events,
+    without_protocol_handlers,
+)
 from flowcore.compat.langgraph._pregel_helpers import (
     _OWN_RUN_OPTIONS,
     _ChunkFormatter,
@@ -43,6 +47,7 @@ from flowcore.compat.langgraph._pregel_helpers import (
 from flowcore.compat.langgraph._records import (
     Sink,
 )
+from flowcore.compat.langgraph._run_config import run_config, seeded_runtime
 from flowcore.compat.langgraph._runtime import RunControl, coerce_context
 from flowcore.compat.langgraph._stream_v3 import (
     ainvoke_v2,
@@ -85,7 +90,7 @@ class Running:
         context: Any = None,
         control: RunControl | None = None,
     ) -> Run:
-        config = dict(config or {})
+        config = run_config(config, has_saver=self.checkpointer is not None)
         if (config.get("configurable") or {}).get("checkpoint_ns"):
             # A subgraph's config: the root replays from where the map says it stood.
             config["configurable"] = address_root(config["configurable"])
@@ -104,6 +109,12 @@ class Running:
             interrupt_before=list(before),
             interrupt_after=list(after),
         )
+        slot = seeded_runtime(config)
+        if slot is not None:
+            # Its store stands for the graph's; its context is the run's if the call has none.
+            run.store = getattr(slot, "store", None)
+            if context is None:
+                context = getattr(slot, "context", None)
         run.context = coerce_context(self._context_schema(), context)
         run.control = control
         return run
@@ -158,8 +169,16 @@ class Running:
                 config, tools_stream_handler(_on_loop(sink, "tools"), subgraphs=subgraphs)
             )
         if "messages" in modes:
+            protocol = wants_protocol_events(config, version)
+            if not protocol:
+                config = without_protocol_handlers(config)
             chunks = _on_loop(sink, "messages_chunk")
-            handler = messages_stream_handler(chunks, formatter.seen_messages, subgraphs=subgraphs)
+            handler = messages_stream_handler(
+                chunks,
+                formatter.seen_messages,
+                subgraphs=subgraphs,
+                protocol=protocol,
+            )
             config = with_handler(config, handler)
 
         run = self._run(
@@ -179,8 +198,9 @@ class Running:
         async def drive() -> None:
             try:
                 await run.execute()
-            except GraphInterrupt:
-                if run.status in ("interrupt_before", "interrupt_after"):
+            except GraphInterrupt as exc:
+                if not exc.interrupts:
+                    # A breakpoint, here or in a subgraph: the pause is shown once, here.
                     sink((), "updates", {INTERRUPT: ()})
             finally:
                 out.put_nowait(done)
@@ -487,6 +507,8 @@ class Running:
         run.force_resume = parent.resuming or bool(scope.resume)
         run.resume_by_id = parent.resume_by_id
         run.context, run.control = parent.context, control or parent.control
+        # As in LangGraph, a subgraph's nodes see the store of the run that calls it.
+        run.store = parent.store
         run.replay_of, run.entered = parent.replay_of, parent.entered
         addressed = "checkpoint_id" in config["configurable"]
         if (

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
+from flowcore.compat.langgraph._lent_saver import lent_saver, resolve_saver
 from flowcore.compat.langgraph._loop import ERROR, INTERRUPT, NO_WRITES, RESUME, Run
 from flowcore.compat.langgraph._loop_helpers import NULL_TASK_ID
 from flowcore.compat.langgraph._planner import shown_path
@@ -66,13 +67,20 @@ class StateReading:
         for item in iter_subgraphs(self, namespace, recurse):
             yield item
 
-    def _saver(self: CompiledStateGraph) -> Any:  # type: ignore[misc]
-        if self.checkpointer is None and self.own_history:
-            # checkpointer=True borrows its parent's saver: read on its own, it has none.
-            raise RuntimeError("checkpointer=True cannot be used for root graphs.")
-        if self.checkpointer is None:
+    def _saver(  # type: ignore[misc]
+        self: CompiledStateGraph, config: Mapping[str, Any] | None = None
+    ) -> Any:
+        """The saver state methods read and write under ``config`` (see ``_lent_saver``)."""
+        saver = resolve_saver(
+            self.checkpointer,
+            # The low-level Pregel shares these methods and has neither flag.
+            own_history=getattr(self, "own_history", False),
+            opted_out=getattr(self, "opted_out", False),
+            config=config,
+        )
+        if saver is None:
             raise ValueError("No checkpointer set")
-        return self.checkpointer
+        return saver
 
     async def aget_state(  # type: ignore[misc]
         self: CompiledStateGraph, config: Mapping[str, Any], *, subgraphs: bool = False
@@ -82,8 +90,10 @@ class StateReading:
         Example:
             >>> # snapshot = await app.aget_state({"configurable": {"thread_id": "t1"}})
         """
-        saver = self._saver()
-        sub = subgraph_at(self, (config.get("configurable") or {}).get("checkpoint_ns") or "")
+        saver = self._saver(config)
+        # A config lending a saver addresses this very graph, whatever its namespace.
+        ns = (config.get("configurable") or {}).get("checkpoint_ns") or ""
+        sub = None if lent_saver(config) is not None else subgraph_at(self, ns)
         if sub is not None:
             snapshot: StateSnapshot = await sub._state_with(
                 sub.checkpointer or saver, config, subgraphs=subgraphs
@@ -241,10 +251,10 @@ class StateReading:
         Example:
             >>> # async for snap in app.aget_state_history(config): print(snap.next)
         """
-        saver = self._saver()
+        saver = self._saver(config)
         conf = {**dict(config.get("configurable") or {})}
         conf.setdefault("checkpoint_ns", "")
-        sub = subgraph_at(self, conf["checkpoint_ns"])
+        sub = None if lent_saver(config) is not None else subgraph_at(self, conf["checkpoint_ns"])
         if sub is not None:
             # A subgraph's config: the subgraph's history, read on this graph's saver.
             async for snapshot in sub._history_with(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph._copy_fork import COPY, copy_checkpoint_update
 from flowcore.compat.langgraph._errors import InvalidUpdateError
+from flowcore.compat.langgraph._lent_saver import lent_saver
 from flowcore.compat.langgraph._loop import INTERRUPT, Run, Task
 from flowcore.compat.langgraph._loop_helpers import NULL_TASK_ID, empty_checkpoint
 from flowcore.compat.langgraph._node import (
@@ -103,7 +104,9 @@ class StateUpdating:
             raise ValueError("No supersteps provided")
         if any(not updates for updates in supersteps):
             raise ValueError("No updates provided")
-        saver = saver or self._saver()
+        saver = saver or self._saver(config)
+        # A config lending a saver addresses this very graph, whatever its namespace.
+        route = route and lent_saver(config) is None
         ns = (config.get("configurable") or {}).get("checkpoint_ns") or ""
         sub = subgraph_at(self, ns) if route else None
         if route and ns and sub is None:
@@ -171,6 +174,11 @@ class StateUpdating:
         else:
             run.checkpoint = empty_checkpoint()
             step = -1
+        # The update's checkpoint keeps the parents of the one it builds on (a
+        # subgraph's config also maps its own namespace, which is no parent of it).
+        run.configurable["checkpoint_map"] = dict(
+            ((saved.metadata or {}).get("parents") or {}) if saved is not None else {}
+        )
         if any(u.as_node == COPY for u in updates):
             return await copy_checkpoint_update(self, run, saved, config, saver, updates)
         if any(u.as_node == INPUT_NODE for u in updates):
@@ -264,6 +272,13 @@ class StateUpdating:
             writes.extend(self.static_writes[as_node])
             for branch in self.branches.get(as_node, ()):
                 fresh = self.local_read(as_node, run.channels, writes, branch.input_schema)
+                if (
+                    branch.input_schema is None
+                    and isinstance(fresh, dict)
+                    and isinstance(values, dict)
+                ):
+                    # The router sees the update's own keys too, as after a node.
+                    fresh = {**values, **fresh}
                 # Called as the run loop calls a router: it may be async or ask for config.
                 picked = await call_with_config(
                     branch.path, fresh, run.config, {}, self.call_shape(branch.path), inline=True

@@ -54,9 +54,11 @@ Outcome = Literal["done", "error", "interrupt", "cancelled", "parent_command"]
 #: ``values`` (the output keys' values, with ``__interrupt__`` after a pause),
 #: ``updates`` (``{node: update}`` or ``{"__interrupt__": interrupts}``),
 #: ``custom`` (:class:`CustomChunk`), ``messages_seen`` (a task's input, before
-#: it runs), ``messages_from`` (``(task, result)``), ``step_tasks``
-#: (``(step, tasks)``: a superstep's tasks, restored ones included, before any
-#: runs), ``task_start`` (:class:`TaskStart`), ``task_end`` (:class:`TaskEnd`),
+#: it runs), ``messages_from`` (``(task, result, metadata)``, with the node's
+#: LangGraph metadata), ``step_tasks``
+#: (``(step, tasks, describe)``: a superstep's tasks, restored ones included, before
+#: any runs, and what gives a task's metadata as ``tasks`` records show it),
+#: ``task_start`` (:class:`TaskStart`), ``task_end`` (:class:`TaskEnd`),
 #: ``checkpoint`` (:class:`CheckpointMade`, runs on a thread only).
 KINDS: frozenset[str] = frozenset(
     {
@@ -143,7 +145,9 @@ class CheckpointMade(NamedTuple):
     ``parent_config`` are the run's saved configs when it was made (what
     LangGraph's ``checkpoints`` mode shows); ``upcoming`` the tasks it says
     run next; ``values`` the graph's stream keys; ``task_states`` by task id, the
-    config of the history each upcoming task's subgraph keeps.
+    config of the history each upcoming task's subgraph keeps; ``reloaded``
+    marks a saved checkpoint a resumed run shows again, with its tasks'
+    progress in ``task_entries``.
 
     Example:
         >>> # CheckpointMade(1, "t1", "1ef...", None, config, None, metadata, values, tasks)
@@ -159,6 +163,10 @@ class CheckpointMade(NamedTuple):
     values: Any
     upcoming: Sequence[Task]
     task_states: Mapping[str, Any] | None = None
+    # Set when a resumed run shows the saved checkpoint it starts from (made earlier):
+    # each upcoming task as its step's pending writes show it (see _debug_tasks).
+    task_entries: Sequence[Mapping[str, Any]] | None = None
+    reloaded: bool = False
 
 
 def fan_out(*sinks: Sink) -> Sink:

@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RunInput"]
 
+# The name of the pseudo-task LangGraph applies a run's input (and null writes) under.
+INPUT_TASK = "__input__"
+
 
 class RunInput:
     """The methods of :class:`Run` for how a compat run starts."""
@@ -124,7 +127,7 @@ class RunInput:
             )
         )
         if command is not None:
-            carried = await self._apply_command(command, store=not forks)
+            carried = await self._apply_command(command, store=not forks, superseded=superseded)
         if superseded:
             # A resume at a checkpoint the thread has moved past reruns the tasks that
             # finished there (keeping the answers given), as a replay would.
@@ -133,6 +136,7 @@ class RunInput:
             ]
         null_writes = [(c, v) for t, c, v in self.pending if t == NULL_TASK_ID]
         if null_writes or carried:
+            self._mark_input_seen()
             self.apply_writes([], extra=[*null_writes, *carried])
         if resuming:
             self.changed = None
@@ -143,6 +147,9 @@ class RunInput:
                 self.pending = []
                 await self._put_checkpoint("fork")
             self.emit_values(force=True)
+            if not forks and self.saver is not None and "checkpoint" in self.wants:
+                # LangGraph shows the checkpoint a resumed run starts from again.
+                self._checkpoint_event(reloaded=True)
             return
         if self.input is None:
             raise EmptyInputError(f"Received no input for {START}")
@@ -150,6 +157,7 @@ class RunInput:
         writes = self.graph.input_writes(self.input)
         if not writes:
             raise EmptyInputError(f"Received no input for {self.graph.input_keys}")
+        self._mark_input_seen()
         if self.checkpoint["channel_versions"]:
             # A new input on a thread drops whatever the last run left unfinished.
             self.apply_writes(self.prepare(for_execution=False), extra=writes)
@@ -159,6 +167,15 @@ class RunInput:
         self.emit_values()
         self.pending = []
         await self._put_checkpoint("input")
+
+    def _mark_input_seen(self: Run) -> None:  # type: ignore[misc]
+        """Record that input (or a ``Command``'s writes) was applied, as LangGraph does.
+
+        LangGraph applies input through a pseudo-task named ``__input__`` with no
+        triggers, which leaves an empty ``versions_seen["__input__"]`` entry in the
+        checkpoint; readers of the checkpoint (and tests comparing it) see it.
+        """
+        self.checkpoint["versions_seen"].setdefault(INPUT_TASK, {})
 
     def _pending_interrupt_ids(self: Run) -> list[str]:  # type: ignore[misc]
         answered = {
@@ -172,18 +189,18 @@ class RunInput:
         ]
 
     async def _apply_command(  # type: ignore[misc]
-        self: Run, command: Command[Any], *, store: bool
+        self: Run, command: Command[Any], *, store: bool, superseded: bool = False
     ) -> list[tuple[str, Any]]:
         if command.resume is not None:
             if self.saver is None:
                 raise RuntimeError("Cannot use Command(resume=...) without checkpointer")
             resume = command.resume
             by_id = isinstance(resume, dict) and all(_is_interrupt_id(k) for k in resume)
-            # Strict only at the thread's head, for the graph the caller ran (not a child run).
+            # Strict only at the thread's head (named by id or not), for the graph the
+            # caller ran (not a child run): a checkpoint the thread has moved past may
+            # rerun finished tasks, whose answered questions then come again.
             strict = (
-                strict_resume_on(self.configurable)
-                and self.parent_scope is None
-                and "checkpoint_id" not in self.configurable
+                strict_resume_on(self.configurable) and self.parent_scope is None and not superseded
             )
             if strict or not by_id:
                 check_resume(resume, by_id, self._pending_interrupt_ids(), strict=strict)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from flowcore.compat.langgraph._debug_tasks import debug_task_entries
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._durable import CheckpointCall, RunSaves
 from flowcore.compat.langgraph._loop_helpers import (
@@ -97,22 +98,38 @@ class RunSaving:
         if self.saver is not None and "checkpoint" in self.wants:
             self._checkpoint_event()
 
-    def _checkpoint_event(self: Run) -> None:  # type: ignore[misc]
+    def _checkpoint_event(self: Run, *, reloaded: bool = False) -> None:  # type: ignore[misc]
         """Record the checkpoint just made (runs on a thread only).
 
         Called once the step has moved on, so the upcoming tasks it lists are
-        planned (and their ids made) for the step they will run in.
+        planned (and their ids made) for the step they will run in. With
+        ``reloaded``, the checkpoint is the saved one a resumed run starts from:
+        its tasks show what the step's pending writes say of them.
         """
         # Under "exit" nothing is stored until the run ends, and then with the
         # run's first parent: that is the parent the record names.
-        stored_as = self.saved_config if self.durability == "exit" else self.parent_config
+        stored_as = (
+            self.saved_config if self.durability == "exit" and not reloaded else self.parent_config
+        )
         upcoming = self.prepare(for_execution=False)
+        states = self._task_states(upcoming)
+        entries = None
+        if reloaded:
+            graph = self.graph
+            entries = debug_task_entries(
+                upcoming,
+                self.pending,
+                self.output_keys,
+                root=self.output_keys[0] if graph.root_output else None,
+                states=states,
+            )
         made = CheckpointMade(
             step=self.step - 1,
             thread_id=str(self.thread_id),
             checkpoint_id=str(self.checkpoint["id"]),
             parent_id=((stored_as or {}).get("configurable") or {}).get("checkpoint_id"),
-            config=self.saved_config
+            # Under "exit" the saved config is the one the run started from, not this one.
+            config=(self.saved_config if reloaded or self.durability != "exit" else None)
             or {
                 "configurable": {
                     "thread_id": str(self.thread_id),
@@ -124,7 +141,9 @@ class RunSaving:
             metadata=dict(self.metadata),
             values=self.graph.read_output(self.channels, self.graph.stream_keys),
             upcoming=upcoming,
-            task_states=self._task_states(upcoming),
+            task_states=states,
+            task_entries=entries,
+            reloaded=reloaded,
         )
         self.emit("checkpoint", made)
 
@@ -146,7 +165,11 @@ class RunSaving:
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
         versions = self.checkpoint["channel_versions"]
-        values = self.graph.snapshot_channels(self.channels)
+        # As in LangGraph, a channel never written (no version) is not stored, even
+        # when it holds an initial value (an operator channel's empty value).
+        values = {
+            k: v for k, v in self.graph.snapshot_channels(self.channels).items() if k in versions
+        }
         if TASKS in values and self._untracked_keys():
             values[TASKS] = stored_sends(values[TASKS], self._untracked_keys())
         self.checkpoint["channel_values"] = values

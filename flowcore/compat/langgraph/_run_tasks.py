@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from flowcore.compat.langgraph._calls import _Defined, run_with_calls
 from flowcore.compat.langgraph._context import _SCOPE, TaskScope
+from flowcore.compat.langgraph._debug_tasks import debug_task_metadata
+from flowcore.compat.langgraph._delta import message_delta_keys, with_message_ids
 from flowcore.compat.langgraph._error_handlers import (
     ERROR_SOURCE,
     NodeError,
@@ -55,12 +57,16 @@ if TYPE_CHECKING:
 
 __all__ = ["RunTasks"]
 
+# The configurable key of a callable that is told the name of each node that returned.
+NODE_FINISHED = "__pregel_node_finished"
+
 
 class RunTasks:
     """The methods of :class:`Run` for how a compat run runs one task."""
 
     # What these methods set on the object: declared here for the type checker.
     last_values: Any
+    message_deltas: frozenset[str] | None
 
     async def run_task(self: Run, task: Task, writes: StepWrites) -> Task:  # type: ignore[misc]
         """Run one task and save its writes; a failure is left in ``task.error``."""
@@ -110,6 +116,11 @@ class RunTasks:
                     )
                     # Reached only when the node returned: a failure or pause is not kept.
                     await cache.store(key, task.writes, policy.ttl)
+            # Messages for a messages DeltaChannel get their ids before they are saved.
+            if self.message_deltas is None:
+                self.message_deltas = message_delta_keys(self.channels)
+            if self.message_deltas:
+                task.writes = with_message_ids(self.channels, task.writes)
         except GraphInterrupt as exc:
             task.interrupts = exc.interrupts
             task.paused = True
@@ -123,8 +134,9 @@ class RunTasks:
             if asked:
                 await self._put_writes(task, asked)
                 self.pending.extend((task.id, c, v) for c, v in asked)
-            self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
             if exc.interrupts:
+                # A subgraph's breakpoint asks nothing: only the top run shows that pause.
+                self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
                 # A subgraph's breakpoint asks no question: nothing to show in values.
                 values = self.graph.read_output(self.channels, self.output_keys)
                 # A root-state graph's values are not a dict: the pause is shown on its own.
@@ -168,6 +180,10 @@ class RunTasks:
             # pending; after a pause only whether it is empty matters (execute()).
             self.pending.append((NO_WRITES, NO_WRITES, None))
         if name != START:
+            # LangGraph calls a configurable hook with each node that returned.
+            finished = self.configurable.get(NODE_FINISHED)
+            if callable(finished):
+                finished(name)
             if "updates" in wants:
                 self.emit_task_updates(task, task.writes)
             if "task_end" in wants:
@@ -189,7 +205,7 @@ class RunTasks:
             spec.retry is None
             and spec.timeout is None
             and task.timeout is None
-            and not hasattr(action, "_arun_subgraph")
+            and not hasattr(type(action), "_arun_subgraph")
         ):
             # Nothing to retry and no subgraph: the plain call, without the wrappers.
             scope.calls = 0
@@ -197,7 +213,7 @@ class RunTasks:
                 action,
                 task.input,
                 scope.get_config,
-                {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                {"writer": scope.writer, "runtime": scope.runtime, "store": self.store},
                 graph.call_shape(action),
             )
         else:
@@ -206,7 +222,7 @@ class RunTasks:
             async def attempt() -> Any:
                 scope.calls = 0
                 task.attempts += 1
-                if hasattr(action, "_arun_subgraph"):
+                if hasattr(type(action), "_arun_subgraph"):
                     try:
                         return await action._arun_subgraph(task.input, scope, self)
                     except ParentCommand as exc:
@@ -217,7 +233,7 @@ class RunTasks:
                     action,
                     task.input,
                     scope.get_config,
-                    {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                    {"writer": scope.writer, "runtime": scope.runtime, "store": self.store},
                     graph.call_shape(action),
                 )
 
@@ -231,6 +247,24 @@ class RunTasks:
         if self.saver is not None:
             await self._put_writes(task, marker)
             self.pending.extend((task.id, c, v) for c, v in marker)
+
+    def message_metadata(self: Run, task: Task) -> dict[str, Any]:  # type: ignore[misc]
+        """The metadata ``messages`` mode shows with the messages a node returned.
+
+        LangGraph's: the node run's metadata, under the graph's integration tag.
+        """
+        metadata = self.graph.task_config(self.config, task, self.step, self.ns)["metadata"]
+        return {"ls_integration": "langgraph", **metadata}
+
+    def debug_metadata(self: Run, task: Task) -> dict[str, Any] | None:  # type: ignore[misc]
+        """The metadata ``tasks``/``debug`` records show for ``task`` (see _debug_tasks)."""
+        config = self.config
+        metadata = config.get("metadata") or {}
+        spec = self.graph.nodes.get(task.name)
+        own = getattr(spec, "metadata", None)
+        if own:
+            metadata = {**metadata, **own}
+        return debug_task_metadata(metadata, config.get("tags"))
 
     def _task_result(self: Run, task: Task, outcome: Outcome) -> None:  # type: ignore[misc]
         """Record how a task that did not return ended (its error, pause or stop is in it)."""
@@ -280,7 +314,7 @@ class RunTasks:
                         scope,
                         handler,
                         lambda: self._node_result(task, scope, spec),
-                        {"writer": scope.writer, "runtime": scope.runtime, "store": graph.store},
+                        {"writer": scope.writer, "runtime": scope.runtime, "store": self.store},
                     )
             except ParentCommand as exc:
                 # A graph the node's code ran addressed its parent: this graph.
@@ -332,7 +366,7 @@ class RunTasks:
                 picked = await call_node(path, shape[1], (fresh,), inline=True)
             writes.extend(graph.route_writes(branch, picked))
         if task.name != START and "messages_from" in self.wants:
-            self.emit("messages_from", (task, result))
+            self.emit("messages_from", (task, result, self.message_metadata(task)))
         return writes
 
     # --------------------------------------------------------------- outputs

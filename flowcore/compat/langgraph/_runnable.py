@@ -65,13 +65,17 @@ def runnable_action(action: Any) -> Any:
     node runs as LangGraph runs it: ``await action.ainvoke(state, config)``.
     So does any object that is not callable but has ``invoke`` and
     ``ainvoke`` (a runnable written without LangChain); compiled graphs are
-    subgraphs, not runnables.
+    subgraphs, not runnables. With LangChain loaded, a dict of runnables is a
+    ``RunnableParallel``, as LangChain reads it.
 
     Example:
         >>> runnable_action(len) is None
         True
     """
     module = sys.modules.get("langchain_core.runnables")
+    if module is not None and isinstance(action, dict):
+        # LangChain's shorthand for a map of runnables run side by side on one input.
+        action = module.RunnableParallel(action)
     if module is not None and isinstance(action, module.Runnable):
         name = str(action.get_name())
     elif _duck_runnable(action):
@@ -91,7 +95,7 @@ def _duck_runnable(obj: Any) -> bool:
     """Not callable, not a compiled graph, and answers ``invoke`` and ``ainvoke``."""
     return (
         not callable(obj)
-        and not hasattr(obj, "_arun_subgraph")
+        and not hasattr(type(obj), "_arun_subgraph")
         and callable(getattr(obj, "ainvoke", None))
         and callable(getattr(obj, "invoke", None))
     )

@@ -29,7 +29,7 @@ def is_runnable(obj: Any) -> bool:
     """
     return (
         not callable(obj)
-        and not hasattr(obj, "_arun_subgraph")
+        and not hasattr(type(obj), "_arun_subgraph")
         and callable(getattr(obj, "ainvoke", None))
         and callable(getattr(obj, "invoke", None))
     )

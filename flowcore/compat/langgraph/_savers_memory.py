@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Self, TypeVar
 
 from flowcore.checkpoint import DEFAULT_LEASE_TTL, Serializer
+from flowcore.compat.langgraph._saved_writes import stored_writes
 from flowcore.compat.langgraph._savers import CheckpointTuple, RunnableConfig
 from flowcore.compat.langgraph._savers_memory_core import MemoryCore, SerdeCodec, TypedView
 from flowcore.compat.langgraph._savers_shell import (
@@ -233,7 +234,7 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
             >>> # saver.put_writes(saved, [("x", 2)], task_id="t1")
         """
         with self._lock:
-            self._core.save_writes(config, writes, task_id, task_path)
+            self._core.save_writes(config, stored_writes(writes), task_id, task_path)
 
     async def aput_writes(
         self,

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from typing import Any, Protocol, TypeVar
 
 from flowcore.checkpoint import ThreadLease
+from flowcore.compat.langgraph._saved_writes import stored_writes
 from flowcore.compat.langgraph._savers import (
     BaseCheckpointSaver,
     CheckpointTuple,
@@ -226,7 +227,9 @@ class SaverShell(BaseCheckpointSaver[str]):
         Example:
             >>> # saver.put_writes(saved, [("x", 2)], task_id="t1")
         """
-        self._run_sync(lambda core: core.put_writes(config, writes, task_id, task_path))
+        self._run_sync(
+            lambda core: core.put_writes(config, stored_writes(writes), task_id, task_path)
+        )
 
     def delete_thread(self, thread_id: str) -> None:
         """Remove a thread: every namespace, checkpoint and write.
@@ -302,7 +305,9 @@ class SaverShell(BaseCheckpointSaver[str]):
         Example:
             >>> # await saver.aput_writes(saved, [("x", 2)], task_id="t1")
         """
-        await self._run_async(lambda core: core.put_writes(config, writes, task_id, task_path))
+        await self._run_async(
+            lambda core: core.put_writes(config, stored_writes(writes), task_id, task_path)
+        )
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`.

@@ -146,6 +146,10 @@ class SchemaInfo:
         # one value, kept under ROOT, as in LangGraph.
         self.root = schema is not None and not hasattr(schema, "__annotations__")
         self.hints: dict[str, Any] = {ROOT: schema} if self.root else _hints(schema)
+        if list(self.hints) == [ROOT]:
+            # A schema whose one key is ROOT itself (LangGraph's older spelling of a
+            # root state) declares the same one value.
+            self.root = True
         self.kind = "root" if self.root else _kind(schema)
         found = {k: managed_of(v) for k, v in self.hints.items()}
         self.managed: dict[str, ManagedValue] = {k: v for k, v in found.items() if v is not None}

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from flowcore.compat.langgraph._messages_stream import STREAM_MESSAGES_V2
 from flowcore.compat.langgraph._stream_v3_messages import MessagesTransformer
 from flowcore.compat.langgraph._stream_v3_mux import StreamMux
 from flowcore.compat.langgraph._stream_v3_run import AsyncGraphRunStream, GraphRunStream
@@ -236,6 +237,13 @@ def _parent_ns(config: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(part for part in str(ns).split("|") if part)
 
 
+def _protocol_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``config`` asking chat models for LangChain's protocol events (see ``_messages_stream``)."""
+    base = dict(config or {})
+    base["configurable"] = {**(base.get("configurable") or {}), STREAM_MESSAGES_V2: True}
+    return base
+
+
 def _required_modes(mux: StreamMux) -> list[str]:
     modes: list[str] = []
     for transformer in mux._transformers:
@@ -260,7 +268,7 @@ def stream_events_v3(
     mux = _mux_for(graph, config, transformers, kwargs, is_async=False)
     parts = graph.stream(
         input,
-        config,
+        _protocol_config(config),
         stream_mode=_required_modes(mux),
         subgraphs=True,
         version="v2",
@@ -287,7 +295,7 @@ async def astream_events_v3(
     mux = _mux_for(graph, config, transformers, kwargs, is_async=True)
     parts = graph.astream(
         input,
-        config,
+        _protocol_config(config),
         stream_mode=_required_modes(mux),
         subgraphs=True,
         version="v2",

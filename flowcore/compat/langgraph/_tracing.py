@@ -26,6 +26,7 @@ LangChain's own modules are used only once the app has loaded LangChain (see
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import sys
@@ -38,6 +39,7 @@ from flowcore.compat.langgraph._callbacks import (
     dispatch_lifecycle,
     graph_handlers,
 )
+from flowcore.compat.langgraph._idle_progress import with_idle_progress
 from flowcore.compat.langgraph._langchain import langchain_module
 from flowcore.compat.langgraph._trace_policy import recorded_payload
 
@@ -71,6 +73,35 @@ def _child_config_var() -> contextvars.ContextVar[Any]:
 def _langchain_attr(submodule: str, name: str) -> Any:
     module = langchain_module(submodule)
     return None if module is None else getattr(module, name)
+
+
+def langsmith_tracing_on() -> bool:
+    """Whether LangChain (when the app loaded it) would trace a run to LangSmith now."""
+    module = langchain_module("tracers.context")
+    return module is not None and bool(module._tracing_v2_is_enabled())
+
+
+def langsmith_parent(callbacks: Any) -> contextlib.AbstractContextManager[Any]:
+    """LangSmith's tracing context with the run ``callbacks`` report under as the parent.
+
+    What LangChain sets around a runnable it calls, so that code in a node that
+    asks LangSmith for its current run tree gets the node's run (nothing to set
+    when no LangSmith tracer is among the callbacks).
+    """
+    tracers = sys.modules.get("langchain_core.tracers.langchain")
+    helpers = sys.modules.get("langsmith.run_helpers")
+    parent_id = getattr(callbacks, "parent_run_id", None)
+    if tracers is None or helpers is None or parent_id is None:
+        return contextlib.nullcontext()
+    for handler in getattr(callbacks, "handlers", ()):
+        if isinstance(handler, tracers.LangChainTracer):
+            found = handler.run_map.get(str(parent_id))
+            if found is not None:
+                context: contextlib.AbstractContextManager[Any] = helpers.tracing_context(
+                    parent=found
+                )
+                return context
+    return contextlib.nullcontext()
 
 
 def _is_stream_handler(handler: Any) -> bool:
@@ -279,18 +310,31 @@ class RunObserver:
         config.pop("run_id", None)
         if where:
             config["metadata"] = {**config["metadata"], **where}
+        # As in LangGraph, the node's config names its task's namespace (LangChain shows
+        # it in the metadata of the chat models the node calls).
+        config["configurable"] = {
+            **config["configurable"],
+            "checkpoint_ns": config["metadata"]["langgraph_checkpoint_ns"],
+        }
         manager = _langchain().AsyncCallbackManager.configure(
             inheritable_callbacks=parent,
             inheritable_metadata=dict(config.get("metadata") or {}),
         )
         task_run = await self._start_task(manager, task.name, shown, policy)
         node_config = {**config, "callbacks": task_run.get_child("seq:step:1")}
+        timeout = getattr(task, "timeout", None) or getattr(
+            run.graph.nodes.get(task.name), "timeout", None
+        )
+        if timeout is not None:
+            node_config = with_idle_progress(node_config, timeout)
         self.tasks[task.id] = (task_run, node_config)
         seen: list[Any] = []
         var = _child_config_var()
         token = var.set(node_config)
         try:
-            outcome = await call(seen.append)
+            # LangSmith's ``get_current_run_tree()`` in the node is the task's run.
+            with langsmith_parent(node_config["callbacks"]):
+                outcome = await call(seen.append)
         except BaseException as exc:
             var.reset(token)
             self.tasks.pop(task.id, None)
@@ -353,7 +397,11 @@ async def observe(run: Run) -> RunObserver | None:
         callbacks = None if host is None else host.task_callbacks(parent.task_id)
         handlers = []
     if not callbacks and not handlers:
-        return None
-    observer = RunObserver(run, callbacks or None, handlers)
+        if parent is not None or not langsmith_tracing_on():
+            return None
+        # LangSmith tracing is on (env or tracing_context): LangChain adds its tracer
+        # to the callbacks of the graph's run, as it does for LangGraph's.
+        callbacks = []
+    observer = RunObserver(run, callbacks if callbacks is not None else None, handlers)
     await observer.start()
     return observer
