@@ -12,7 +12,7 @@ only when the run would otherwise end.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from flowcore.compat.langgraph._errors import InvalidUpdateError
@@ -29,6 +29,7 @@ __all__ = [
     "clear",
     "mark_seen",
     "pure_reducer",
+    "read_available",
 ]
 
 
@@ -229,6 +230,34 @@ class BinaryOperatorAggregate(Channel):
 # Reducers whose result depends only on their arguments (see BinaryOperatorAggregate.preview).
 _PURE_REDUCERS: set[Any] = {operator.add}
 _IMMUTABLE_RESULTS = frozenset({int, float, str, bytes, tuple, bool, type(None)})
+
+
+def read_available(channels: Mapping[str, Channel], keys: Iterable[str]) -> dict[str, Any]:
+    """The values of the channels named ``keys`` that hold one, in the order of ``keys``.
+
+    A channel of a class with :attr:`Channel.plain_read` is read through
+    ``value`` (no ``get()``/``is_available()`` call); names not in
+    ``channels`` are left out.
+
+    Example:
+        >>> x, y = LastValue("x"), LastValue("y")
+        >>> x.update([1])
+        True
+        >>> read_available({"x": x, "y": y}, ["x", "y", "z"])
+        {'x': 1}
+    """
+    values: dict[str, Any] = {}
+    for key in keys:
+        channel = channels.get(key)
+        if channel is None:
+            continue
+        if channel.plain_read:
+            value = channel.value
+            if value is not MISSING:
+                values[key] = value
+        elif channel.is_available():
+            values[key] = channel.get()
+    return values
 
 
 def pure_reducer(reducer: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:

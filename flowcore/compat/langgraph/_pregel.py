@@ -18,6 +18,7 @@ from flowcore.compat.langgraph._channels import (
     LastValue,
     LastValueAfterFinish,
     NamedBarrierValue,
+    read_available,
 )
 from flowcore.compat.langgraph._delta import DeltaValue
 from flowcore.compat.langgraph._draw import DrawableGraph
@@ -349,17 +350,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         channels: Mapping[str, Channel],
         steps: tuple[int, int] | None = None,
     ) -> dict[str, Any]:
-        values: dict[str, Any] = {}
-        for k in info.keys:
-            channel = channels.get(k)
-            if channel is None:
-                continue
-            if channel.plain_read:  # the value itself: no two calls per key and step
-                value = channel.value
-                if value is not MISSING:
-                    values[k] = value
-            elif channel.is_available():
-                values[k] = channel.get()
+        values = read_available(channels, info.keys)
         if steps is not None:
             for key, managed in info.managed.items():
                 values[key] = managed.compute(*steps)
@@ -410,18 +401,7 @@ class CompiledStateGraph(BatchCalls, JsonSchemaCalls, StateReading, StateUpdatin
         if self.root_output:
             root = channels.get(ROOT)
             return root.get() if root is not None and root.is_available() else None
-        values: dict[str, Any] = {}
-        for k in self.output_keys if keys is None else keys:
-            channel = channels.get(k)
-            if channel is None:
-                continue
-            if channel.plain_read:  # the value itself: no two calls per key and step
-                value = channel.value
-                if value is not MISSING:
-                    values[k] = value
-            elif channel.is_available():
-                values[k] = channel.get()
-        return values
+        return read_available(channels, self.output_keys if keys is None else keys)
 
     def local_read(
         self,
