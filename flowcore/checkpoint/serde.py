@@ -4,7 +4,7 @@ Plain JSON types pass through. A small set of other types is written as a
 tagged object ``{"__fc__": tag, "v": ...}`` and restored to the same type;
 anything else raises :class:`~flowcore.errors.SerializationError` naming
 where the value sits. Nothing is ever pickled, and loading only ever imports
-pydantic model and enum classes named in the data.
+pydantic model, dataclass and enum classes named in the data.
 
 Secrets are never written. A :class:`~flowcore.secrets.Secret` is stored as
 a placeholder, ``{"__fc__": "secret", "v": <its name>}``, which loads back
@@ -37,6 +37,12 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from flowcore._shown import shown
+from flowcore.checkpoint.dataclass_values import (
+    dataclass_fields,
+    is_dataclass_class,
+    is_dataclass_value,
+    rebuild_dataclass,
+)
 from flowcore.errors import SerializationError
 from flowcore.secrets import Redactor, Secret, scrub
 
@@ -355,7 +361,8 @@ def _unsupported(value: Any, path: str, why: str = "") -> SerializationError:
     return SerializationError(
         f"cannot store {path}: a {kind} {why or 'is not a type flowcore can store'}; keep "
         "state to JSON types, tuples, sets, bytes, dates, UUIDs, Decimals, paths, enums "
-        "and module-level pydantic models, or convert it before returning it from the node",
+        "and module-level pydantic models and dataclasses, or convert it before returning "
+        "it from the node",
         path=path,
     )
 
@@ -544,10 +551,16 @@ def _encode(value: Any, path: str, depth: int) -> Any:
         return {_TAG: "uuid", "v": str(value)}
     if isinstance(value, pathlib.PurePath):
         return {_TAG: "path", "v": str(value)}
+    if is_dataclass_value(value):
+        return {
+            _TAG: "dataclass",
+            "cls": _class_ref(kind, value, path),
+            "v": _encode(dataclass_fields(value), path, depth),
+        }
     raise _unsupported(value, path)
 
 
-def _import_class(ref: Any, base: type) -> type:
+def _import_class(ref: Any, base: type | None) -> type:
     if not isinstance(ref, str) or ":" not in ref:
         raise SerializationError(f"stored class reference {ref!r} is malformed")
     module_name, qualname = ref.split(":", 1)
@@ -559,7 +572,12 @@ def _import_class(ref: Any, base: type) -> type:
         raise SerializationError(
             f"stored value names class {ref}, which cannot be imported: {exc}"
         ) from None
-    # Only ever a model or enum class: never call an arbitrary object named in data.
+    # Only ever a model, enum or dataclass class (base None): never call an
+    # arbitrary object named in data.
+    if base is None:
+        if not is_dataclass_class(target):
+            raise SerializationError(f"stored value names {ref}, which is not a dataclass")
+        return target  # type: ignore[no-any-return]
     if not (isinstance(target, type) and issubclass(target, base)):
         raise SerializationError(
             f"stored value names {ref}, which is not a {base.__name__} subclass; refusing it"
@@ -620,4 +638,6 @@ def _decode_tagged(tag: Any, value: dict[str, Any]) -> Any:
     if tag == "model":
         model: Any = _import_class(value["cls"], BaseModel)
         return model.model_validate(_decode(v))
+    if tag == "dataclass":
+        return rebuild_dataclass(_import_class(value["cls"], None), _decode(v))
     raise SerializationError(f"unknown stored type tag {tag!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import decimal
 import enum
@@ -176,6 +177,46 @@ def test_loading_never_imports_anything_but_models_and_enums() -> None:
 
     with pytest.raises(SerializationError, match="not a BaseModel subclass"):
         SERDE.loads(crafted)
+    with pytest.raises(SerializationError, match="not a dataclass"):
+        SERDE.loads(b'{"__fc__":"dataclass","cls":"os:system","v":{}}')
+
+
+@dataclasses.dataclass
+class Decision:
+    approved: bool
+    notes: list[str] = dataclasses.field(default_factory=list)
+    seen: int = dataclasses.field(init=False, default=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: int
+    at: Level
+
+
+def test_module_level_dataclasses_come_back_as_themselves() -> None:
+    decision = Decision(True, ["ok"])
+    decision.seen = 3
+    value = {"d": decision, "points": (Point(1, Level.HIGH),)}
+
+    restored = SERDE.loads(SERDE.dumps(value))
+
+    assert restored == value
+    assert type(restored["d"]) is Decision
+    assert restored["d"].seen == 3
+    assert type(restored["points"][0].at) is Level
+
+
+def test_a_dataclass_defined_inside_a_function_is_refused_and_changed_fields_are_named() -> None:
+    @dataclasses.dataclass
+    class Local:
+        x: int
+
+    with pytest.raises(SerializationError, match="inside a function"):
+        SERDE.dumps({"d": Local(1)})
+    stale = b'{"__fc__":"dataclass","cls":"%s:Point","v":{"x":1,"gone":2}}' % (__name__.encode())
+    with pytest.raises(SerializationError, match="gone"):
+        SERDE.loads(stale)
 
 
 def test_an_unknown_tag_is_refused() -> None:
