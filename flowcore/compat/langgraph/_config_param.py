@@ -62,6 +62,13 @@ def warn_misstyped_config(func: Any) -> None:
     """
     if not (inspect.isfunction(func) or inspect.ismethod(func)):
         return
+    code = getattr(getattr(func, "__func__", func), "__code__", None)
+    if code is not None:
+        # Most nodes take no ``config``: the code object says so without a signature,
+        # which costs more than the rest of add_node.
+        named = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        if "config" not in named:
+            return
     try:
         param = inspect.signature(func).parameters.get("config")
     except (TypeError, ValueError):
