@@ -19,11 +19,13 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from flowcore.port.events import AiEvent, event_from_dict, event_to_dict
 
-__all__ = ["KEEPALIVE", "SSE_HEADERS", "parse_sse", "sse_stream", "to_sse"]
+__all__ = ["KEEPALIVE", "SSE_HEADERS", "parse_sse", "sse_stream", "to_sse", "with_keepalive"]
+
+T = TypeVar("T")
 
 SSE_HEADERS: Final[Mapping[str, str]] = {
     "Content-Type": "text/event-stream; charset=utf-8",
@@ -56,8 +58,48 @@ def to_sse(event: AiEvent) -> str:
     return f"event: {event.type}\nid: {event.seq}\n{_field('data', data)}\n"
 
 
-async def _next(iterator: AsyncIterator[AiEvent]) -> AiEvent:
+async def _next(iterator: AsyncIterator[T]) -> T:
     return await anext(iterator)
+
+
+async def with_keepalive(
+    items: AsyncIterable[T], keepalive: float | None
+) -> AsyncIterator[T | None]:
+    """``items`` as they arrive, with a None whenever none came for ``keepalive`` seconds.
+
+    The stream writers turn a None into an SSE comment, which keeps proxies
+    from closing a quiet connection; with ``keepalive=None`` nothing is added.
+    The pending read is cancelled if the consumer stops early.
+
+    Example:
+        >>> # async for item in with_keepalive(events, 15):
+        >>> #     send(KEEPALIVE if item is None else to_sse(item))
+    """
+    iterator = aiter(items)
+    if keepalive is None:
+        async for item in iterator:
+            yield item
+        return
+    pending: asyncio.Task[T] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(_next(iterator))
+            done, _ = await asyncio.wait({pending}, timeout=keepalive)
+            if not done:
+                yield None
+                continue
+            finished, pending = pending, None
+            try:
+                item = finished.result()
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        if pending is not None:
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await pending
 
 
 async def sse_stream(
@@ -72,31 +114,8 @@ async def sse_stream(
         >>> # async for chunk in sse_stream(handle, keepalive=15):
         >>> #     writer.write(chunk.encode()); await writer.drain()
     """
-    iterator = aiter(events)
-    if keepalive is None:
-        async for event in iterator:
-            yield to_sse(event)
-        return
-    pending: asyncio.Task[AiEvent] | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(_next(iterator))
-            done, _ = await asyncio.wait({pending}, timeout=keepalive)
-            if not done:
-                yield KEEPALIVE
-                continue
-            finished, pending = pending, None
-            try:
-                event = finished.result()
-            except StopAsyncIteration:
-                return
-            yield to_sse(event)
-    finally:
-        if pending is not None:
-            pending.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await pending
+    async for event in with_keepalive(events, keepalive):
+        yield KEEPALIVE if event is None else to_sse(event)
 
 
 def parse_sse(text: str) -> list[AiEvent]:

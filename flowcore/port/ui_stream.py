@@ -47,8 +47,6 @@ See docs/ai-sdk.md.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import re
 from collections import deque
@@ -75,7 +73,7 @@ from flowcore.port.events import (
 )
 from flowcore.port.mapping import describe_error
 from flowcore.port.redaction import NO_REDACTION, Redactor
-from flowcore.port.sse import KEEPALIVE
+from flowcore.port.sse import KEEPALIVE, with_keepalive
 
 __all__ = [
     "DONE_LINE",
@@ -506,10 +504,6 @@ async def ui_message_chunks(
         yield chunk
 
 
-async def _next(iterator: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
-    return await anext(iterator)
-
-
 async def ui_message_stream(
     events: AsyncIterable[AiEvent],
     *,
@@ -528,30 +522,7 @@ async def ui_message_stream(
         >>> # async for line in ui_message_stream(handle, keepalive=15):
         >>> #     writer.write(line.encode()); await writer.drain()
     """
-    chunks = aiter(ui_message_chunks(events, message_id=message_id, redactor=redactor))
-    if keepalive is None:
-        async for chunk in chunks:
-            yield encode_chunk(chunk)
-        yield DONE_LINE
-        return
-    pending: asyncio.Task[dict[str, Any]] | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(_next(chunks))
-            done, _ = await asyncio.wait({pending}, timeout=keepalive)
-            if not done:
-                yield KEEPALIVE
-                continue
-            finished, pending = pending, None
-            try:
-                chunk = finished.result()
-            except StopAsyncIteration:
-                break
-            yield encode_chunk(chunk)
-        yield DONE_LINE
-    finally:
-        if pending is not None:
-            pending.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await pending
+    chunks = ui_message_chunks(events, message_id=message_id, redactor=redactor)
+    async for chunk in with_keepalive(chunks, keepalive):
+        yield KEEPALIVE if chunk is None else encode_chunk(chunk)
+    yield DONE_LINE

@@ -18,6 +18,7 @@ from typing import Any
 
 from flowcore.compat.langgraph._error_handlers import ERROR_SOURCE
 from flowcore.compat.langgraph._planner import ERROR, INTERRUPT, NO_WRITES, RESUME, Task
+from flowcore.compat.langgraph._savers_records import EXCLUDED_METADATA_KEYS
 from flowcore.compat.langgraph._task_result import task_result
 from flowcore.compat.langgraph._types import Interrupt
 
@@ -138,20 +139,9 @@ def debug_task_entries(
 
 
 # Metadata keys a task's ``tasks``-mode record leaves out: LangGraph's own bookkeeping,
-# which the record's other fields and its namespace already say.
-_FRAMEWORK_KEYS = frozenset(
-    {
-        "thread_id",
-        "checkpoint_id",
-        "checkpoint_ns",
-        "checkpoint_map",
-        "langgraph_step",
-        "langgraph_node",
-        "langgraph_triggers",
-        "langgraph_path",
-        "langgraph_checkpoint_ns",
-    }
-)
+# which the record's other fields and its namespace already say (the keys a
+# checkpoint's metadata leaves out too).
+_FRAMEWORK_KEYS = EXCLUDED_METADATA_KEYS
 
 
 def debug_task_metadata(

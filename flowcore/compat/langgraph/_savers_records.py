@@ -30,6 +30,7 @@ from flowcore.errors import (
 )
 
 __all__ = [
+    "EXCLUDED_METADATA_KEYS",
     "ListingScope",
     "listing_scope",
     "merged_metadata",
@@ -38,7 +39,8 @@ __all__ = [
 
 _PREFIX = "langgraph/"
 _PAGE = 100
-_EXCLUDED_METADATA_KEYS = frozenset(
+#: The ``configurable`` and run bookkeeping keys a checkpoint's metadata leaves out.
+EXCLUDED_METADATA_KEYS = frozenset(
     {
         "thread_id",
         "checkpoint_id",
@@ -163,7 +165,7 @@ def merged_metadata(config: Mapping[str, Any], metadata: Mapping[str, Any]) -> d
         if isinstance(value, str) and "\u0000" in value:
             merged[key] = _clean(value)
     extra, conf = config.get("metadata"), config.get("configurable")
-    if extra is None and type(conf) is dict and conf.keys() <= _EXCLUDED_METADATA_KEYS:
+    if extra is None and type(conf) is dict and conf.keys() <= EXCLUDED_METADATA_KEYS:
         return merged  # a run's own puts: nothing to add (what the loop below finds too)
     for source in (extra, conf):
         # None (no "metadata", as usual) and a dict of LangGraph's own keys only (the config
@@ -171,12 +173,12 @@ def merged_metadata(config: Mapping[str, Any], metadata: Mapping[str, Any]) -> d
         if source is None:
             continue
         if type(source) is dict:
-            if source.keys() <= _EXCLUDED_METADATA_KEYS:
+            if source.keys() <= EXCLUDED_METADATA_KEYS:
                 continue
         elif not isinstance(source, Mapping):
             continue
         for key, value in source.items():
-            if key in _EXCLUDED_METADATA_KEYS or key in merged or key.startswith("__"):
+            if key in EXCLUDED_METADATA_KEYS or key in merged or key.startswith("__"):
                 continue
             if isinstance(value, str | int | float | bool):
                 merged[key] = _clean(value)
