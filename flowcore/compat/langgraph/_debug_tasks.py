@@ -138,12 +138,6 @@ def debug_task_entries(
     return entries
 
 
-# Metadata keys a task's ``tasks``-mode record leaves out: LangGraph's own bookkeeping,
-# which the record's other fields and its namespace already say (the keys a
-# checkpoint's metadata leaves out too).
-_FRAMEWORK_KEYS = EXCLUDED_METADATA_KEYS
-
-
 def debug_task_metadata(
     metadata: Mapping[str, Any] | None, tags: Sequence[str] | None
 ) -> dict[str, Any] | None:
@@ -159,7 +153,7 @@ def debug_task_metadata(
         >>> debug_task_metadata({"langgraph_node": "n"}, None) is None
         True
     """
-    shown = {k: v for k, v in (metadata or {}).items() if k not in _FRAMEWORK_KEYS}
+    shown = {k: v for k, v in (metadata or {}).items() if k not in EXCLUDED_METADATA_KEYS}
     kept = [t for t in tags or () if not t.startswith("seq:step")]
     if kept:
         shown["tags"] = kept
