@@ -243,16 +243,17 @@ def error_text(error: BaseException) -> str:
 
 
 def _usage_records(update: Mapping[str, Any] | None, node: str) -> list[Mapping[str, Any]] | None:
-    """The usage records inside one node's own update, or None if none.
+    """The ``block_runs`` usage records inside one block node's own update, or None if none.
 
-    A block node's are its ``block_runs`` records; a LangGraph-style node's
-    are the ``usage_metadata`` of the chat messages it returned.
+    A LangGraph-style node's calls are metered when they are made (see
+    ``flowcore.compat.langgraph._call_records``); the ``usage_metadata`` of the
+    messages it returns is never counted again here.
     """
     if not isinstance(update, Mapping):
         return None
     runs = update.get("block_runs")
     if not isinstance(runs, Sequence) or isinstance(runs, str):
-        return _message_usage(update) or None
+        return None
     mine = [r for r in runs if isinstance(r, Mapping) and r.get("node") == node]
     return mine or None
 
@@ -260,17 +261,6 @@ def _usage_records(update: Mapping[str, Any] | None, node: str) -> list[Mapping[
 def _usage_record(run: NodeRun) -> Mapping[str, Any]:
     """A node run's metered usage, in the shape of a ``block_runs`` record."""
     return {"input_tokens": run.usage.input_tokens, "output_tokens": run.usage.output_tokens}
-
-
-def _message_usage(update: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The token counts (``usage_metadata``) of the chat messages in ``update``."""
-    found: list[Mapping[str, Any]] = []
-    for value in update.values():
-        for item in value if isinstance(value, list | tuple) else (value,):
-            usage = getattr(item, "usage_metadata", None)
-            if isinstance(usage, Mapping) and not isinstance(item, Mapping):
-                found.append(usage)
-    return found
 
 
 def _tokens(records: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
@@ -344,8 +334,7 @@ def record_from_result(
     calls (:attr:`~flowcore.result.NodeRun.usage`: every call, failed, retried
     and repaired ones included, so a failed node reports what it spent). An
     execution without metered calls falls back to the ``block_runs`` record a
-    block node writes (or, for a LangGraph-style node, the ``usage_metadata``
-    of the chat messages it returned): the one inside that execution's own
+    block node writes: the one inside that execution's own
     update, so records that earlier runs of the same thread left in
     ``state["block_runs"]`` are never counted again. Where an update carries
     no record, the newest records of that node in ``state["block_runs"]`` are
@@ -429,7 +418,7 @@ def record_from_result(
         errors=tuple(error_text(e) for e in result.errors),
         interrupts=tuple(i.value for i in result.interrupts),
         # The run's meter has every metered call (a paused node's too); the rest
-        # (LangGraph-style nodes' message usage) is only known per node.
+        # (block_runs records of unmetered executions) is only known per node.
         input_tokens=result.usage.input_tokens
         + sum(n.input_tokens for i, n in enumerate(nodes) if i not in metered),
         output_tokens=result.usage.output_tokens

@@ -522,12 +522,16 @@ class InProcExecutor:
         if isinstance(target, Pipeline | TaskPlan):
             return await self._prepare_pipeline(target, request, run_input, run_id, config, limit)
         other = target
+        # The tracer is the run's observer, not metadata: it goes in the run's config.
+        observer = config.pop(TRACING_KEY, None)
+        run_config = None if observer is None else {TRACING_KEY: observer}
         return _Prepared(
             other.name,
             other.version,
             options.thread_id,
             lambda: other.run_stream(
                 run_input,
+                run_config,
                 run_id=run_id,
                 thread_id=options.thread_id,
                 recursion_limit=limit,

@@ -39,6 +39,8 @@ from flowcore.interrupts import Resume
 from flowcore.result import RunResult
 from flowcore.secrets import SecretRedactor
 
+from .fake_chat import ScriptedChat
+
 GUARD = 5.0
 
 
@@ -263,37 +265,37 @@ async def test_a_stream_cancelled_before_it_started_still_starts_and_ends() -> N
     assert result.status == "cancelled"
 
 
-async def test_chat_messages_with_token_counts_are_usage_events() -> None:
+async def test_each_chat_model_call_is_a_usage_event_when_it_is_made() -> None:
     class Chat(TypedDict, total=False):
         messages: list[Any]
 
-    def model(state: Chat) -> dict[str, Any]:
-        return {
-            "messages": [
-                AIMessage(
-                    "hi",
-                    id="msg-1",
-                    usage_metadata={"input_tokens": 7, "output_tokens": 3, "total_tokens": 10},
-                    response_metadata={"model_name": "m-1"},
-                ),
-                AIMessage("no usage here", id="msg-2"),
-            ]
-        }
+    chat = ScriptedChat(replies=["hi"], tokens=(7, 3), model_name="m-1")
+
+    async def model(state: Chat) -> dict[str, Any]:
+        answer = await chat.ainvoke("hello")
+        # A message that merely carries token counts made no call: it bills nothing.
+        made_up = AIMessage("copied", id="msg-2", usage_metadata={"input_tokens": 99})
+        return {"messages": [answer, made_up]}
 
     graph = StateGraph(Chat)
     graph.add_node("model", model)
     graph.add_edge(START, "model")
 
-    events, _ = await collect(graph.compile().run_stream({"messages": []}))
+    events, result = await collect(graph.compile().run_stream({"messages": []}))
 
     (usage,) = [e for e in events if e.type == "usage"]
-    assert kinds(events).index(("usage", "model")) > kinds(events).index(("node_end", "model"))
-    assert (usage.invocation_id, usage.model, usage.input_tokens, usage.output_tokens) == (  # type: ignore[union-attr]
-        "msg-1",
+    # Reported when the call returned, inside its node.
+    assert kinds(events).index(("usage", "model")) < kinds(events).index(("node_end", "model"))
+    assert (usage.model, usage.input_tokens, usage.output_tokens, usage.finish_reason) == (  # type: ignore[union-attr]
         "m-1",
         7,
         3,
+        "stop",
     )
+    assert usage.invocation_id  # type: ignore[union-attr]
+    assert (result.usage.input_tokens, result.usage.output_tokens, result.model_calls) == (7, 3, 1)
+    (run,) = result.node_runs
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.model_calls) == (7, 3, 1)
 
 
 async def test_a_redactor_keeps_secrets_out_of_events_and_the_result() -> None:

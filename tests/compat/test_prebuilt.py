@@ -37,6 +37,8 @@ from flowcore.compat.langgraph import (
     interrupt,
     tools_condition,
 )
+from flowcore.compat.langgraph._chat_models import resolve_chat_model
+from flowcore.errors import InvalidInputError
 from flowcore.llm import LLMRequest, LLMResponse, ScriptedProvider, StreamEvent, ToolSpec, Usage
 from flowcore.llm import ToolCall as LLMToolCall
 from flowcore.tools import Tool
@@ -576,7 +578,38 @@ def test_a_history_with_unanswered_tool_calls_is_refused_before_calling_the_mode
 
 def test_the_model_must_be_a_flowcore_provider() -> None:
     with pytest.raises(TypeError, match="needs a flowcore LLMProvider"):
-        create_react_agent("openai:gpt-4o", [get_weather])  # type: ignore[arg-type]
+        create_react_agent(42, [get_weather])
+
+
+def test_a_provider_model_string_names_flowcores_own_provider(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+
+    provider = resolve_chat_model("openai:gpt-4o")
+
+    assert (provider.name, provider.model, provider.base_url) == (  # type: ignore[attr-defined]
+        "openai",
+        "gpt-4o",
+        "http://127.0.0.1:9/v1",
+    )
+    assert create_react_agent("openai:gpt-4o", [get_weather]) is not None
+
+
+@pytest.mark.parametrize(
+    ("spec", "env", "says"),
+    [
+        ("gpt-4o", {}, "not a 'provider:model' string"),
+        ("mistral:large", {}, "no provider for"),
+        ("anthropic:claude-x", {}, "needs the ANTHROPIC_API_KEY"),
+    ],
+)
+def test_a_bad_provider_model_string_says_what_to_write(
+    spec: str, env: dict[str, str], says: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=says):
+        resolve_chat_model(spec, env=env)
 
 
 def test_tool_node_and_tools_condition_build_the_seed_graph_by_hand() -> None:

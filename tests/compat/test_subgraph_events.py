@@ -5,11 +5,11 @@ task's events have an empty ``namespace``. The subgraph's own nodes emit
 ``node_start`` / ``node_end`` / ``node_error`` / ``custom`` / ``usage`` with
 ``namespace == ("<parent node>:<task id>",)`` (one more part per level of
 nesting), each closed before the enclosing node ends. The run result's
-``node_runs`` and ``outputs`` describe the run's own graph only. Token usage
-counts once per message id, at the innermost node that returned the
-message, even though the subgraph's output hands the same message to its
-parent. An ``interrupt()`` inside a subgraph is one ``interrupt`` event, from
-the enclosing node. Through the executor port, AiEvents carry the same
+``node_runs`` and ``outputs`` describe the run's own graph only. A model call
+counts once, when it is made, at the node that made it, even though the
+subgraph's output hands the answer's message to its parent. An
+``interrupt()`` inside a subgraph is one ``interrupt`` event, from the
+enclosing node. Through the executor port, AiEvents carry the same
 namespace and the usage totals count each model answer once.
 """
 
@@ -22,7 +22,6 @@ from typing import Annotated, Any, TypedDict
 from flowcore.compat.langgraph import (
     END,
     START,
-    AIMessage,
     InMemorySaver,
     StateGraph,
     add_messages,
@@ -35,6 +34,8 @@ from flowcore.port import Caller, InProcExecutor, RunRequest, UsageTotals
 from flowcore.port.events import event_from_dict, event_to_dict
 from flowcore.result import RunResult
 
+from .fake_chat import LCAIMessage, ScriptedChat
+
 GUARD = 5.0
 
 
@@ -46,7 +47,9 @@ class S(TypedDict, total=False):
 def _answer(state: S) -> dict[str, Any]:
     get_stream_writer()({"thinking": True})
     usage = {"input_tokens": 11, "output_tokens": 4, "total_tokens": 15}
-    return {"log": ["answer"], "messages": [AIMessage("hi", id="m-1", usage_metadata=usage)]}
+    # A LangChain chat model call (a sync node: in a worker thread), billed when it returns.
+    chat = ScriptedChat(replies=[LCAIMessage("hi", id="m-1", usage_metadata=usage)])
+    return {"log": ["answer"], "messages": [chat.invoke("hello")]}
 
 
 def _check(state: S) -> dict[str, Any]:
@@ -97,8 +100,8 @@ async def test_a_subgraphs_nodes_emit_events_inside_their_enclosing_node() -> No
         ("node_start", "agent", 0),
         ("node_start", "answer", 1),
         ("custom", "answer", 1),
-        ("node_end", "answer", 1),
         ("usage", "answer", 1),
+        ("node_end", "answer", 1),
         ("node_start", "check", 1),
         ("node_end", "check", 1),
         ("node_end", "agent", 0),
@@ -120,7 +123,7 @@ async def test_a_subgraphs_nodes_emit_events_inside_their_enclosing_node() -> No
     assert result.state["log"] == ["prepare", "prepare", "answer", "check"]
 
 
-async def test_usage_counts_once_per_message_at_the_node_that_made_it() -> None:
+async def test_usage_counts_once_per_call_at_the_node_that_made_it() -> None:
     app = _outer(_inner(answer=_answer))
 
     events, _ = await collect(app.run_stream({"log": []}))
@@ -199,8 +202,8 @@ async def test_through_the_port_aievents_keep_the_namespace_and_usage_counts_onc
     assert nested == [
         ("node_start", "answer"),
         ("data", "answer"),  # its stream writer's custom write, as a port data event
-        ("node_end", "answer"),
         ("usage_report", "answer"),
+        ("node_end", "answer"),
         ("node_start", "check"),
         ("node_end", "check"),
     ]

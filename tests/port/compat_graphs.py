@@ -24,6 +24,7 @@ from flowcore.compat.langgraph import (
     StateGraph,
     ToolMessage,
     add_messages,
+    ask_provider,
     interrupt,
 )
 from flowcore.compat.langgraph._prebuilt import from_llm_response, to_llm_messages
@@ -69,11 +70,14 @@ def _script() -> list[LLMResponse | str]:
 async def _research(state: SimpleState) -> dict[str, Any]:
     # A fresh scripted model per execution keeps the graph reusable for many runs.
     model = ScriptedProvider(_script(), name="kit")
-    first = from_llm_response(await model.complete(LLMRequest(messages=())))
+    # ask_provider bills each request to the node (model.complete alone would not).
+    first = from_llm_response(await ask_provider(model, LLMRequest(messages=())))
     call = first.tool_calls[0]
     looked_up = ToolMessage('{"facts": 3}', tool_call_id=call["id"], name=call["name"])
     messages = [first, looked_up]
-    second = from_llm_response(await model.complete(LLMRequest(messages=to_llm_messages(messages))))
+    second = from_llm_response(
+        await ask_provider(model, LLMRequest(messages=to_llm_messages(messages)))
+    )
     return {"messages": [*messages, second], "answer": second.text}
 
 

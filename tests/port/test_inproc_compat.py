@@ -101,10 +101,9 @@ class TestInProcExecutorOnCompatGraphs(ExecutorConformance):
     async def test_llm_calls_and_tool_calls_carry_their_own_ids(
         self, executor: InProcExecutor, kit_targets: KitTargets
     ) -> None:
-        """Compat nodes stream no text and no tool-call events (LangGraph nodes return
-        messages); what they report is one usage report per model answer, with the
-        message id as its own invocation id, and the totals in ``final.usage`` (no cost:
-        chat messages carry none)."""
+        """Compat nodes stream no text; what they report is one usage report per model
+        request, from the run's usage meter, each with an invocation id of its own, and
+        the totals in ``final.usage`` (no cost: the scripted model reports none)."""
         target = kit_targets.simple
         _, events, final = await self._run(executor, self._request(target))
 
@@ -483,7 +482,7 @@ async def test_a_secret_a_compat_node_returns_reaches_no_event_record_or_cli_out
     assert SECRET not in shown + listed
 
 
-async def test_recorded_compat_runs_count_the_tokens_of_their_chat_messages(
+async def test_recorded_compat_runs_count_the_tokens_their_nodes_were_billed(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "flowcore.db"

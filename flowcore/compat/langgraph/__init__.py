@@ -21,6 +21,7 @@ from flowcore.compat.langgraph._channel_api import (
     Topic,
     UntrackedValue,
 )
+from flowcore.compat.langgraph._chat_models import ask_provider
 from flowcore.compat.langgraph._context import get_config, get_stream_writer, interrupt
 from flowcore.compat.langgraph._debug_tasks import map_debug_tasks
 from flowcore.compat.langgraph._delta import DeltaChannel
@@ -229,6 +230,7 @@ __all__ = [
     "ValuesTransformer",
     "_messages_delta_reducer",
     "add_messages",
+    "ask_provider",
     "convert_to_messages",
     "create_react_agent",
     "entrypoint",

@@ -15,10 +15,14 @@ version, the superstep and a timestamp:
   task's update), ``node_error``, ``interrupt`` (one per ``interrupt()``
   pause) or ``node_cancelled`` (a sibling's failure or ``cancel()``
   stopped it);
-- ``usage`` after a ``node_end`` for each chat message of the update that
-  carries token counts (``AIMessage.usage_metadata``, as
-  ``create_react_agent`` and LangChain chat models fill it in); the
-  message id is the ``invocation_id``;
+- ``usage`` for each chat-model call a node makes, when the call ends (before
+  the node's own end): what its node's usage meter was charged for it (see
+  :mod:`~flowcore.compat.langgraph._call_records`: flowcore providers through
+  ``create_react_agent`` or ``"provider:model"`` strings, and any LangChain
+  chat model, failed calls included); a node's ``node_end`` / ``node_error``
+  and the run's result carry the meters' totals;
+- ``tool_call_start`` / ``tool_call_result`` around each call a ``ToolNode``
+  makes, with the model's tool call id;
 - ``custom`` for every ``get_stream_writer()`` / ``writer`` chunk of a node;
 - ``checkpoint`` for each checkpoint a run on a thread makes (with a
   checkpointer only), after the tasks of the step it closes; its id is the
@@ -27,21 +31,23 @@ version, the superstep and a timestamp:
 - exactly one ``done`` last, with the final status and the output state.
 
 A subgraph runs as one task of its parent. Its own nodes emit ``node_start``,
-``node_end``, ``node_error``, ``node_cancelled``, ``usage`` and ``custom`` too,
+``node_end``, ``node_error``, ``node_cancelled``, ``usage``, tool calls and ``custom`` too,
 with the event's ``namespace`` naming the enclosing tasks (``("outer:<task
 id>",)`` for a subgraph one level down); they are not in the run result's
 ``node_runs`` or ``outputs``, which describe the run's own graph. A subgraph
 node that pauses on ``interrupt()`` is reported by the enclosing node's
-``interrupt`` event (empty namespace), once. Token usage is reported once per
-message id, by the innermost node whose update holds the message first: the
-subgraph's output, which holds the same messages, does not count them again.
+``interrupt`` event (empty namespace), once. A call is reported once, by the
+node that made it; its tokens count for that node, the subgraph node that
+ran it and the run (the meters nest), never again from the messages that
+carry the answer.
 Compat nodes stream no text, so there are no ``text_delta`` events.
 
 These events are one projection of the run's one event stream (see
 :mod:`~flowcore.compat.langgraph._records`): the run hands every record to
 its sink, and :class:`EventProjector` is a sink that turns the records it
 reads (``EventProjector.KINDS``: a task starting, a task ending however it
-ended, a stream-writer chunk, a checkpoint made) into these events.
+ended, a stream-writer chunk, a checkpoint made, a model or tool call) into
+these events.
 LangGraph's stream modes (``astream``) are another projection of the same
 records, and both can read one run at once. A run builds only the records
 some consumer wants: a run nobody streams these events of (every ``invoke``,
@@ -57,6 +63,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from flowcore.compat.langgraph._call_records import ModelCall, ToolCallMade
 from flowcore.compat.langgraph._errors import GraphInterrupt
 from flowcore.compat.langgraph._records import CheckpointMade, CustomChunk, TaskEnd, TaskStart
 from flowcore.compat.langgraph._types import Command
@@ -72,11 +79,15 @@ from flowcore.events import (
     NodeStartEvent,
     RunStartEvent,
     RunStatus,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
     UsageEvent,
 )
 from flowcore.interrupts import Interrupt, Resume
+from flowcore.llm.types import Usage
 from flowcore.result import NodeRun, RunResult
 from flowcore.runtime.stream import EventStream
+from flowcore.scheduler.observers import TRACING_KEY, observed, run_observer
 from flowcore.secrets import Redactor, find_secrets, learn, scrub, scrub_error
 
 if TYPE_CHECKING:
@@ -125,20 +136,12 @@ def _update(
     return update or None
 
 
-def _usage_messages(update: Mapping[str, Any] | None) -> list[Any]:
-    """The chat messages in ``update`` that report token usage."""
-    found: list[Any] = []
-    for value in (update or {}).values():
-        for item in value if isinstance(value, list | tuple) else (value,):
-            usage = getattr(item, "usage_metadata", None)
-            if isinstance(usage, Mapping) and not isinstance(item, Mapping):
-                found.append(item)
-    return found
-
-
-def _tokens(usage: Mapping[str, Any], key: str) -> int:
-    value = usage.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def _metered(task: Task) -> dict[str, Any]:
+    """The ``usage`` and ``model_calls`` of a task's NodeRun, from its meter (see _run_tasks)."""
+    meter = getattr(task, "meter", None)
+    if meter is None or not meter.calls:
+        return {}
+    return {"usage": meter.usage, "model_calls": meter.calls}
 
 
 class EventProjector:
@@ -158,7 +161,9 @@ class EventProjector:
     """
 
     #: The record kinds this projection reads.
-    KINDS: frozenset[str] = frozenset({"task_start", "task_end", "custom", "checkpoint"})
+    KINDS: frozenset[str] = frozenset(
+        {"task_start", "task_end", "custom", "checkpoint", "model_call", "tool_call"}
+    )
 
     def __init__(
         self,
@@ -177,8 +182,6 @@ class EventProjector:
         # Task id -> (task, its superstep, perf_counter at start, seconds since the run
         # began, its namespace).
         self.open: dict[str, tuple[Task, int, float, float, tuple[str, ...]]] = {}
-        # Ids of the chat messages whose token usage was reported (once per run).
-        self.counted: set[str] = set()
         self.node_runs: list[NodeRun] = []
         self.outputs: dict[str, Mapping[str, Any] | None] = {}
         self.interrupts: list[Interrupt] = []
@@ -214,6 +217,10 @@ class EventProjector:
             self._task_start(payload, ns)
         elif kind == "task_end":
             self._task_end(payload)
+        elif kind == "model_call":
+            self._model_call(payload, ns)
+        elif kind == "tool_call":
+            self._tool_call(payload, ns)
         elif kind == "custom":
             self._custom(payload, ns)
         elif kind == "checkpoint" and not ns and not payload.reloaded:
@@ -283,7 +290,17 @@ class EventProjector:
             update = _update(task.writes, self._keys)
             self.outputs[name] = update
             self.node_runs.append(
-                NodeRun(name, 1, step, "completed", update, started_at, duration, attempts)
+                NodeRun(
+                    name,
+                    1,
+                    step,
+                    "completed",
+                    update,
+                    started_at,
+                    duration,
+                    attempts,
+                    **_metered(task),
+                )
             )
         self.emit(
             NodeEndEvent(
@@ -294,27 +311,49 @@ class EventProjector:
                 attempts=attempts,
             )
         )
-        for message in _usage_messages(update):
-            message_id = getattr(message, "id", None)
-            if message_id:
-                if message_id in self.counted:
-                    continue
-                self.counted.add(str(message_id))
-            self._usage(name, step, message, ns)
 
-    def _usage(self, node: str, step: int, message: Any, ns: tuple[str, ...]) -> None:
-        usage = message.usage_metadata
-        meta = getattr(message, "response_metadata", None) or {}
+    def _model_call(self, call: ModelCall, ns: tuple[str, ...]) -> None:
         self.emit(
             UsageEvent(
-                **self.base(step, ns),
-                node=node,
+                **self.base(call.step, ns),
+                node=call.node,
                 block_id="",
-                provider=str(meta.get("model_provider") or ""),
-                model=str(meta.get("model_name") or meta.get("model") or ""),
-                input_tokens=_tokens(usage, "input_tokens"),
-                output_tokens=_tokens(usage, "output_tokens"),
-                invocation_id=str(getattr(message, "id", None) or ""),
+                provider=call.provider,
+                model=call.model,
+                input_tokens=call.input_tokens,
+                output_tokens=call.output_tokens,
+                invocation_id=call.invocation_id,
+                prompt_hash=call.prompt_hash,
+                cost_usd=call.cost_usd,
+                request_model=call.request_model,
+                finish_reason=call.finish_reason,
+                duration=call.duration,
+            )
+        )
+
+    def _tool_call(self, call: ToolCallMade, ns: tuple[str, ...]) -> None:
+        base = self.base(call.step, ns)
+        if call.phase == "start":
+            self.emit(
+                ToolCallStartEvent(
+                    **base,
+                    node=call.node,
+                    tool_call_id=call.tool_call_id,
+                    tool_name=call.tool_name,
+                    args=call.args,
+                )
+            )
+            return
+        self.emit(
+            ToolCallResultEvent(
+                **base,
+                node=call.node,
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                result=call.result,
+                is_error=call.is_error,
+                error_code=call.error_code,
+                safe_message=call.safe_message,
             )
         )
 
@@ -332,7 +371,18 @@ class EventProjector:
         attempts = max(task.attempts, 1)
         if not ns:
             self.node_runs.append(
-                NodeRun(task.name, 1, step, "failed", None, started_at, duration, attempts, error)
+                NodeRun(
+                    task.name,
+                    1,
+                    step,
+                    "failed",
+                    None,
+                    started_at,
+                    duration,
+                    attempts,
+                    error,
+                    **_metered(task),
+                )
             )
         self.emit(
             NodeErrorEvent(
@@ -354,7 +404,17 @@ class EventProjector:
             return
         if not ns:
             self.node_runs.append(
-                NodeRun(task.name, 1, step, "cancelled", None, started_at, duration, 0)
+                NodeRun(
+                    task.name,
+                    1,
+                    step,
+                    "cancelled",
+                    None,
+                    started_at,
+                    duration,
+                    0,
+                    **_metered(task),
+                )
             )
         self.emit(NodeCancelledEvent(**self.base(step, ns), node=task.name, duration=duration))
 
@@ -379,7 +439,10 @@ class EventProjector:
         state: dict[str, Any] = {}
         thread_id = checkpoint_id = None
         step = self.step
+        usage, calls = Usage(), 0
         if run is not None:
+            # Every model call of the run, whatever became of it or of its node.
+            usage, calls = run.meter.usage, run.meter.calls
             step = max(run.step - 1, self.step)
             if run.channels:
                 state = graph.read_output(run.channels)
@@ -403,6 +466,8 @@ class EventProjector:
             interrupts=tuple(self.interrupts),
             thread_id=thread_id,
             checkpoint_id=checkpoint_id,
+            usage=usage,
+            model_calls=calls,
         )
         if self.redactor is not None:
             result = scrub(result, self.redactor)
@@ -441,10 +506,17 @@ class CompatRunStream(EventStream):
         super().__init__()
         self._graph = graph
         self._input = run_input
-        self._config = config
         self._run_options = dict(run_options)
         self.run_id = run_id or uuid.uuid4().hex
-        self._projector = EventProjector(graph, self.run_id, self._emit, redactor)
+        emit: Callable[[Event], None] = self._emit
+        observer = run_observer(config)
+        if observer is not None:
+            # This stream's events are the run's events: the observer (a tracer) reads
+            # them here, scrubbed, and the run is not observed a second time.
+            emit = observed(emit, observer)
+            config = {k: v for k, v in config.items() if k != TRACING_KEY}
+        self._config = config
+        self._projector = EventProjector(graph, self.run_id, emit, redactor)
         self._result: RunResult | None = None
 
     async def _run(self) -> RunResult:

@@ -55,6 +55,7 @@ from flowcore.compat.langgraph._records import (
     CustomChunk,
 )
 from flowcore.compat.langgraph._run_input import RunInput
+from flowcore.compat.langgraph._run_observer import TRACING_KEY, observed_run
 from flowcore.compat.langgraph._run_saving import RunSaving
 from flowcore.compat.langgraph._run_tasks import RunTasks
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
@@ -62,8 +63,10 @@ from flowcore.compat.langgraph._savers_records import merged_metadata
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.compat.langgraph._tracing import RunObserver, langsmith_tracing_on, observe
 from flowcore.compat.langgraph._types import Interrupt
+from flowcore.compat.langgraph._usage_langchain import langchain_usage
 from flowcore.runtime import run_lease
 from flowcore.runtime.steps import run_supersteps
+from flowcore.runtime.usage import UsageMeter, current_meter, reset_meter, use_meter
 
 if TYPE_CHECKING:
     from flowcore.compat.langgraph._pregel import CompiledStateGraph
@@ -190,6 +193,9 @@ class Run(RunSaving, RunInput, RunTasks):
         # The run's LangChain and graph-lifecycle callbacks (see _tracing): None when
         # its config has none, so an untraced run pays nothing for them.
         self.observer: RunObserver | None = None
+        # Every model call of the run is charged here (through its task's meter when
+        # someone reads per-node figures); see flowcore.runtime.usage.
+        self.meter: UsageMeter = UsageMeter()
 
     def emit(self, kind: str, payload: Any) -> None:
         """Hand one record of this run's event stream to its sink (see ``_records``).
@@ -407,6 +413,21 @@ class Run(RunSaving, RunInput, RunTasks):
         does not lease); a run that finds it held raises ``ThreadBusyError``.
         """
         self.loop, self.loop_thread = asyncio.get_running_loop(), threading.get_ident()
+        # A run inside a node (a subgraph, or a graph a node runs): its calls are that
+        # node's calls too. Current for the whole run, so every task inherits it.
+        self.meter.parent = current_meter()
+        metered = use_meter(self.meter)
+        try:
+            with langchain_usage():
+                if self.parent_scope is None and TRACING_KEY in self.config:
+                    await observed_run(self, self._execute_observed)
+                else:
+                    await self._execute_observed()
+        finally:
+            reset_meter(metered)
+
+    async def _execute_observed(self) -> None:
+        """:meth:`execute` with the run's LangChain callbacks (see _tracing), if it has any."""
         if (
             "callbacks" not in self.config
             and self.parent_scope is None

@@ -36,6 +36,7 @@ from flowcore.compat.langgraph._types import START, Interrupt
 
 if TYPE_CHECKING:
     from flowcore.compat.langgraph._pregel import CompiledStateGraph
+    from flowcore.runtime.usage import UsageMeter
 
 __all__ = [
     "ERROR",
@@ -164,6 +165,9 @@ class Task:
         "handled",
         "input",
         "interrupts",
+        # Set only when someone reads per-node usage (see RunTasks.run_task): never read
+        # it directly, use getattr(task, "meter", None).
+        "meter",
         "name",
         "path",
         "paused",
@@ -172,6 +176,9 @@ class Task:
         "triggers",
         "writes",
     )
+
+    # Unset unless someone reads per-node usage (declared for the type checker).
+    meter: UsageMeter | None
 
     def __init__(
         self,

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from flowcore.compat.langgraph._add_messages import add_messages
+from flowcore.compat.langgraph._chat_models import ask_provider, resolve_chat_model
 from flowcore.compat.langgraph._messages import (
     AIMessage,
     AnyMessage,
@@ -234,6 +235,10 @@ def create_react_agent(
     pydantic model or JSON Schema, optionally as ``(prompt, schema)``) adds a
     last model call for ``structured_response``. Dict tools are offered to
     the model only. The rest of the options are passed to ``compile``.
+    ``model`` is a flowcore provider, a LangChain chat model, or a
+    ``"provider:model"`` string naming one of flowcore's providers
+    (``"openai:gpt-4o"``, keyed from ``OPENAI_API_KEY``). Every model
+    request is billed to the run's usage meter, failed and retried ones too.
 
     Example:
         >>> from flowcore.llm import ScriptedProvider
@@ -245,6 +250,9 @@ def create_react_agent(
 
     if version not in ("v1", "v2"):
         raise ValueError(f"Invalid version {version}. Supported versions are 'v1' and 'v2'.")
+    if isinstance(model, str):
+        # LangGraph's "provider:model" spelling, on flowcore's own provider of that name.
+        model = resolve_chat_model(model)
     if not isinstance(model, LLMProvider) and not is_langchain_model(model):
         raise TypeError(
             f"create_react_agent needs a flowcore LLMProvider as model (e.g. ScriptedProvider, "
@@ -287,7 +295,7 @@ def create_react_agent(
         _check_history(messages)
         chosen = _as_messages(await _model_input(prompt, state, messages))
         request = LLMRequest(messages=to_llm_messages(chosen), tools=specs)
-        response = from_llm_response(await model.complete(request), name=name)
+        response = from_llm_response(await ask_provider(model, request), name=name)
         if _out_of_steps(_state_value(state, "remaining_steps"), response):
             # A managed ``remaining_steps`` says the tool round would hit the limit.
             response = AIMessage(OUT_OF_STEPS, id=response.id)
@@ -323,7 +331,7 @@ def create_react_agent(
         request = LLMRequest(
             messages=to_llm_messages(messages), response_schema=_json_schema(schema)
         )
-        answer = await model.complete(request)
+        answer = await ask_provider(model, request)
         try:
             data = json.loads(answer.text)
         except json.JSONDecodeError as exc:

@@ -59,9 +59,13 @@ Outcome = Literal["done", "error", "interrupt", "cancelled", "parent_command"]
 #: (``(step, tasks, describe)``: a superstep's tasks, restored ones included, before
 #: any runs, and what gives a task's metadata as ``tasks`` records show it),
 #: ``task_start`` (:class:`TaskStart`), ``task_end`` (:class:`TaskEnd`),
-#: ``checkpoint`` (:class:`CheckpointMade`, runs on a thread only).
+#: ``checkpoint`` (:class:`CheckpointMade`, runs on a thread only),
+#: ``model_call`` and ``tool_call`` (a node's model or ToolNode call, see
+#: ``_call_records``).
 KINDS: frozenset[str] = frozenset(
     {
+        "model_call",
+        "tool_call",
         "values",
         "updates",
         "custom",

@@ -51,6 +51,7 @@ from flowcore.compat.langgraph._records import (
 from flowcore.compat.langgraph._types import START, Command
 from flowcore.runtime import call_node
 from flowcore.runtime.steps import StepWrites
+from flowcore.runtime.usage import UsageMeter, reset_meter, use_meter
 
 if TYPE_CHECKING:
     from flowcore.compat.langgraph._loop import Run
@@ -89,6 +90,12 @@ class RunTasks:
         # not _context's helpers: two calls fewer per task.)
         outer = _SCOPE.get()
         _SCOPE.set(scope)
+        metered = None
+        if "task_end" in wants:
+            # Someone reads per-node figures: this task's model calls get a meter of
+            # their own (under the run's, which is current for the whole run).
+            task.meter = meter = UsageMeter(self.meter)
+            metered = use_meter(meter)
         try:
             if node is None and name != START:
                 raise InvalidUpdateError(f"Invalid node name {name}")
@@ -162,6 +169,8 @@ class RunTasks:
             return task
         finally:
             _SCOPE.set(outer)
+            if metered is not None:
+                reset_meter(metered)
         if scope.pushed:
             task.writes = [*scope.pushed, *task.writes]
         task.done = True

@@ -17,6 +17,7 @@ from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel
 
+from flowcore.compat.langgraph._call_records import ToolCallMade, report_tool_call
 from flowcore.compat.langgraph._errors import GraphBubbleUp
 from flowcore.compat.langgraph._messages import (
     REMOVE_ALL_MESSAGES,
@@ -183,10 +184,15 @@ class ToolNode:
         calls, input_type, state = self._parse_input(input)
 
         async def one(call: dict[str, Any]) -> tuple[Any, Exception | None]:
+            report_tool_call(lambda node, step: _started(node, step, call))
             try:
-                return await self._run_one(call, input_type, state, config), None
+                output = await self._run_one(call, input_type, state, config)
             except Exception as exc:  # every call finishes; the first error in order is raised
+                failure = exc
+                report_tool_call(lambda node, step: _ended(node, step, call, None, failure))
                 return None, exc
+            report_tool_call(lambda node, step: _ended(node, step, call, output, None))
+            return output, None
 
         outcomes = await run_batch(calls, one)
         for outcome in outcomes:
@@ -338,6 +344,40 @@ class ToolNode:
         if parent_sends:
             combined.append(Command(graph=Command.PARENT, goto=parent_sends))
         return combined
+
+
+def _started(node: str, step: int, call: Mapping[str, Any]) -> ToolCallMade:
+    """The record of tool call ``call`` starting in ``node`` (see _call_records)."""
+    args = call.get("args")
+    return ToolCallMade(
+        node,
+        step,
+        "start",
+        str(call.get("id") or ""),
+        str(call.get("name") or ""),
+        dict(args) if isinstance(args, Mapping) else {},
+    )
+
+
+def _ended(
+    node: str, step: int, call: Mapping[str, Any], output: Any, error: Exception | None
+) -> ToolCallMade:
+    """The record of tool call ``call`` ending with ``output`` (a message) or ``error``."""
+    failed = error is not None or getattr(output, "status", None) == "error"
+    content = getattr(output, "content", None)
+    text = content if isinstance(content, str) else None
+    return ToolCallMade(
+        node,
+        step,
+        "end",
+        str(call.get("id") or ""),
+        str(call.get("name") or ""),
+        {},
+        is_error=failed,
+        error_code=None if not failed else type(error).__name__ if error else "tool_error",
+        safe_message=text if failed and error is None else None,
+        result=None if failed or text is None else {"content": text},
+    )
 
 
 def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tools", "__end__"]:
