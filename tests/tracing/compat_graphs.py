@@ -24,7 +24,6 @@ from flowcore.compat.langgraph import (
     interrupt,
 )
 from flowcore.llm import LLMResponse, ScriptedProvider, ToolCall, Usage
-from tests.compat.fake_chat import ScriptedChat
 
 PLAN_TOKENS = (15, 6)
 AGENT_USAGE = (Usage(30, 7), Usage(40, 5))
@@ -56,8 +55,19 @@ def agent_script() -> list[LLMResponse | str]:
     ]
 
 
+def weather_agent() -> CompiledStateGraph:
+    """The trip's ``weather`` agent on its own (no LangChain: loading LangChain loads
+    LangSmith, which imports OpenTelemetry by itself)."""
+    agent: CompiledStateGraph = create_react_agent(
+        ScriptedProvider(agent_script()), [get_weather], version="v1", name="weather"
+    )
+    return agent
+
+
 def trip_graph(*, checkpointer: Any = None) -> CompiledStateGraph:
     """A fresh trip graph (its scripted models answer one run)."""
+    from tests.compat.fake_chat import ScriptedChat
+
     chat = ScriptedChat(replies=["Plan: check the weather."], tokens=PLAN_TOKENS)
 
     async def plan(state: Trip) -> dict[str, Any]:
@@ -69,7 +79,7 @@ def trip_graph(*, checkpointer: Any = None) -> CompiledStateGraph:
     def join(state: Trip) -> dict[str, Any]:
         return {"log": ["join"]}
 
-    agent = create_react_agent(ScriptedProvider(agent_script()), [get_weather], version="v1")
+    agent = weather_agent()
     graph = StateGraph(Trip)
     graph.add_node("plan", plan)
     graph.add_node("notes", notes)
@@ -86,6 +96,8 @@ def trip_graph(*, checkpointer: Any = None) -> CompiledStateGraph:
 
 def failing_graph() -> CompiledStateGraph:
     """``ask`` makes one good chat call and one that fails, then fails itself, twice (a retry)."""
+    from tests.compat.fake_chat import ScriptedChat
+
     chat = ScriptedChat(
         replies=["first", ConnectionError("model down"), "again", ConnectionError("model down")],
         tokens=(10, 12),
@@ -106,6 +118,8 @@ def failing_graph() -> CompiledStateGraph:
 
 def pausing_graph() -> CompiledStateGraph:
     """``draft`` asks a chat model, then ``approve`` pauses on ``interrupt()``."""
+    from tests.compat.fake_chat import ScriptedChat
+
     chat = ScriptedChat(replies=["a draft"], tokens=(8, 4))
 
     async def draft(state: Trip) -> dict[str, Any]:

@@ -302,7 +302,8 @@ async def test_an_observer_that_fails_never_changes_how_the_run_ends(
 
 
 def test_a_run_without_tracing_imports_nothing_of_opentelemetry() -> None:
-    # In a fresh interpreter: a tool-loop run, streamed and not, with tracing off.
+    # In a fresh interpreter: a tool-loop run, streamed and not, and a compat run, with
+    # tracing off.
     script = textwrap.dedent(
         """
         import asyncio, sys
@@ -314,6 +315,15 @@ def test_a_run_without_tracing_imports_nothing_of_opentelemetry() -> None:
             assert result.status == "completed", result.errors
             graph = tool_loop_graph({"alpha": [asks(("a1", "x")), answers('{"answer": "A"}')]})
             async with graph.stream({"question": "q"}) as events:
+                async for _ in events:
+                    pass
+            # A LangGraph-style run too (an agent with a tool), through its front doors.
+            from tests.tracing.compat_graphs import weather_agent
+            trip = {"messages": [("user", "hi")]}
+            await weather_agent().ainvoke(trip)
+            async for _ in weather_agent().astream(trip, stream_mode=["updates", "debug"]):
+                pass
+            async with weather_agent().run_stream(trip) as events:
                 async for _ in events:
                     pass
             import flowcore.tracing  # the module itself imports nothing of OpenTelemetry either
