@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import flowcore.tracing
-from flowcore.compat.langgraph import CompiledStateGraph, Command
+from flowcore.compat.langgraph import Command, CompiledStateGraph
 from flowcore.errors import InvalidInputError
 from flowcore.port import Caller, InProcExecutor, RunRequest
 
@@ -164,9 +164,11 @@ async def test_spans_carry_the_gen_ai_attributes_and_the_run_ids() -> None:
     ]
     # The parallel nodes overlap in time; each call lies inside its node.
     (plan,) = by_name(spans, "node plan")
-    assert plan.start_time is not None and plan_call.start_time is not None
+    assert plan.start_time is not None
+    assert plan_call.start_time is not None
     assert plan.start_time <= plan_call.start_time
-    assert plan_call.end_time is not None and plan.end_time is not None
+    assert plan_call.end_time is not None
+    assert plan.end_time is not None
     assert plan_call.end_time <= plan.end_time
 
 
