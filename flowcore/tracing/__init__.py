@@ -6,7 +6,9 @@ imported until a ``Tracing`` is created. Spans are derived from the run's
 event stream: one per run (``invoke_workflow {graph}``), per node
 (``node {name}``), per model call (``chat {model}``) and per tool call
 (``execute_tool {tool}``), with the GenAI semantic-convention attributes and
-flowcore's run, graph and thread ids.
+flowcore's run, graph and thread ids. LangGraph-style runs
+(``flowcore.compat.langgraph``) are traced the same way, from
+``invoke``/``ainvoke``/``stream``/``astream``/``run_stream`` and the port.
 
 Example:
     >>> # from opentelemetry.sdk.trace import TracerProvider

@@ -241,3 +241,45 @@ async def test_an_untraced_compat_run_makes_no_span() -> None:
 
     assert exporter.get_finished_spans() == ()
     assert tracing.open_runs == 0
+
+
+# ----------------------------------------- "provider:model" over the real OpenAI SDK
+
+
+async def test_a_provider_model_agent_over_http_gives_chat_spans_of_the_real_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flowcore.compat.langgraph import create_react_agent
+    from tests.llm.loopback import LoopbackServer, openai_completion
+
+    from .compat_graphs import get_weather
+
+    exporter, tracing = traced()
+    async with LoopbackServer() as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-loopback")
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        call = {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
+        server.replies = [
+            openai_completion(
+                None, tool_calls=[{"id": "call_o1", "type": "function", "function": call}]
+            ),
+            openai_completion("Clear.", usage=(20, 2)),
+        ]
+        agent = create_react_agent("openai:gpt-test", [get_weather], name="oslo")
+        async with asyncio.timeout(GUARD):
+            await agent.ainvoke({"messages": [("user", "Oslo?")]}, {"tracing": tracing})
+
+    assert tree(exporter.get_finished_spans()) == "\n".join(
+        [
+            "invoke_workflow oslo  [input_tokens=29 output_tokens=5 flowcore.run.status=completed]",
+            "  node agent",
+            "    chat gpt-test  [input_tokens=9 output_tokens=3 "
+            "response.finish_reasons=tool_calls]",
+            "  node tools",
+            "    execute_tool get_weather  [tool.call.id=call_o1]",
+            "  node agent",
+            "    chat gpt-test  [input_tokens=20 output_tokens=2 response.finish_reasons=stop]",
+        ]
+    )
+    (first, _) = by_name(exporter.get_finished_spans(), "chat gpt-test")
+    assert dict(first.attributes or {})["gen_ai.provider.name"] == "openai"

@@ -270,9 +270,11 @@ class Running:
 
         The counterpart of native ``CompiledGraph.stream``: ``run_start``, per task
         ``node_start`` then ``node_end`` / ``node_error`` / ``interrupt`` /
-        ``node_cancelled``, ``usage`` for chat messages with token counts,
-        ``custom`` for stream-writer chunks, ``checkpoint`` for each checkpoint
-        made on a thread, and exactly one ``done``; then
+        ``node_cancelled``, ``usage`` for each chat-model call a node makes (when
+        it ends, from the run's usage meter), ``tool_call_start`` /
+        ``tool_call_result`` for ``ToolNode`` calls, ``custom`` for stream-writer
+        chunks, ``checkpoint`` for each checkpoint made on a thread, and exactly
+        one ``done``; then
         ``await events.result()`` gives the :class:`~flowcore.result.RunResult`.
         ``input`` is what :meth:`ainvoke` takes, or flowcore's ``Resume``
         (as ``Command(resume=...)``). ``thread_id``, ``recursion_limit`` and
