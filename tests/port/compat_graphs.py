@@ -24,6 +24,7 @@ from flowcore.compat.langgraph import (
     StateGraph,
     ToolMessage,
     add_messages,
+    get_stream_writer,
     interrupt,
 )
 from flowcore.compat.langgraph._prebuilt import from_llm_response, to_llm_messages
@@ -34,6 +35,7 @@ from flowcore.testing.graphs import (
     PAUSING,
     RESUME_VALUE,
     SIMPLE,
+    SIMPLE_DATA,
     SIMPLE_OUTPUT,
     SLOW,
     KitFailure,
@@ -78,6 +80,7 @@ async def _research(state: SimpleState) -> dict[str, Any]:
 
 
 def _summarize(state: SimpleState) -> dict[str, Any]:
+    get_stream_writer()(dict(SIMPLE_DATA))
     return {"summary": f"summary: {state['answer']}"}
 
 
