@@ -61,6 +61,7 @@ __all__ = [
     "PAUSING",
     "RESUME_VALUE",
     "SIMPLE",
+    "SIMPLE_DATA",
     "SIMPLE_OUTPUT",
     "SLOW",
     "KitFailure",
@@ -90,6 +91,8 @@ SIMPLE_OUTPUT: Final[Mapping[str, Any]] = {
     "summary": "summary: forty two",
 }
 """What ``kit.simple``'s final state contains."""
+SIMPLE_DATA: Final[Mapping[str, Any]] = {"kit": "progress", "step": "summarize"}
+"""The app data ``kit.simple``'s ``summarize`` node sends (``ctx.emit``), once per run."""
 
 
 class KitFailure(FlowcoreError, RuntimeError):
@@ -130,7 +133,9 @@ class KitTargets:
     """The four targets the kit runs, and the value it resumes ``pausing`` with.
 
     Contracts the kit relies on: ``simple`` completes after at least two
-    nodes, with text deltas, one tool call and at least two LLM calls;
+    nodes, with text deltas, one tool call, at least two LLM calls and,
+    from inside one of its nodes, one app data event carrying
+    ``SIMPLE_DATA`` (``ctx.emit``, or a LangGraph custom stream write);
     ``slow`` does not finish before the file named by its input's ``gate``
     key exists; ``failing`` fails in a node; ``pausing`` interrupts on its
     first run and, resumed on the same thread with ``resume_value``,
@@ -229,7 +234,8 @@ async def _research(state: Mapping[str, Any], ctx: NodeContext) -> dict[str, Any
     return {"answer": outcome.outputs["answer"]}
 
 
-def _summarize(state: Mapping[str, Any]) -> dict[str, Any]:
+def _summarize(state: Mapping[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    ctx.emit("kit_progress", dict(SIMPLE_DATA))
     return {"summary": f"summary: {state['answer']}"}
 
 

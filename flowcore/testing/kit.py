@@ -37,6 +37,8 @@ Every ``test_*`` method then runs against your executor. What they check:
   ``graph_version``, also when two runs stream at once; the text deltas and
   the usage report of one LLM call share an ``invocation_id`` and different
   calls have different ones; tool call start and result share an id.
+- **app data**: ``simple`` sends ``SIMPLE_DATA`` once from inside a node;
+  it arrives as one ``data`` event between that node's start and end.
 - **fan-out**: two subscribers of one ``RunEventRelay`` each get every
   event, in order.
 
@@ -82,7 +84,7 @@ from flowcore.port.protocol import (
     RunRequest,
 )
 from flowcore.port.relay import RunEventRelay
-from flowcore.testing.graphs import KitTarget, KitTargets, default_targets
+from flowcore.testing.graphs import SIMPLE_DATA, KitTarget, KitTargets, default_targets
 
 __all__ = ["ExecutorConformance"]
 
@@ -315,6 +317,25 @@ class ExecutorConformance:
         assert dict(final.output) | dict(target.output) == dict(final.output), (
             f"final.output {final.output} lacks {target.output}"
         )
+
+    async def test_a_node_s_app_data_reaches_the_stream_as_a_data_event(
+        self, executor: GraphExecutorPort, kit_targets: KitTargets
+    ) -> None:
+        """``simple`` sends SIMPLE_DATA once, from inside a node, redacted but whole."""
+        target = kit_targets.simple
+        request = self._request(target)
+        handle, events, final = await self._run(executor, request)
+        data = [e for e in events if e.type == "data"]
+        assert [getattr(e, "data", None) for e in data] == [dict(SIMPLE_DATA)], (
+            f"expected one data event with {dict(SIMPLE_DATA)}: {_describe(events)}"
+        )
+        node = getattr(data[0], "node", None)
+        kinds = [(e.type, getattr(e, "node", None)) for e in events]
+        at = events.index(data[0])
+        assert ("node_start", node) in kinds[:at], f"data from {node!r} before it started"
+        assert ("node_end", node) in kinds[at:], f"data from {node!r} after it ended"
+        _check_envelope(events, handle, request, target)
+        self._check_final(handle, _done(events), final)
 
     async def test_iteration_stops_after_the_one_done(
         self, executor: GraphExecutorPort, kit_targets: KitTargets

@@ -25,6 +25,7 @@ from flowcore.compat.langgraph import (
     ToolMessage,
     add_messages,
     ask_provider,
+    get_stream_writer,
     interrupt,
 )
 from flowcore.compat.langgraph._prebuilt import from_llm_response, to_llm_messages
@@ -35,6 +36,7 @@ from flowcore.testing.graphs import (
     PAUSING,
     RESUME_VALUE,
     SIMPLE,
+    SIMPLE_DATA,
     SIMPLE_OUTPUT,
     SLOW,
     KitFailure,
@@ -82,6 +84,7 @@ async def _research(state: SimpleState) -> dict[str, Any]:
 
 
 def _summarize(state: SimpleState) -> dict[str, Any]:
+    get_stream_writer()(dict(SIMPLE_DATA))
     return {"summary": f"summary: {state['answer']}"}
 
 

@@ -16,6 +16,8 @@ runs save through; this module only picks the port it stores through:
 
 from __future__ import annotations
 
+import inspect
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +70,10 @@ class SaverCalls:
         )
         self._put: Any = saver.put if at_once else None
         self._put_writes: Any = saver.put_writes if at_once else None
+        # Savers written before LangGraph added task_path take three arguments: it is
+        # passed only to a method that names it, as LangGraph's loop does.
+        chosen = saver.put_writes if at_once else saver.aput_writes
+        self._task_path: bool = _takes_task_path(chosen)
 
     async def save_checkpoint(self, item: CheckpointCall) -> None:
         """Store one checkpoint through ``aput``."""
@@ -82,9 +88,32 @@ class SaverCalls:
         """Store one task's writes through ``aput_writes``."""
         config = item.config if item.config is not None else self.config
         if self._put_writes is not None:
-            self._put_writes(config, item.writes, item.task_id, item.task_path)
+            if self._task_path:
+                self._put_writes(config, item.writes, item.task_id, item.task_path)
+            else:
+                self._put_writes(config, item.writes, item.task_id)
             return
-        await self.saver.aput_writes(config, item.writes, item.task_id, item.task_path)
+        if self._task_path:
+            await self.saver.aput_writes(config, item.writes, item.task_id, item.task_path)
+        else:
+            await self.saver.aput_writes(config, item.writes, item.task_id)
+
+
+# Weak keys: savers defined inside functions (tests) come and go.
+_TAKES_TASK_PATH: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _takes_task_path(method: Any) -> bool:
+    """Whether a saver's ``put_writes`` / ``aput_writes`` has a ``task_path`` parameter."""
+    key = getattr(method, "__func__", method)
+    found = _TAKES_TASK_PATH.get(key)
+    if found is None:
+        try:
+            found = "task_path" in inspect.signature(method).parameters
+        except (TypeError, ValueError):
+            found = True
+        _TAKES_TASK_PATH[key] = found
+    return found
 
 
 # Held under "exit" in place of the checkpoint the run makes at its end (see RunSaves.hold).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import logging
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -45,6 +46,18 @@ if TYPE_CHECKING:
 __all__ = ["BranchSpec", "NodeRunnable", "NodeSpec", "StateGraph"]
 
 _RESERVED_CHARS = (":", "|")
+
+_log = logging.getLogger("flowcore.compat.langgraph")
+
+
+def _warn_compiled(method: str) -> None:
+    # LangGraph logs and goes on: compile() took a copy of the nodes and edges, so a
+    # graph compiled before keeps its shape and a later compile() sees the change.
+    _log.warning(
+        "%s() on a StateGraph that was already compiled: graphs compiled before keep "
+        "their old shape; call compile() again to include the change",
+        method,
+    )
 
 
 @dataclass(slots=True)
@@ -309,7 +322,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if action is None:
             raise RuntimeError(f"add_node({node!r}) needs an action: a function or a graph")
         if self.compiled:
-            raise RuntimeError("Adding a node to a graph that has already been compiled.")
+            _warn_compiled("add_node")
         if node in self.nodes:
             raise ValueError(f"Node `{node}` already present.")
         if node in (START, END):
@@ -413,7 +426,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             >>> # graph.add_edge(["search", "lookup"], "answer")
         """
         if self.compiled:
-            raise RuntimeError("Adding an edge to a graph that has already been compiled.")
+            _warn_compiled("add_edge")
         if isinstance(start_key, str):
             if start_key == END:
                 raise ValueError("END cannot be a start node")
@@ -450,7 +463,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             >>> # graph.add_conditional_edges("check", route, {"ok": "write", "bad": END})
         """
         if self.compiled:
-            raise RuntimeError("Adding an edge to a graph that has already been compiled.")
+            _warn_compiled("add_conditional_edges")
         mapping: dict[Hashable, str] | None
         if isinstance(path_map, dict):
             mapping = dict(path_map)

@@ -60,7 +60,7 @@ from flowcore.compat.langgraph._run_saving import RunSaving
 from flowcore.compat.langgraph._run_tasks import RunTasks
 from flowcore.compat.langgraph._runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
 from flowcore.compat.langgraph._savers_records import merged_metadata
-from flowcore.compat.langgraph._savers_shell import SaverShell
+from flowcore.compat.langgraph._savers_shell import SaverShell, custom_version_rule
 from flowcore.compat.langgraph._tracing import RunObserver, langsmith_tracing_on, observe
 from flowcore.compat.langgraph._types import Interrupt
 from flowcore.compat.langgraph._usage_langchain import langchain_usage
@@ -123,6 +123,8 @@ class Run(RunSaving, RunInput, RunTasks):
         self.saver: Any = (
             None if self.thread_id is None else lent_saver(config) or graph.checkpointer
         )
+        # The saver's own get_next_version, if it overrides flowcore's counting.
+        self.next_version: Any = None if self.saver is None else custom_version_rule(self.saver)
         # The UntrackedValue keys, whose writes are never stored (found at the first save).
         self._untracked: frozenset[str] | None = None
         # The messages DeltaChannel keys, whose writes get message ids (found at the first task).
@@ -270,7 +272,14 @@ class Run(RunSaving, RunInput, RunTasks):
     ) -> set[str]:
         """Fold the writes of a superstep into the channels, in task-path order."""
         updated, self.changed, self.top_version = fold_writes(
-            self.graph, self.channels, self.checkpoint, tasks, extra, self.live, self.top_version
+            self.graph,
+            self.channels,
+            self.checkpoint,
+            tasks,
+            extra,
+            self.live,
+            self.top_version,
+            self.next_version,
         )
         self.updated = updated
         return updated
@@ -391,7 +400,14 @@ class Run(RunSaving, RunInput, RunTasks):
             raise GraphInterrupt(tuple(interrupted))
         # apply_writes(), inlined: once per step.
         self.updated, self.changed, self.top_version = fold_writes(
-            self.graph, self.channels, self.checkpoint, self.tasks, (), self.live, self.top_version
+            self.graph,
+            self.channels,
+            self.checkpoint,
+            self.tasks,
+            (),
+            self.live,
+            self.top_version,
+            self.next_version,
         )
         self.pending = []
         self.calls.clear()

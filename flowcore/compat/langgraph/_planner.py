@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flowcore.compat.langgraph._channels import MISSING, Channel
@@ -373,6 +373,7 @@ def fold_writes(
     extra: Sequence[tuple[str, Any]],
     live: set[str],
     top_version: Any,
+    next_version: Callable[[Any], Any] | None = None,
 ) -> Folded:
     """Fold the writes of ``tasks`` (and ``extra``, after them) into ``channels``.
 
@@ -380,11 +381,12 @@ def fold_writes(
     by index), whatever order ``tasks`` is in, each channel's values going to
     its reducer together. Each task marks the versions of its triggers as
     seen and consumes them. Every channel that changes gets the same version,
-    one above ``top_version``. When there are tasks (a superstep, not an
-    input or update alone), one-step channels in ``live`` that nobody wrote
-    are cleared, and if no trigger holds a fresh value the deferred channels
-    finish. ``channels``, the checkpoint's version maps and ``live`` (the
-    one-step channels holding a value) are updated in place.
+    one above ``top_version`` (or the saver's own ``next_version`` of it).
+    When there are tasks (a superstep, not an input or update alone),
+    one-step channels in ``live`` that nobody wrote are cleared, and if no
+    trigger holds a fresh value the deferred channels finish. ``channels``,
+    the checkpoint's version maps and ``live`` (the one-step channels holding
+    a value) are updated in place.
 
     Example:
         >>> # fold_writes(graph, channels, checkpoint, tasks, (), live, 4)
@@ -401,7 +403,10 @@ def fold_writes(
         for chan in task.triggers:
             if chan in versions:
                 seen[chan] = versions[chan]
-    nxt = top_version + 1 if type(top_version) is int else _next_version(top_version)
+    if next_version is not None:
+        nxt = next_version(top_version)
+    else:
+        nxt = top_version + 1 if type(top_version) is int else _next_version(top_version)
     changed: set[str] = set()
     consumed = (
         ordered[0].triggers if len(ordered) == 1 else {c for t in ordered for c in t.triggers}

@@ -250,6 +250,17 @@ class InMemorySaver(SaverShellWithSyncMaintenance):
         """
         self.put_writes(config, writes, task_id, task_path)
 
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple`, through it, as LangGraph's in-memory saver does.
+
+        A subclass that overrides ``get_tuple`` alone (a test's faulty or
+        counting saver) is then called by async runs too.
+
+        Example:
+            >>> # saved = await saver.aget_tuple({"configurable": {"thread_id": "1"}})
+        """
+        return self.get_tuple(config)
+
     # ------------------------------------------------------------------ how operations run
 
     def _run_sync(self, op: Operation[T]) -> T:

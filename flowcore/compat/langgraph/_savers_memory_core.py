@@ -121,7 +121,7 @@ class SerdeCodec:
             raise
         except Exception as exc:
             where = f" ({path})" if path else ""
-            raise SerializationError(
+            raise _serde_failure(type(exc))(
                 f"the saver's serde {type(self.serde).__name__} cannot store this value{where}: "
                 f"{exc}",
                 path=path,
@@ -130,6 +130,28 @@ class SerdeCodec:
     def loads(self, data: Any) -> Any:
         """``serde.loads_typed(data)``."""
         return self.serde.loads_typed(data)
+
+
+_SERDE_FAILURES: dict[type[BaseException], type[SerializationError]] = {}
+
+
+def _serde_failure(kind: type[BaseException]) -> type[SerializationError]:
+    """A ``SerializationError`` that is also the serde's own built-in error type.
+
+    Code written for LangGraph catches what its serde raised (``ValueError``,
+    ``TypeError``...), flowcore code catches ``SerializationError``: the error
+    a run raises answers to both. A type that cannot be mixed in gets the plain one.
+    """
+    found = _SERDE_FAILURES.get(kind)
+    if found is None:
+        found = SerializationError
+        if kind.__module__ == "builtins" and not issubclass(SerializationError, kind):
+            try:
+                found = type(f"Serde{kind.__name__}", (SerializationError, kind), {})
+            except TypeError:  # an incompatible layout (e.g. OSError's fields)
+                found = SerializationError
+        _SERDE_FAILURES[kind] = found
+    return found
 
 
 class TypedView:

@@ -33,6 +33,7 @@ __all__ = [
     "SaverOperations",
     "SaverShell",
     "SaverShellWithSyncMaintenance",
+    "custom_version_rule",
 ]
 
 T = TypeVar("T")
@@ -376,3 +377,24 @@ class SaverShellWithSyncMaintenance(SaverShell):
             >>> # saver.prune(["1"], strategy="keep_latest")
         """
         self._run_sync(lambda core: core.prune(thread_ids, strategy=strategy))
+
+
+def custom_version_rule(saver: Any) -> Callable[[Any], Any] | None:
+    """The saver's own ``get_next_version``, when its class overrides flowcore's.
+
+    A run counts channel versions itself (plain ints) unless the saver brings
+    its own rule, as LangGraph lets a saver do: then every new version comes
+    from ``saver.get_next_version(current, None)``, and its errors end the run.
+
+    Example:
+        >>> custom_version_rule(SaverShell()) is None
+        True
+    """
+    method = getattr(type(saver), "get_next_version", None)
+    if method is None or method in _OWN_VERSION_RULES:
+        return None
+    bound = saver.get_next_version
+    return lambda current: bound(current, None)
+
+
+_OWN_VERSION_RULES = (BaseCheckpointSaver.get_next_version, SaverShell.get_next_version)
