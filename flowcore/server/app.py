@@ -66,7 +66,7 @@ def _install_handlers(app: FastAPI, redactor: Redactor) -> None:
 
     async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
         status = status_of(exc)
-        if status >= 500:
+        if not isinstance(exc, ApiError) and status >= 500:
             return await on_crash(request, exc)
         code = getattr(exc, "code", None) or _CODES.get(status, "error")
         problems = [safe(str(p)) for p in getattr(exc, "problems", ()) or ()]

@@ -75,10 +75,6 @@ class RateLimiter:
         hits.append(now)
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class BodyLimitMiddleware:
     """Answers 413 to any request whose body is over ``max_bytes``.
 
@@ -94,38 +90,47 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        declared: int | None = None
         for name, value in scope.get("headers", ()):
             if name == b"content-length":
                 try:
                     declared = int(value)
                 except ValueError:
                     declared = 0
-                if declared > self.max_bytes:
-                    await self._refuse(send)
-                    return
-        seen = 0
-        started = False
-
-        async def counting_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise _TooLarge
-            return message
-
-        async def watching_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, counting_receive, watching_send)
-        except _TooLarge:
-            if not started:
+        if declared is not None:
+            # The HTTP server stops a body at its Content-Length, so the header is the size.
+            if declared > self.max_bytes:
                 await self._refuse(send)
+                return
+            await self.app(scope, receive, send)
+            return
+        # No Content-Length (a chunked body): read it here, up to the cap, then hand the
+        # app the bytes read. A route never sees a body that is over the cap.
+        chunks: list[bytes] = []
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_bytes:
+                await self._refuse(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
     async def _refuse(self, send: Send) -> None:
         body = error_response_bytes(

@@ -12,11 +12,11 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from flowcore.llm.offline import OfflineProvider  # noqa: E402
-from flowcore.port.sse import parse_sse  # noqa: E402
-from flowcore.server import ServerSettings  # noqa: E402
-from flowcore.server.serve import open_server  # noqa: E402
-from tests.server.graphs import Gate, approval_graph, echo_graph, gated_graph  # noqa: E402
+from flowcore.llm.offline import OfflineProvider
+from flowcore.port.sse import parse_sse
+from flowcore.server import ServerSettings
+from flowcore.server.serve import open_server
+from tests.server.graphs import Gate, approval_graph, echo_graph, gated_graph
 
 
 @dataclass

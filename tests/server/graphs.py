@@ -1,4 +1,4 @@
-"""Small real graphs the server tests register: one that finishes, one that asks a human, one held open."""
+"""Small real graphs for the server tests: one that finishes, one that asks, one held open."""
 
 from __future__ import annotations
 

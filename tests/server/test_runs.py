@@ -24,7 +24,8 @@ async def test_a_registered_graph_runs_in_the_background_and_its_events_end_with
     assert detail["output"] == {"text": "hi", "upper": "HI", "length": 2}
     assert [n["node"] for n in detail["nodes"]] == ["upper", "length"]
     assert {n["status"] for n in detail["nodes"]} == {"completed"}
-    assert "flowchart" in detail["mermaid"] and "upper" in detail["mermaid"]
+    assert "flowchart" in detail["mermaid"]
+    assert "upper" in detail["mermaid"]
     events = parse_sse((await server.ada.get(f"/api/runs/{body['run_id']}/events")).text)
     assert [e.seq for e in events] == list(range(len(events)))
     assert events[0].type == "run_start"
@@ -61,9 +62,7 @@ async def test_a_saved_pipeline_runs_by_id_and_a_plan_runs_inline(server: Server
     plan = {
         "plan_id": "tiny_plan",
         "entry_step_id": "s1",
-        "steps": [
-            {"step_id": "s1", "block_id": "summarize", "inputs": {"text": "<<input.doc>>"}}
-        ],
+        "steps": [{"step_id": "s1", "block_id": "summarize", "inputs": {"text": "<<input.doc>>"}}],
     }
     started = await server.ada.post(
         "/api/runs", json={"target": {"plan": plan}, "input": {"doc": "p q r"}}
