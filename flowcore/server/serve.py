@@ -19,6 +19,8 @@ from flowcore.checkpoint.protocol import Checkpointer
 from flowcore.cli.workspace import CliError, open_workspace
 from flowcore.graph.builder import Graph
 from flowcore.llm.protocol import LLMProvider
+from flowcore.pipeline.model import Pipeline
+from flowcore.pipeline.plan import TaskPlan
 from flowcore.port.inproc import InProcExecutor
 from flowcore.secrets import NO_REDACTION, SecretRedactor
 from flowcore.server.db import ServerDatabase
@@ -28,18 +30,49 @@ from flowcore.tools.runner import Tool
 __all__ = ["load_graphs", "open_server", "serve"]
 
 
+# uvicorn's own formatters read a record's raw arguments, which flowcore's log redaction
+# has already folded into the (redacted) message; plain formatters print that message.
+LOG_CONFIG: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(levelname)s:     %(message)s"}},
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "stream": "ext://sys.stderr",
+        }
+    },
+    "loggers": {
+        "uvicorn": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+        "uvicorn.error": {"level": "INFO"},
+        "uvicorn.access": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+        "flowcore": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+    },
+}
+
+
+def _named(value: Any, name: str) -> str:
+    own = getattr(value, "name", None)
+    return own if isinstance(own, str) and own else name
+
+
 def _graphs_of(value: Any, name: str, checkpointer: Checkpointer) -> dict[str, Any]:
     if isinstance(value, Mapping):
         found: dict[str, Any] = {}
         for key, item in value.items():
             found.update(_graphs_of(item, str(key), checkpointer))
         return found
+    if isinstance(value, Pipeline):
+        return {value.id: value}
+    if isinstance(value, TaskPlan):
+        return {value.plan_id: value}
     if isinstance(value, Graph):
         # A graph builder: compiled here, on the database's checkpointer, so its runs
         # can pause, resume and survive a restart.
-        return {name: value.compile(checkpointer=checkpointer)}
+        return {_named(value, name): value.compile(checkpointer=checkpointer)}
     if hasattr(value, "run_stream") or hasattr(value, "stream"):
-        return {name: value}
+        return {_named(value, name): value}
     if callable(value):
         return _graphs_of(value(checkpointer=checkpointer), name, checkpointer)
     raise CliError(
@@ -73,10 +106,7 @@ def load_graphs(specs: Sequence[str], checkpointer: Checkpointer) -> dict[str, A
             raise CliError(f"--graphs {spec!r}: cannot import {module_name!r}: {exc}") from None
         if not hasattr(module, attr):
             raise CliError(f"--graphs {spec!r}: module {module_name!r} has no {attr!r}")
-        value = getattr(module, attr)
-        default = getattr(value, "name", None)
-        name = default if isinstance(default, str) and default else attr
-        graphs.update(_graphs_of(value, name, checkpointer))
+        graphs.update(_graphs_of(getattr(module, attr), attr, checkpointer))
     return graphs
 
 
@@ -144,6 +174,7 @@ async def serve(app: Any, settings: ServerSettings, *, announce: Callable[[str],
         host=settings.host,
         port=settings.port,
         log_level="info",
+        log_config=LOG_CONFIG,
         timeout_graceful_shutdown=int(settings.shutdown_grace) + 5,
         lifespan="on",
     )

@@ -73,6 +73,12 @@ def graceful_server(config: Any, stop_runs: Callable[[], Awaitable[None]]) -> An
             if self.stopping_task is None:
                 self.stopping_task = asyncio.get_running_loop().create_task(_run(stop_runs))
             super().handle_exit(sig, frame)
+            # uvicorn raises the signal again once it has stopped, which kills the process
+            # before `flowcore serve` closes its stores; the stop is handled, so forget it
+            # and let the command return (exit code 0).
+            captured = getattr(self, "_captured_signals", None)
+            if isinstance(captured, list) and sig in captured:
+                captured.remove(sig)
 
     return GracefulServer(config)
 

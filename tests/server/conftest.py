@@ -70,6 +70,7 @@ async def make_server(tmp_path: Path) -> AsyncIterator[MakeServer]:
     async with AsyncExitStack() as stack:
 
         async def make(**overrides: Any) -> Server:
+            redactor = overrides.pop("redactor", None)
             settings = ServerSettings(**overrides)
             gate = Gate()
             path = tmp_path / "flowcore.db"
@@ -80,6 +81,7 @@ async def make_server(tmp_path: Path) -> AsyncIterator[MakeServer]:
                     provider=OfflineProvider(),
                     graphs={},
                     recover=False,
+                    redactor=redactor,
                 )
             )
             checkpointer = app.state.services.runs.executor.runner.checkpointer
