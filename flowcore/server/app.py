@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -34,6 +34,7 @@ from flowcore.server.run_store import RunStore
 from flowcore.server.services import Services
 from flowcore.server.settings import ServerSettings
 from flowcore.server.shutdown import StoppingMiddleware
+from flowcore.server.strict import reject_unknown_query
 
 __all__ = ["create_app"]
 
@@ -186,6 +187,7 @@ def create_app(
             "Every /api route needs 'Authorization: Bearer <key>'."
         ),
         lifespan=lifespan,
+        dependencies=[Depends(reject_unknown_query)],
     )
     app.state.services = services
     _install_handlers(app, redactor)

@@ -15,15 +15,17 @@ from flowcore.server.models import BlockList, BlockSearch, BlockSource, Deleted,
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["blocks"], responses=error_responses(401, 413, 422, 429))
+router = APIRouter(tags=["blocks"], responses=error_responses(400, 401, 413, 422, 429))
 
 
 @router.get("/api/blocks", response_model=BlockList, summary="List or search blocks")
 async def list_blocks(
     key: Caller,
     request: Request,
-    q: str | None = Query(default=None, max_length=1000, description="Full-text search"),
-    category: str | None = Query(default=None, max_length=200),
+    q: str | None = Query(
+        default=None, min_length=1, max_length=1000, description="Full-text search"
+    ),
+    category: str | None = Query(default=None, min_length=1, max_length=200),
     limit: int = Query(default=50, ge=1, le=500),
 ) -> BlockList:
     """Latest versions by id; with ``q``, the best matches first."""

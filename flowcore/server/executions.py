@@ -11,15 +11,15 @@ from flowcore.server.views import execution_detail, execution_summary
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["executions"], responses=error_responses(401, 413, 422, 429))
+router = APIRouter(tags=["executions"], responses=error_responses(400, 401, 413, 422, 429))
 
 
 @router.get("/api/executions", response_model=ExecutionList, summary="The caller's executions")
 async def list_executions(
     key: Caller,
     request: Request,
-    pipeline_id: str | None = Query(default=None, max_length=200),
-    status: str | None = Query(default=None, max_length=50),
+    pipeline_id: str | None = Query(default=None, min_length=1, max_length=200),
+    status: str | None = Query(default=None, min_length=1, max_length=50),
     limit: int = Query(default=50, ge=1, le=500),
 ) -> ExecutionList:
     """Recorded runs of the caller, newest first, filtered by pipeline (or graph) and status."""

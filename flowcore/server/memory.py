@@ -12,7 +12,7 @@ from flowcore.server.models import MemoryItemView, MemoryView, error_responses
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["memory"], responses=error_responses(401, 404, 413, 422, 429))
+router = APIRouter(tags=["memory"], responses=error_responses(400, 401, 404, 413, 422, 429))
 
 
 @router.get("/api/memory/{user_id}", response_model=MemoryView, summary="A user's memory")

@@ -26,7 +26,7 @@ from flowcore.server.models import (
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["pipelines"], responses=error_responses(401, 413, 422, 429))
+router = APIRouter(tags=["pipelines"], responses=error_responses(400, 401, 413, 422, 429))
 
 _DOCUMENT = Body(description="A Pipeline document (docs/pipelines.md)")
 

@@ -37,7 +37,7 @@ from flowcore.server.views import run_detail, run_summary
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["runs"], responses=error_responses(401, 404, 413, 422, 429))
+router = APIRouter(tags=["runs"], responses=error_responses(400, 401, 404, 413, 422, 429))
 
 _RUN_ID = "The run's id, as POST /api/runs returned it"
 

@@ -15,7 +15,7 @@ from flowcore.server.models import ThinkerBody, error_responses
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["thinker"], responses=error_responses(401, 413, 422, 429, 501))
+router = APIRouter(tags=["thinker"], responses=error_responses(400, 401, 413, 422, 429, 501))
 
 
 def _missing(route: str, does: str) -> NotImplementedYetError:

@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,68 +21,9 @@ import pytest
 pytest.importorskip("uvicorn")
 
 from flowcore.secrets import SecretRedactor
+from tests.server.live import GUARD, ROOT, Served, cli
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-test-Zq8Nf3Lr9Wv2Kx7Pd4Hs6Tb1"
-GUARD = 60.0  # only reached when the spec fails
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-class Served:
-    """One ``flowcore serve`` process and everything it printed and answered."""
-
-    def __init__(self, db: Path, env: dict[str, str], log: Path, started: list[Served]) -> None:
-        self.port = _free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log = log.open("w")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "flowcore",
-                "serve",
-                "--db",
-                str(db),
-                "--port",
-                str(self.port),
-                "--graphs",
-                "tests.server.slow_graphs:build",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        started.append(self)
-        deadline = time.monotonic() + GUARD
-        while True:
-            assert self.proc.poll() is None, log.read_text()
-            try:
-                if httpx.get(self.base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not come up"
-            time.sleep(0.1)
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=GUARD)
-        self.log.close()
-        return code
-
-    def kill(self) -> None:
-        """Only for a failed spec: end the process (by its own handle) and close its log."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=GUARD)
-        self.log.close()
 
 
 @pytest.fixture
@@ -110,27 +47,14 @@ def env(tmp_path: Path) -> dict[str, str]:
     return environment
 
 
-def _cli(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "flowcore", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=GUARD,
-        check=True,
-    )
-    return done.stdout
-
-
 def test_sigterm_suspends_a_run_and_the_next_server_completes_it(
     tmp_path: Path, env: dict[str, str], servers: list[Served]
 ) -> None:
     db = tmp_path / "flowcore.db"
-    created = json.loads(_cli(env, "keys", "create", "--user", "ada", "--db", str(db), "--json"))
+    created = json.loads(cli(env, "keys", "create", "--user", "ada", "--db", str(db), "--json"))
     token = created["key"]
     assert "fc_" in token
-    listed = _cli(env, "keys", "list", "--db", str(db))
+    listed = cli(env, "keys", "list", "--db", str(db))
     assert created["key_id"] in listed
     assert token not in listed
     headers = {"Authorization": f"Bearer {token}"}
