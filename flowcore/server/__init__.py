@@ -12,15 +12,13 @@ Example:
 See docs/serve.md.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
+import typing
 
 from flowcore.server.db import ServerDatabase, ServerStoreError
 from flowcore.server.keys import ApiKey, ApiKeys, KeyNotFoundError
 from flowcore.server.settings import ServerSettings
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from flowcore.server.app import create_app
 
 __all__ = [
@@ -34,7 +32,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     # FastAPI is an optional extra: imported only when the app is built.
     if name == "create_app":
         from flowcore.server.app import create_app
