@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from flowcore.errors import ResumeError
 from flowcore.interrupts import Resume
 from flowcore.pipeline.runner import check_run_inputs
 from flowcore.port.events import AiEvent, json_safe
@@ -435,7 +436,12 @@ class RunManager:
                 continue
             try:
                 resolved = await self.resolve(row)
+                state = None
+                if row.thread_id is not None and resolved.checkpointed:
+                    with contextlib.suppress(ResumeError):  # no checkpoint yet: state None
+                        state = await resolved.state(self.executor.runner, row.thread_id)
             except Exception as exc:
+                # One run that cannot be read again must not keep the server from starting.
                 await self.store.update(
                     ended(row, "failed", error=f"the server restarted and cannot resume: {exc}")
                 )
@@ -451,19 +457,19 @@ class RunManager:
                 continue
             log = await self.store.events(row.run_id)
             resume: Any = UNSET
-            if row.resume is not None:
-                state = await resolved.state(self.executor.runner, row.thread_id)
-                if state is not None and state.waiting:
-                    interrupt_id = row.resume.get("interrupt_id")
-                    value = row.resume.get("value")
-                    resume = Resume(by_id={interrupt_id: value}) if interrupt_id else Resume(value)
+            # Stopped before its first checkpoint: start it again with its own input.
+            run_input = dict(row.input or {}) if state is None and row.resume is None else None
+            if row.resume is not None and state is not None and state.waiting:
+                interrupt_id = row.resume.get("interrupt_id")
+                value = row.resume.get("value")
+                resume = Resume(by_id={interrupt_id: value}) if interrupt_id else Resume(value)
             running = replace(row, status="running")
             await self.store.update(running)
             await self._launch(
                 row.user_id,
                 row.target,
                 resolved,
-                None,
+                run_input,
                 row.thread_id,
                 resume=resume,
                 continues=row.continues,
