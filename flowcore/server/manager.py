@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -34,6 +35,8 @@ from flowcore.server.run_store import RunRow, RunStore, ended
 from flowcore.server.targets import ResolvedTarget, resolve_target
 
 __all__ = ["LiveRun", "RunManager"]
+
+log = logging.getLogger("flowcore.server")
 
 
 @dataclass(slots=True)
@@ -359,11 +362,21 @@ class RunManager:
                 elif event.type == "run_start" and live.row.thread_id is None:
                     live.row = replace(live.row, thread_id=getattr(event, "thread_id", None))
                 elif event.type == "done":
-                    await self._end(live, await live.handle.final)
+                    try:
+                        await self._end(live, await live.handle.final)
+                    except Exception as exc:
+                        # The database refused the record: readers still get their done.
+                        log.error(
+                            "run %s ended but could not be recorded: %s",
+                            live.row.run_id,
+                            type(exc).__name__,
+                        )
+                        live.suspending = False
                     if live.suspending:
                         break  # resumes on restart: its stream has not ended
                     live.append(event)
-                    await self.store.save_events(live.row.run_id, live.log[-1:])
+                    with contextlib.suppress(Exception):  # logged above if the store is down
+                        await self.store.save_events(live.row.run_id, live.log[-1:])
                     continue
                 live.append(event)
         finally:
