@@ -43,6 +43,7 @@ PUBLIC_MODULES = [
     "flowcore.secrets",
     "flowcore.tracing",
     "flowcore.budgets",
+    "flowcore.server",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

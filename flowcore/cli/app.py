@@ -18,6 +18,7 @@ from typing import TextIO
 from flowcore.cli.commands import COMMANDS
 from flowcore.cli.redaction import redacted_output
 from flowcore.cli.render import one_line
+from flowcore.cli.server_commands import SERVER_COMMANDS
 from flowcore.cli.workspace import PROVIDERS, CliError, default_db_path
 from flowcore.errors import FlowcoreError
 from flowcore.secrets import SecretRedactor, scrub_error
@@ -151,6 +152,35 @@ def build_parser() -> argparse.ArgumentParser:
     r_show.add_argument("run_id", metavar="RUN_ID")
     for p in (r_list, r_show):
         _common(p)
+
+    serve = command("serve", "serve the HTTP API on the database (needs flowcore[server])")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    serve.add_argument("--port", type=int, default=8321, help="the TCP port (default 8321)")
+    serve.add_argument(
+        "--graphs",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="register graphs: a compiled graph, Graph builder, dict of them, or "
+        "build(checkpointer=...) (repeatable)",
+    )
+    serve.add_argument(
+        "--max-body-bytes", type=int, default=1024 * 1024, help="larger bodies get 413"
+    )
+    serve.add_argument(
+        "--rate-limit", type=int, default=600, help="requests per minute per API key (429 above)"
+    )
+    _model_options(serve)
+
+    keys = command("keys", "API keys of the HTTP server")
+    ksub = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    k_create = ksub.add_parser("create", help="make a key for a user (printed once)")
+    k_create.add_argument("--user", required=True, help="the user the key acts as")
+    k_list = ksub.add_parser("list", help="list keys (ids and users, never the keys)")
+    k_revoke = ksub.add_parser("revoke", help="revoke a key by its id")
+    k_revoke.add_argument("key_id", metavar="KEY_ID")
+    for p in (k_create, k_list, k_revoke):
+        _common(p)
     return parser
 
 
@@ -179,7 +209,8 @@ def main(
         args.redactor = redactor
         try:
             _check_text_arguments(args)
-            return asyncio.run(COMMANDS[args.command](args, out))
+            command = COMMANDS.get(args.command) or SERVER_COMMANDS[args.command]
+            return asyncio.run(command(args, out))
         except FlowcoreError as exc:
             err.write(_error_lines(exc))
             return EXIT_USAGE

@@ -405,13 +405,17 @@ class InProcExecutor:
         """
         self.graphs[name] = target
 
-    def run(self, request: RunRequest) -> InProcRunHandle:
+    def run(self, request: RunRequest, *, run_id: str | None = None) -> InProcRunHandle:
         """Start the run ``request`` describes; returns its handle at once.
+
+        ``run_id`` names the run (default: a new random id); a server that
+        keeps its own record of runs passes its id, so events, history and
+        its record share one id, also when it continues a run after a restart.
 
         Example:
             >>> # handle = executor.run(RunRequest("chat", {"q": "hi"}, Caller("req-1", "tr-1")))
         """
-        handle = InProcRunHandle(self, request, uuid.uuid4().hex)
+        handle = InProcRunHandle(self, request, run_id or uuid.uuid4().hex)
         self._live.add(handle)  # a strong reference until the run ends (see _forget)
         return handle
 
