@@ -479,7 +479,7 @@ class SqliteCheckpointer:
         """
         self._require_open()
         # Serialize before queueing: an unstorable value fails before any lock is taken.
-        rows = [self._row(item) for item in items]
+        rows = self._rows(items)
         if not rows:
             return
         checkpoints = [row for row in rows if "record" in row]
@@ -513,15 +513,30 @@ class SqliteCheckpointer:
 
         await self._write(insert_checked)
 
-    def _row(self, item: StoreItem) -> dict[str, Any]:
+    def _rows(self, items: Sequence[StoreItem]) -> list[dict[str, Any]]:
+        """The rows of ``items``, their records encoded in one call if the serializer can.
+
+        A serializer with ``dumps_many`` (the compat savers' one) encodes the
+        batch's records together, so an object held by several of them (a chat
+        message in a task's write and in the checkpoint after it) is looked at
+        once; no code runs between the records' encodings that could change it.
+        """
+        dumps_many = getattr(self._serde, "dumps_many", None)
+        if dumps_many is None or len(items) < 2:
+            return [self._row(item) for item in items]
+        blobs = dumps_many([_to_encode(item) for item in items])
+        return [self._row(item, blob) for item, blob in zip(items, blobs, strict=True)]
+
+    def _row(self, item: StoreItem, blob: bytes | None = None) -> dict[str, Any]:
+        if blob is None:
+            value, path = _to_encode(item)
+            blob = self._serde.dumps(value, path=path)
         if isinstance(item, WriteAt):
-            write = item.write
-            payload = self._serde.dumps(dict(write.payload), path=f"write of node {write.node!r}")
             return {
                 "thread_id": item.thread_id,
                 "checkpoint_id": item.checkpoint_id,
-                "node": write.node,
-                "payload": payload,
+                "node": item.write.node,
+                "payload": blob,
             }
         return {
             "thread_id": item.thread_id,
@@ -530,7 +545,7 @@ class SqliteCheckpointer:
             "step": item.step,
             "created_at": item.created_at,
             "is_snapshot": int(item.snapshot is not None),
-            "record": self._serde.dumps(checkpoint_to_record(item), path="checkpoint"),
+            "record": blob,
         }
 
     async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
@@ -814,6 +829,14 @@ _TAKE_LEASE = (
     "expires_at = excluded.expires_at "
     "WHERE thread_leases.holder = excluded.holder OR thread_leases.expires_at <= :now"
 )
+
+
+def _to_encode(item: StoreItem) -> tuple[Any, str]:
+    """What of ``item`` a store row holds encoded, and the path errors name it by."""
+    if isinstance(item, WriteAt):
+        write = item.write
+        return dict(write.payload), f"write of node {write.node!r}"
+    return checkpoint_to_record(item), "checkpoint"
 
 
 def _writes_before_their_checkpoint(rows: Sequence[dict[str, Any]]) -> bool:

@@ -261,7 +261,17 @@ async def test_a_run_stores_the_records_the_plain_serializer_would(
         checked.append(len(data))
         return data
 
+    original_many = ReusingSerializer.dumps_many
+
+    def compared_many(self: ReusingSerializer, values: list[tuple[Any, str]]) -> list[bytes]:
+        data = original_many(self, values)
+        for (value, path), blob in zip(values, data, strict=True):
+            assert blob == PLAIN.dumps(value, path=path)
+            checked.append(len(blob))
+        return data
+
     monkeypatch.setattr(ReusingSerializer, "dumps", compared)
+    monkeypatch.setattr(ReusingSerializer, "dumps_many", compared_many)
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "lg.db")) as saver:
         graph = chat_graph(20, saver)
         await graph.ainvoke({"i": 0, "messages": []}, {"configurable": {"thread_id": "t"}})

@@ -21,24 +21,35 @@ flowcore's own message classes are reused, whose pydantic dump is a
 function of those dicts (no custom serializers); anything else is encoded
 as usual.
 
-How bytes are spliced: each message under a record's ``"writes"`` is
-replaced by a placeholder string holding a random token, the record is
-encoded by the wrapped serializer, and each placeholder's JSON string is
-swapped for the message's bytes. The token is drawn per serializer and
-never stored; if the encoded record holds it anywhere else (a value that
-happens to contain it), the record is encoded plainly instead. A message
-is encoded as if it sat :data:`SPLICE_DEPTH` containers deep, and reused
-only that deep or shallower, so the serializer's nesting limit refuses
-exactly what it refused before.
+How bytes are spliced: a record that is plain JSON apart from reusable
+messages is walked once by the plain serializer's check (which asks about
+each message) and handed to the C JSON encoder as it is; the encoder's
+``default`` hook, called only for objects that are not JSON types, writes
+a placeholder string holding a random token for each message, and each
+placeholder is then swapped for the message's bytes. Any other record has
+the messages under its ``"writes"`` replaced by placeholders in a copy,
+which the wrapped serializer encodes (tagging what needs tags). The token
+is drawn per serializer and never stored; if the encoded record holds it
+anywhere else (a value that happens to contain it), the record is encoded
+plainly instead. A message is encoded as if it sat :data:`SPLICE_DEPTH`
+containers deep, and reused only that deep or shallower, so the
+serializer's nesting limit refuses exactly what it refused before.
+
+A store that encodes a batch of records in one go calls
+:meth:`ReusingSerializer.dumps_many`: within that one call nothing can
+change a message between two records, so a message object met again has
+the bytes found the first time without its content being read again.
 """
 
 from __future__ import annotations
 
 import marshal
 import secrets
+from collections.abc import Sequence
 from typing import Any
 
 from flowcore.checkpoint import JsonSerializer, Serializer
+from flowcore.checkpoint.plain_json import encoder_with, is_plain_json_or, to_json
 from flowcore.compat.langgraph import _messages
 from flowcore.compat.langgraph._messages import BaseMessage
 
@@ -116,8 +127,11 @@ class ReusingSerializer:
     def __init__(self, inner: JsonSerializer, *, max_bytes: int = MAX_REUSED_BYTES) -> None:
         self.inner = inner
         self._max = max_bytes
-        # A private-use character first: no identifier or text in practice starts so.
-        self._token = f"\ue000fc-splice-{secrets.token_hex(16)}:"
+        # Random, so no stored text holds it in practice (and if one does, the count of
+        # placeholders found is off and the record is encoded plainly). ASCII: a
+        # character outside Latin-1 would make the C encoder build the whole record
+        # as wider text, which costs more than the rest of the splice.
+        self._token = f"fc-splice-{secrets.token_hex(16)}:"
         self._quoted = b'"' + self._token.encode()
         self._fragments: dict[tuple[type, bytes], bytes] = {}
         self._kept = 0
@@ -125,14 +139,42 @@ class ReusingSerializer:
         self._heads: dict[type, bytes] = {}
 
     def dumps(self, value: Any, *, path: str = "") -> bytes:
-        """Encode ``value`` as ``inner`` does, reusing the bytes of messages under ``"writes"``.
+        """Encode ``value`` as ``inner`` does, reusing the bytes of the messages in it.
 
         Example:
             >>> ReusingSerializer(JsonSerializer()).dumps({"writes": []})
             b'{"writes":[]}'
         """
+        return self._dumps(value, path, None)
+
+    def dumps_many(self, values: Sequence[tuple[Any, str]]) -> list[bytes]:
+        """:meth:`dumps` of each ``(value, path)``, looking at each message object once.
+
+        A store that encodes a batch of records in one go (SQLite's
+        ``put_many``) calls this: nothing runs between the records' encodings
+        that could change a message, so a message object met again in a later
+        record (a task's write, then the checkpoint's tail, then a whole copy
+        of the list) has the bytes found the first time, without its content
+        being read again. Each call starts afresh.
+
+        Example:
+            >>> from flowcore.compat.langgraph import AIMessage
+            >>> s, m = ReusingSerializer(JsonSerializer()), AIMessage("hi", id="1")
+            >>> rows = [({"writes": [{"value": [m]}]}, "w"), ({"tail": [m]}, "c")]
+            >>> s.dumps_many(rows) == [JsonSerializer().dumps(row) for row, _ in rows]
+            True
+        """
+        seen: dict[int, tuple[Any, bytes | None]] = {}
+        return [self._dumps(value, path, seen) for value, path in values]
+
+    def _dumps(
+        self, value: Any, path: str, seen: dict[int, tuple[Any, bytes | None]] | None
+    ) -> bytes:
         # A redactor set on the serializer since must scrub messages too: no reuse then.
         if type(value) is dict and self.inner.redactor is None:
+            encoded = self._in_one_pass(value, seen)
+            if encoded is not None:
+                return encoded
             writes = value.get(_WRITES)
             if type(writes) is list and writes:
                 fragments: list[bytes] = []
@@ -160,6 +202,82 @@ class ReusingSerializer:
         """
         self._fragments.clear()
         self._kept = 0
+
+    # ------------------------------------------------------------------ the one-pass path
+
+    def _in_one_pass(
+        self, value: dict[str, Any], seen: dict[int, tuple[Any, bytes | None]] | None
+    ) -> bytes | None:
+        """``value`` encoded in one walk and one C encoder pass; None: take the other path.
+
+        The record is walked once, as the plain serializer's check walks it
+        (:func:`~flowcore.checkpoint.plain_json.is_plain_json_or`), and each
+        reusable message found no deeper than :data:`SPLICE_DEPTH` has its bytes
+        looked up on the way. If everything else is plain JSON, the record goes
+        to the C encoder as it is, whose ``default`` hook (called only for
+        objects that are not JSON types: here the messages) writes a placeholder
+        for each; the placeholders are then swapped for the bytes. No copy of the
+        record is made. Anything else (a tuple, a date, an unknown message, a
+        lone surrogate, a huge int, a NaN) answers None, and the record takes
+        the path that copies it with placeholders, or the plain serializer,
+        which writes or refuses it exactly as before. ``seen``: the bytes of
+        the message objects met earlier in the same :meth:`dumps_many` call.
+        """
+        found: dict[int, bytes] = {}
+        fragment_of = self._fragment
+
+        def reusable(obj: Any, depth: int) -> bool:
+            if depth > SPLICE_DEPTH or type(obj) not in _REUSED:
+                return False
+            if seen is None:
+                fragment = fragment_of(obj)
+            else:
+                met = seen.get(id(obj))
+                if met is not None and met[0] is obj:
+                    fragment = met[1]
+                else:
+                    fragment = fragment_of(obj)
+                    seen[id(obj)] = (obj, fragment)
+            if fragment is None:
+                return False
+            found[id(obj)] = fragment
+            return True
+
+        if not is_plain_json_or(value, 0, reusable):
+            return None
+        if not found:
+            try:
+                return to_json(value).encode()
+            except ValueError:  # an int too long to write, or a lone surrogate
+                return None
+        token = self._token
+        placed: list[int] = []
+
+        def placeholder(obj: Any) -> str:
+            key = id(obj)
+            if key not in found:  # cannot happen after the walk; refuse rather than guess
+                raise TypeError(f"unexpected {type(obj).__name__}")
+            placed.append(key)
+            return f"{token}{key}"
+
+        encode = encoder_with(placeholder)
+        if encode is None:
+            return None
+        try:
+            encoded = encode(value).encode()
+        except (TypeError, ValueError):
+            return None
+        pieces = encoded.split(self._quoted)
+        if len(pieces) != len(placed) + 1:
+            return None  # the token also sits in some value or key: encode plainly
+        out = [pieces[0]]
+        for key, piece in zip(placed, pieces[1:], strict=True):
+            end = piece.find(b'"')
+            if piece[:end] != str(key).encode():
+                return None
+            out.append(found[key])
+            out.append(piece[end + 1 :])
+        return b"".join(out)
 
     # ------------------------------------------------------------------ placing messages
 
