@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flowcore.checkpoint.protocol import Checkpoint
+from flowcore.checkpoint.protocol import Checkpoint, StoreItem, WriteAt
 
-__all__ = ["checkpoint_from_record", "checkpoint_to_record"]
+__all__ = ["checkpoint_from_record", "checkpoint_to_record", "item_to_record"]
 
 
 def checkpoint_to_record(cp: Checkpoint) -> dict[str, object]:
@@ -23,6 +23,20 @@ def checkpoint_to_record(cp: Checkpoint) -> dict[str, object]:
         "cursor": None if cp.cursor is None else _plain(cp.cursor),
         "metadata": _plain(cp.metadata),
     }
+
+
+def item_to_record(item: StoreItem) -> tuple[dict[str, Any], str]:
+    """What a store encodes of a checkpoint or a node's write, and the path errors name it by.
+
+    Example:
+        >>> from flowcore.checkpoint import PendingWrite
+        >>> item_to_record(WriteAt("t", "c1", PendingWrite("search", {"hits": 3})))
+        ({'hits': 3}, "write of node 'search'")
+    """
+    if isinstance(item, WriteAt):
+        write = item.write
+        return dict(write.payload), f"write of node {write.node!r}"
+    return checkpoint_to_record(item), "checkpoint"
 
 
 def _plain(mapping: Mapping[str, Any]) -> dict[str, Any]:

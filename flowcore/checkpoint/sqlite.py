@@ -61,7 +61,11 @@ from flowcore.checkpoint.protocol import (
     ThreadLease,
     WriteAt,
 )
-from flowcore.checkpoint.records import checkpoint_from_record, checkpoint_to_record
+from flowcore.checkpoint.records import (
+    checkpoint_from_record,
+    checkpoint_to_record,
+    item_to_record,
+)
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
 from flowcore.errors import (
     CheckpointError,
@@ -514,22 +518,17 @@ class SqliteCheckpointer:
         await self._write(insert_checked)
 
     def _rows(self, items: Sequence[StoreItem]) -> list[dict[str, Any]]:
-        """The rows of ``items``, their records encoded in one call if the serializer can.
-
-        A serializer with ``dumps_many`` (the compat savers' one) encodes the
-        batch's records together, so an object held by several of them (a chat
-        message in a task's write and in the checkpoint after it) is looked at
-        once; no code runs between the records' encodings that could change it.
-        """
+        """The rows of ``items``; a serializer with ``dumps_many`` encodes them in one call,
+        so an object several records hold (a chat message) can be looked at once."""
         dumps_many = getattr(self._serde, "dumps_many", None)
         if dumps_many is None or len(items) < 2:
             return [self._row(item) for item in items]
-        blobs = dumps_many([_to_encode(item) for item in items])
+        blobs = dumps_many([item_to_record(item) for item in items])
         return [self._row(item, blob) for item, blob in zip(items, blobs, strict=True)]
 
     def _row(self, item: StoreItem, blob: bytes | None = None) -> dict[str, Any]:
         if blob is None:
-            value, path = _to_encode(item)
+            value, path = item_to_record(item)
             blob = self._serde.dumps(value, path=path)
         if isinstance(item, WriteAt):
             return {
@@ -829,14 +828,6 @@ _TAKE_LEASE = (
     "expires_at = excluded.expires_at "
     "WHERE thread_leases.holder = excluded.holder OR thread_leases.expires_at <= :now"
 )
-
-
-def _to_encode(item: StoreItem) -> tuple[Any, str]:
-    """What of ``item`` a store row holds encoded, and the path errors name it by."""
-    if isinstance(item, WriteAt):
-        write = item.write
-        return dict(write.payload), f"write of node {write.node!r}"
-    return checkpoint_to_record(item), "checkpoint"
 
 
 def _writes_before_their_checkpoint(rows: Sequence[dict[str, Any]]) -> bool:
