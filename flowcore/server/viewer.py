@@ -10,7 +10,9 @@ inline script, no plugins, no framing.
 
 ``GET /api/runs/{run_id}/graph`` gives the run's graph as nodes and edges
 (plus the Mermaid text) so the page can lay it out and colour each node by
-its status as the run's events arrive. See docs/viewer.md.
+its status as the run's events arrive; ``GET /api/runs/{run_id}/nodes``
+gives what each node read and wrote, from the thread's checkpoints, while
+the run goes on. See docs/viewer.md.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from flowcore.server.auth import Caller, services_of
 from flowcore.server.errors import NotFoundError
 from flowcore.server.graph_view import RunGraph, graph_data
 from flowcore.server.models import error_responses
+from flowcore.server.node_io import RunNodeIO, thread_node_io
 
 __all__ = ["CONTENT_SECURITY_POLICY", "router"]
 
@@ -57,8 +60,9 @@ _TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
 }
-_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,40}\.(?:js|css)$")
+_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,40}\.(?:js|css|svg)$")
 _cache: dict[str, bytes] = {}
 
 
@@ -123,3 +127,26 @@ async def run_graph(run_id: str, key: Caller, request: Request) -> RunGraph:
     return RunGraph(
         run_id=row.run_id, target=row.target_name, nodes=nodes, edges=edges, mermaid=mermaid
     )
+
+
+@router.get(
+    "/api/runs/{run_id}/nodes",
+    response_model=RunNodeIO,
+    tags=["runs"],
+    summary="Each node's inputs and outputs on the run's thread",
+)
+async def run_node_io(run_id: str, key: Caller, request: Request) -> RunNodeIO:
+    """The state each node read and the update it wrote, from the thread's checkpoints.
+
+    Available while the run goes on; empty for a run without a thread or checkpoints.
+    """
+    services = services_of(request)
+    manager = services.runs
+    row = await manager.get(key.user_id, run_id)
+    try:
+        resolved = await manager.resolve(row)
+        graph = await resolved.compiled(manager.executor.runner)
+    except Exception:  # the graph is gone: nothing to read the thread with
+        graph = None
+    nodes = await thread_node_io(graph, row.thread_id, services.redactor)
+    return RunNodeIO(run_id=row.run_id, thread_id=row.thread_id, nodes=nodes)

@@ -170,6 +170,7 @@ export function drawGraph(container, nodes, edges, onSelect) {
         if (event.key === "Enter" || event.key === " ") onSelect(node.id);
       });
     }
+    root.append(group);
     boxes.set(node.id, { group, title, label: node.label });
   }
   container.append(root);

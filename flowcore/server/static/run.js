@@ -87,6 +87,9 @@ export function showRun(main, runId) {
     detail: null,
     chart: null,
     selected: null,
+    io: new Map(), // node -> {inputs, outputs} from the thread's checkpoints
+    ioStale: true,
+    ioPending: null,
   };
 
   function setStatus(node, status) {
@@ -98,24 +101,54 @@ export function showRun(main, runId) {
     if (state.selected === node) showNode(node);
   }
 
-  function showNode(node) {
-    state.selected = node;
-    state.chart?.select(node);
+  // Inputs and outputs read from the thread's checkpoints (GET .../nodes), fetched when a
+  // node is shown and again after the run's events say a node has written something.
+  function readIO() {
+    if (!state.ioPending) {
+      state.ioStale = false;
+      state.ioPending = api(`/api/runs/${encodeURIComponent(runId)}/nodes`)
+        .then((data) => {
+          state.io = new Map(data.nodes.map((n) => [n.node, n]));
+        })
+        .catch(() => {}) // the detail panel still shows what the run detail has
+        .finally(() => {
+          state.ioPending = null;
+        });
+    }
+    return state.ioPending;
+  }
+
+  function renderNode(node) {
     const record = state.nodes.get(node) || { node, status: "pending" };
+    const io = state.io.get(node) || {};
     const seen = state.streamed.get(node) || { input: 0, output: 0 };
     const input = Math.max(record.input_tokens || 0, seen.input);
     const output = Math.max(record.output_tokens || 0, seen.output);
-    clear(page.detail).append(
+    const inputs = record.inputs ?? io.inputs;
+    const outputs = record.outputs ?? io.outputs;
+    const parts = [
       el("h3", {}, "Node ", el("code", { id: "node-name", text: node })),
       el("p", {}, "Status: ", el("span", { id: "node-status", class: "badge", "data-status": record.status || "pending", text: record.status || "pending" })),
       el("p", {}, "Tokens: ", el("span", { id: "node-tokens", text: tokens(input, output) })),
       el("h4", { text: "Inputs" }),
-      el("pre", { id: "node-inputs", text: pretty(record.inputs) }),
+      el("pre", { id: "node-inputs", text: pretty(inputs) }),
       el("h4", { text: "Outputs" }),
-      el("pre", { id: "node-outputs", text: pretty(record.outputs) }),
+      el("pre", { id: "node-outputs", text: pretty(outputs) }),
       record.error ? el("h4", { text: "Error" }) : null,
       record.error ? el("pre", { id: "node-error", class: "error", text: record.error }) : null,
-    );
+    ];
+    clear(page.detail).append(...parts.filter(Boolean));
+  }
+
+  function showNode(node) {
+    state.selected = node;
+    state.chart?.select(node);
+    renderNode(node);
+    if (state.ioStale || !state.io.has(node)) {
+      readIO().then(() => {
+        if (state.selected === node && !abort.signal.aborted) renderNode(node);
+      });
+    }
   }
 
   function showTotals() {
@@ -153,7 +186,8 @@ export function showRun(main, runId) {
     const parts = [];
     if (detail.error) parts.push(el("h3", { text: "Error" }), el("pre", { id: "result-error", class: "error", text: detail.error }));
     if (detail.output !== null && detail.output !== undefined) {
-      parts.push(el("h3", { text: "Output" }), el("pre", { id: "result-output", text: pretty(detail.output) }));
+      const title = detail.status === "completed" ? "Output" : "State so far";
+      parts.push(el("h3", { text: title }), el("pre", { id: "result-output", text: pretty(detail.output) }));
     }
     clear(page.result).append(...parts);
     page.result.hidden = parts.length === 0;
@@ -222,6 +256,7 @@ export function showRun(main, runId) {
     if (event.namespace && event.namespace.length) return; // a subgraph's own nodes
     if (event.type === "run_start") setStatus("__start__", "done");
     const status = FROM_EVENT[event.type];
+    if (["node_end", "node_error", "interrupt", "done"].includes(event.type)) state.ioStale = true;
     if (status && event.node) setStatus(event.node, status);
     if (event.type === "node_error" && event.node) {
       const record = state.nodes.get(event.node) || { node: event.node };
