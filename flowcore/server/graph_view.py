@@ -114,7 +114,7 @@ def _native(graph: CompiledGraph) -> tuple[list[GraphNode], list[GraphEdge]]:
 
 
 def _drawn(drawing: Any) -> tuple[list[GraphNode], list[GraphEdge]]:
-    """A LangGraph-style ``get_graph()`` drawing: ``nodes`` by id, ``edges`` with ``conditional``."""
+    """A LangGraph-style ``get_graph()`` drawing: ``nodes`` by id, ``edges`` (``conditional``)."""
     nodes: list[GraphNode] = []
     for node_id in getattr(drawing, "nodes", {}) or {}:
         name = str(node_id)

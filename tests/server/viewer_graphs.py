@@ -22,7 +22,9 @@ from flowcore.llm.offline import OfflineProvider
 from flowcore.llm.types import LLMRequest, Message
 from flowcore.scheduler.context import NodeContext
 
-PAYLOAD = "<img src=x onerror=\"window.__xss=1;document.title='pwned'\"><script>window.__xss=2</script>"
+PAYLOAD = (
+    "<img src=x onerror=\"window.__xss=1;document.title='pwned'\"><script>window.__xss=2</script>"
+)
 
 
 class ReviewState(TypedDict, total=False):
@@ -44,7 +46,8 @@ async def research(state: ReviewState, ctx: NodeContext) -> dict[str, Any]:
 async def outline(state: ReviewState) -> dict[str, Any]:
     gate = os.environ.get("FLOWCORE_VIEWER_GATE")
     # Held open until the spec has seen this node running (the spec creates the file).
-    while gate and not await asyncio.to_thread(Path(gate).exists):
+    # The spec is another process, so a file is the signal an asyncio.Event cannot be.
+    while gate and not await asyncio.to_thread(Path(gate).exists):  # noqa: ASYNC110
         await asyncio.sleep(0.05)
     return {"outline": f"1. {state.get('notes', '')}"}
 
