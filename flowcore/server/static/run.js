@@ -25,6 +25,7 @@ const FROM_EVENT = {
 };
 const ENDED = new Set(["completed", "failed", "cancelled", "interrupted"]);
 const MAX_CHAIN = 20;
+const RETRY_MS = 2000;
 
 // The runs this one continues (oldest first): their node states show on the graph.
 async function predecessors(detail) {
@@ -280,13 +281,20 @@ export function showRun(main, runId) {
   }
 
   async function follow() {
+    // The stream replays the run from its first event: count its tokens afresh each time.
+    state.streamed = new Map();
+    state.totals = { input: 0, output: 0 };
     try {
       await streamEvents(`/api/runs/${encodeURIComponent(runId)}/events`, onEvent, abort.signal);
+      page.problem.textContent = "";
     } catch (error) {
       if (abort.signal.aborted) return;
-      page.problem.textContent = `The live view stopped: ${error.message}`;
+      page.problem.textContent = `The live view stopped (${error.message}); retrying.`;
     }
-    if (!abort.signal.aborted) await refresh(); // outputs and questions are in the run's record
+    if (abort.signal.aborted) return;
+    const detail = await refresh(); // outputs and questions are in the run's record
+    // A stream that ended before the run did (the server restarted): follow it again.
+    if (!ENDED.has(detail.status) && !abort.signal.aborted) setTimeout(() => follow().catch(() => {}), RETRY_MS);
   }
 
   async function load() {

@@ -54,7 +54,10 @@ function row(run) {
     el("td", {}, el("span", { class: "badge", "data-status": run.status, text: run.status })),
     el("td", { text: when(run.started_at) }),
     el("td", { text: tokens(run.input_tokens, run.output_tokens) }),
-    el("td", { text: run.continues ? `continues ${run.continues.slice(0, 8)}` : "" }));
+    el("td", { text: [
+      run.continues ? `continues ${run.continues.slice(0, 8)}` : "",
+      run.continued_by ? `answered, continued by ${run.continued_by.slice(0, 8)}` : "",
+    ].filter(Boolean).join(" · ") }));
 }
 
 /** Show the run list in main; returns a function that stops refreshing it. */
