@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 pytest.importorskip("uvicorn")
@@ -42,7 +43,7 @@ def _missing(reason: str) -> None:
 def _chromium() -> str | None:
     named = os.environ.get("FLOWCORE_CHROMIUM")
     if named:
-        return named
+        return named if os.access(named, os.X_OK) else None
     for name in ("chromium", "chromium-browser"):
         found = shutil.which(name)
         if found:
@@ -59,7 +60,9 @@ def browser() -> Iterator[Any]:
         _missing("playwright is not installed (pip install 'flowcore[browser]')")
     executable = _chromium()
     if executable is None:
-        _missing("no Chromium on PATH (apt-get install chromium, or set FLOWCORE_CHROMIUM)")
+        _missing(
+            "no Chromium on PATH, or FLOWCORE_CHROMIUM is not executable (apt-get install chromium)"
+        )
     # Chromium's own sandbox cannot start as root (CI containers): only then go without it.
     args = ["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
     with sync_playwright() as playwright:
@@ -190,6 +193,14 @@ def test_watch_a_run_answer_its_interrupt_and_see_it_complete(
     page.click("#nav-runs")
     page.wait_for_selector(f'#runs-body tr[data-run="{first}"][data-status="interrupted"]')
     page.wait_for_selector('#runs-body tr[data-status="completed"]')
+    # A run started elsewhere (here through the API) appears without reloading the page.
+    started = httpx.post(
+        server.base + "/api/runs",
+        json={"target": {"graph": "untrusted"}},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert started.status_code == 201, started.text
+    page.wait_for_selector(f'#runs-body tr[data-run="{started.json()["run_id"]}"]')
     _shot(page, "runs")
 
     # The block registry: everything, then a search.
