@@ -27,7 +27,12 @@ END_ID = "__end__"
 
 
 class GraphNode(BaseModel):
-    """One box of the drawing: ``kind`` is ``start``, ``end`` or ``node``."""
+    """One box of the drawing: ``kind`` is ``start``, ``end`` or ``node``.
+
+    Example:
+        >>> GraphNode(id="__start__", label="START", kind="start").label
+        'START'
+    """
 
     id: str
     label: str
@@ -35,7 +40,12 @@ class GraphNode(BaseModel):
 
 
 class GraphEdge(BaseModel):
-    """One arrow: from ``source`` to ``target`` (node ids), how it is taken, its label."""
+    """One arrow: from ``source`` to ``target`` (node ids), how it is taken, its label.
+
+    Example:
+        >>> GraphEdge(source="check", target="retry", kind="route", label="again").kind
+        'route'
+    """
 
     source: str
     target: str
@@ -45,7 +55,12 @@ class GraphEdge(BaseModel):
 
 
 class RunGraph(BaseModel):
-    """``GET /api/runs/{run_id}/graph``: the run's graph as nodes and edges, and as Mermaid."""
+    """``GET /api/runs/{run_id}/graph``: the run's graph as nodes and edges, and as Mermaid.
+
+    Example:
+        >>> RunGraph(run_id="r1", target="review").nodes
+        []
+    """
 
     run_id: str
     target: str

@@ -27,7 +27,12 @@ HISTORY_LIMIT = 500
 
 
 class NodeIO(BaseModel):
-    """One node's latest run on the thread: the state it read and the update it wrote."""
+    """One node's latest run on the thread: the state it read and the update it wrote.
+
+    Example:
+        >>> NodeIO(node="draft", step=1, status="completed", outputs={"draft": "Hi"}).outputs
+        {'draft': 'Hi'}
+    """
 
     node: str
     step: int
@@ -37,7 +42,12 @@ class NodeIO(BaseModel):
 
 
 class RunNodeIO(BaseModel):
-    """``GET /api/runs/{run_id}/nodes``: each node's inputs and outputs on the run's thread."""
+    """``GET /api/runs/{run_id}/nodes``: each node's inputs and outputs on the run's thread.
+
+    Example:
+        >>> RunNodeIO(run_id="r1", thread_id=None).nodes
+        []
+    """
 
     run_id: str
     thread_id: str | None
