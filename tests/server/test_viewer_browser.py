@@ -266,3 +266,32 @@ def test_the_page_refuses_inline_script_and_foreign_origins(
     page.wait_for_function("() => window.__violated !== undefined")
     assert page.evaluate("window.__violated") == "script-src-elem"
     assert page.evaluate("window.__inline") is None
+
+
+def test_the_layout_puts_each_node_below_what_leads_to_it(
+    browser: Any, served: tuple[Served, str, Path]
+) -> None:
+    """The page's own layered layout (graph.js), run in the browser on joins, a router and loops."""
+    server, _, _ = served
+    page = browser.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(server.base + "/ui")
+    layers = page.evaluate(
+        """async () => {
+            const { layout } = await import("/ui/static/graph.js");
+            const node = (id) => ({ id, label: id, kind: "node" });
+            const edge = (source, target, loop = false) => ({ source, target, kind: "edge", loop });
+            const joined = layout(
+              ["__start__", "a", "b", "c", "check", "__end__"].map(node),
+              [edge("__start__", "a"), edge("__start__", "b"), edge("a", "c"), edge("b", "c"),
+               edge("c", "check"), edge("check", "c", true), edge("check", "__end__")],
+            );
+            // A drawing whose cycle is not marked as a loop still gets a layout.
+            const unmarked = layout(["x", "y"].map(node), [edge("x", "y"), edge("y", "x")]);
+            const layer = (drawn) =>
+              Object.fromEntries(Object.entries(drawn.at).map(([id, p]) => [id, p.layer]));
+            return { joined: layer(joined), unmarked: layer(unmarked) };
+        }"""
+    )
+    assert layers["joined"] == {"__start__": 0, "a": 1, "b": 1, "c": 2, "check": 3, "__end__": 4}
+    assert sorted(layers["unmarked"].values()) == [0, 1]
