@@ -10,6 +10,7 @@ program against it, from a folder outside the checkout.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import subprocess
 import sys
@@ -56,8 +57,18 @@ def test_the_editable_install_is_a_path_entry_type_checkers_follow() -> None:
     config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     setuptools = config["tool"]["setuptools"]
     assert setuptools["package-dir"] == {"": "."}
-    assert setuptools["package-data"]["flowcore"] == ["py.typed"]
+    assert setuptools["package-data"]["flowcore"] == ["py.typed", "server/static/*"]
     assert (REPO_ROOT / "flowcore" / "py.typed").is_file()
+
+
+def test_the_run_viewers_files_are_package_data() -> None:
+    """``flowcore serve``'s page (GET /ui) is read from the installed package, not the repo."""
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["flowcore"]
+    static = REPO_ROOT / "flowcore" / "server" / "static"
+    shipped = {p.relative_to(REPO_ROOT / "flowcore").as_posix() for p in static.iterdir()}
+    assert {"server/static/index.html", "server/static/app.js"} <= shipped
+    assert all(any(fnmatch.fnmatch(name, pattern) for pattern in patterns) for name in shipped)
 
 
 def test_mypy_strict_sees_flowcore_after_pip_install_e(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from flowcore.history import RunHistory
 from flowcore.memory.store import Store
 from flowcore.port.inproc import InProcExecutor, Target
 from flowcore.secrets import NO_REDACTION, Redactor, scrub_error
-from flowcore.server import blocks, executions, memory, pipelines, runs, thinker
+from flowcore.server import blocks, executions, memory, pipelines, runs, thinker, viewer
 from flowcore.server.db import ServerDatabase
 from flowcore.server.errors import ApiError, RateLimitedError, status_of
 from flowcore.server.keys import ApiKeys
@@ -197,7 +197,7 @@ def create_app(
         """``ok`` while the server takes requests (no key needed)."""
         return Health(status="stopping" if manager.stopping else "ok")
 
-    for module in (runs, blocks, pipelines, executions, memory, thinker):
+    for module in (runs, blocks, pipelines, executions, memory, thinker, viewer):
         app.include_router(module.router)
     app.add_middleware(StoppingMiddleware, is_stopping=lambda: manager.stopping)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
