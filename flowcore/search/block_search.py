@@ -24,6 +24,7 @@ from flowcore.search.block_vectors import BlockVectors
 from flowcore.search.embedder import Embedder, EmbeddingError
 from flowcore.search.fusion import RRF_K, reciprocal_rank_fusion
 from flowcore.search.matching import execution_type_matches, io_compatible
+from flowcore.search.stopwords import content_words
 
 __all__ = ["BlockSearch", "SearchHit", "SearchMode"]
 
@@ -140,7 +141,8 @@ class BlockSearch:
                 self._log_fallback(exc)
                 ran = "text"
         if ran != "vector":
-            fts = await self.store.search_ids(query, limit=pool)
+            # Function words ("to", "the") match nearly every block: left out of BM25.
+            fts = await self.store.search_ids(" ".join(content_words(query)), limit=pool)
         vector_ids = [block_id for block_id, _ in nearest]
         similarity = dict(nearest)
         fts_rank = {block_id: i for i, block_id in enumerate(fts, start=1)}
