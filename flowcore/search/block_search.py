@@ -59,7 +59,10 @@ class BlockSearch:
     """Finds blocks in a :class:`~flowcore.blocks.SqliteBlockStore` by meaning and by words.
 
     ``embedder`` None searches full text only. ``pool`` is how many
-    candidates each search contributes before fusion and validation.
+    candidates each search contributes before fusion and validation. In
+    hybrid mode a full-text hit joins the fusion only if it matches at least
+    ``min_coverage`` of the query's content words (see ``_covering``); the
+    text-only modes keep every BM25 hit.
 
     Example:
         >>> # search = BlockSearch(store, WordLlamaEmbedder())
@@ -74,9 +77,16 @@ class BlockSearch:
         *,
         rrf_k: int = RRF_K,
         pool: int = 50,
+        min_coverage: float = 0.5,
     ) -> None:
         if pool < 1:
             raise InvalidInputError(f"BlockSearch(pool={pool}): pool must be at least 1")
+        if not 0.0 <= min_coverage <= 1.0:
+            raise InvalidInputError(
+                f"BlockSearch(min_coverage={min_coverage}): a fraction from 0 to 1 (0 fuses "
+                "every full-text hit)"
+            )
+        self.min_coverage = min_coverage
         self.store = store
         self.embedder = embedder
         self.rrf_k = rrf_k
@@ -147,7 +157,8 @@ class BlockSearch:
         similarity = dict(nearest)
         fts_rank = {block_id: i for i, block_id in enumerate(fts, start=1)}
         vector_rank = {block_id: i for i, block_id in enumerate(vector_ids, start=1)}
-        rankings = {"hybrid": [fts, vector_ids], "text": [fts], "vector": [vector_ids]}[ran]
+        fused_fts = await self._covering(query, fts) if ran == "hybrid" else fts
+        rankings = {"hybrid": [fused_fts, vector_ids], "text": [fts], "vector": [vector_ids]}[ran]
         hits: list[SearchHit] = []
         wanted = {"input_schema": inputs, "output_schema": outputs}
         for block_id, score in reciprocal_rank_fusion(rankings, k=self.rrf_k):
@@ -173,6 +184,27 @@ class BlockSearch:
             if len(hits) == limit:
                 break
         return hits
+
+    async def _covering(self, query: str, fts: list[str]) -> list[str]:
+        """The BM25 hits that match at least ``min_coverage`` of the query's words.
+
+        An OR query matches a block that shares one incidental word with a
+        paraphrase ("order" in "orders shipped last month" and in "Order a
+        list of records"); fused as an equal, such a hit pushes the block the
+        vectors found down. Full-text evidence enters the fusion only when it
+        covers enough of the query, which keyword queries do.
+        """
+        words = list(dict.fromkeys(content_words(query)))
+        if len(words) <= 1 or not fts:
+            return fts
+        pool = len(fts)
+        counts: dict[str, int] = dict.fromkeys(fts, 0)
+        for word in words:
+            for block_id in await self.store.search_ids(word, limit=max(pool, 200)):
+                if block_id in counts:
+                    counts[block_id] += 1
+        need = self.min_coverage * len(words)
+        return [block_id for block_id in fts if counts[block_id] >= need]
 
     async def _nearest(self, query: str, pool: int) -> list[tuple[str, float]]:
         if self.vectors is None:

@@ -14,6 +14,14 @@ __all__ = ["STOP_WORDS", "content_words"]
 
 STOP_WORDS = frozenset(
     {
+        # Contraction pieces: "what's" and "I'd" split into "what" + "s", "i" + "d".
+        "s",
+        "t",
+        "d",
+        "ll",
+        "m",
+        "re",
+        "ve",
         "a",
         "about",
         "above",
