@@ -92,7 +92,8 @@ async def test_a_paraphrase_is_found_by_vectors_and_by_hybrid_not_by_text(
     hybrid = await search.search(query)
     assert hybrid[0].block.id == "send_email"
     assert {h.mode for h in hybrid} == {"hybrid"}
-    assert hybrid[0].similarity is not None and hybrid[0].similarity > 0.9
+    assert hybrid[0].similarity is not None
+    assert hybrid[0].similarity > 0.9
 
 
 async def test_a_keyword_query_is_ranked_by_both_and_fused(store: SqliteBlockStore) -> None:
