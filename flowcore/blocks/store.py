@@ -320,19 +320,27 @@ class SqliteBlockStore:
         """
         return [await self.get(i) for i in await self.search_ids(query, limit=limit)]
 
-    async def search_ids(self, query: str, *, limit: int = 10) -> list[str]:
+    async def search_ids(
+        self, query: str, *, limit: int = 10, among: Sequence[str] | None = None
+    ) -> list[str]:
         """The ids :meth:`search` would return, best first, without loading the blocks.
+
+        ``among`` restricts the search to those block ids.
 
         Example:
             >>> # await store.search_ids("shorten long text", limit=3)
         """
         words = [w for w in "".join(c if c.isalnum() else " " for c in query).split() if w]
-        if not words:
+        if not words or (among is not None and not among):
             return []
         match = " OR ".join(f'"{w}"' for w in words)
+        sql = "SELECT id FROM blocks_fts WHERE blocks_fts MATCH ?"
+        params: list[Any] = [match]
+        if among is not None:
+            sql += f" AND id IN ({','.join('?' * len(among))})"
+            params.extend(among)
         async with self._db().execute(
-            "SELECT id FROM blocks_fts WHERE blocks_fts MATCH ? ORDER BY bm25(blocks_fts) LIMIT ?",
-            (match, limit),
+            sql + " ORDER BY bm25(blocks_fts) LIMIT ?", (*params, limit)
         ) as cur:
             return [r[0] for r in await cur.fetchall()]
 

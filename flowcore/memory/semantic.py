@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from flowcore.memory.store import MemoryItem, Namespace, rank_items
 from flowcore.search.embedder import Embedder, EmbeddingError, check_vectors
@@ -42,8 +42,17 @@ def memory_text(item: MemoryItem) -> str:
     return f"{item.key.replace('_', ' ')}: {value}"
 
 
+@runtime_checkable
 class MemoryVectorCache(Protocol):
-    """Where a store keeps memory vectors: ``(text hash, float32 bytes)`` per key."""
+    """Where a store keeps memory vectors: ``(text hash, float32 bytes)`` per key.
+
+    :class:`~flowcore.memory.SqliteStore` is one (a table in its file);
+    :class:`DictVectorCache` keeps them in a dict.
+
+    Example:
+        >>> isinstance(DictVectorCache(), MemoryVectorCache)
+        True
+    """
 
     async def load_vectors(
         self, keys: Sequence[MemoryKey], embedder: str, dimensions: int
@@ -61,7 +70,10 @@ class MemoryVectorCache(Protocol):
 class SemanticRanker:
     """Ranks memory items by words and meaning, for one store and one embedder.
 
-    ``mode`` after a search says what ran: ``"hybrid"`` or ``"text"``.
+    ``mode`` after a search says what ran: ``"hybrid"`` or ``"text"``. The
+    vector ranking ranks every memory under the prefix, so a hybrid search
+    returns up to ``limit`` memories even when none is close: the scores and
+    the order say which are.
 
     Example:
         >>> # ranker = SemanticRanker(WordLlamaEmbedder(), cache)
@@ -151,7 +163,16 @@ def _flat(key: MemoryKey) -> str:
 
 
 class DictVectorCache:
-    """A :class:`MemoryVectorCache` in a dict, for :class:`~flowcore.memory.InMemoryStore`."""
+    """A :class:`MemoryVectorCache` in a dict, for :class:`~flowcore.memory.InMemoryStore`.
+
+    Example:
+        >>> import asyncio
+        >>> cache = DictVectorCache()
+        >>> key = (("users", "ada"), "food")
+        >>> asyncio.run(cache.save_vectors([(key, "h1", b"1234")], "e", 1))
+        >>> asyncio.run(cache.load_vectors([key], "e", 1))[key]
+        ('h1', b'1234')
+    """
 
     def __init__(self) -> None:
         self._rows: dict[tuple[str, int, MemoryKey], tuple[str, bytes]] = {}

@@ -40,7 +40,10 @@ class SearchHit:
     """One found block. Ranks are 1-based places in each search (None: not found by it).
 
     ``score`` is the fused RRF score (or ``1/(k+rank)`` of the one search
-    that ran); ``mode`` says which searches ran for this query.
+    that ran); ``mode`` says which searches ran for this query. In hybrid
+    mode a BM25 hit that covers too little of the query keeps its
+    ``fts_rank`` but adds nothing to ``score`` (see ``min_coverage``).
+    ``similarity`` is the cosine of the block's and the query's vectors.
 
     Example:
         >>> # hit = (await search.search("mail a customer"))[0]
@@ -197,12 +200,10 @@ class BlockSearch:
         words = list(dict.fromkeys(content_words(query)))
         if len(words) <= 1 or not fts:
             return fts
-        pool = len(fts)
         counts: dict[str, int] = dict.fromkeys(fts, 0)
         for word in words:
-            for block_id in await self.store.search_ids(word, limit=max(pool, 200)):
-                if block_id in counts:
-                    counts[block_id] += 1
+            for block_id in await self.store.search_ids(word, limit=len(fts), among=fts):
+                counts[block_id] += 1
         need = self.min_coverage * len(words)
         return [block_id for block_id in fts if counts[block_id] >= need]
 

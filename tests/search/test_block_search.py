@@ -231,3 +231,30 @@ async def test_bad_arguments_are_refused(store: SqliteBlockStore) -> None:
     with pytest.raises(InvalidInputError, match="min_coverage"):
         BlockSearch(store, min_coverage=2.0)
     assert await BlockSearch(store).search("email", limit=0) == []
+
+
+async def test_one_incidental_shared_word_does_not_outrank_the_vector_match(
+    store: SqliteBlockStore,
+) -> None:
+    await store.save(
+        BlockDefinition(
+            id="crm_lookup",
+            name="CRM lookup",
+            description="Look up a customer record.",
+            kind="tool",
+            tool="crm",
+        )
+    )
+    query = "mail the customer a receipt"  # shares only "customer" with crm_lookup
+    gated = await BlockSearch(store, ConceptEmbedder()).search(query, limit=2)
+    assert [h.block.id for h in gated][:1] == ["send_email"]
+    crm = next(h for h in gated if h.block.id == "crm_lookup")
+    assert crm.fts_rank == 1  # found by BM25, but it covers 1 of 3 words: not fused
+    assert crm.score == pytest.approx(1 / (60 + crm.vector_rank))  # type: ignore[operator]
+    ungated = await BlockSearch(store, ConceptEmbedder(), min_coverage=0).search(query, limit=2)
+    assert [h.block.id for h in ungated][:1] == ["crm_lookup"]
+
+
+async def test_search_ids_can_be_limited_to_some_blocks(store: SqliteBlockStore) -> None:
+    assert await store.search_ids("summary", among=["summarize_py"]) == ["summarize_py"]
+    assert await store.search_ids("summary", among=[]) == []
