@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+from array import array
+
 import pytest
 
 from flowcore.llm import ProviderError
@@ -119,3 +122,32 @@ async def test_no_texts_make_no_request() -> None:
         assert await embedder.embed([]) == []
         await embedder.aclose()
     assert server.requests == []
+
+
+async def test_base64_replies_are_decoded_as_openai_sends_them() -> None:
+    # The SDK asks for base64 (4 bytes a float) unless told otherwise; OpenAI answers so.
+    packed = base64.b64encode(array("f", [0.5, -0.25]).tobytes()).decode()
+    async with LoopbackServer() as server:
+        server.replies.append(
+            Reply(
+                body={
+                    "object": "list",
+                    "data": [{"object": "embedding", "index": 0, "embedding": packed}],
+                    "model": "m",
+                    "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                }
+            )
+        )
+        embedder = OpenAIEmbedder(api_key=KEY, model="m", dimensions=2, base_url=server.url)
+        assert await embedder.embed(["x"]) == [[0.5, -0.25]]
+        await embedder.aclose()
+    assert server.requests[0].body["encoding_format"] == "base64"
+
+
+async def test_an_empty_reply_is_an_embedding_error() -> None:
+    async with LoopbackServer() as server:
+        server.replies.append(Reply(body={"object": "list", "data": [], "model": "m", "usage": {}}))
+        embedder = OpenAIEmbedder(api_key=KEY, model="m", dimensions=2, base_url=server.url)
+        with pytest.raises(EmbeddingError, match="openai:m"):
+            await embedder.embed(["x"])
+        await embedder.aclose()
