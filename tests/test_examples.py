@@ -34,6 +34,7 @@ DOC_PAGES_WITH_RUNNABLE_CODE = [
     "tracing.md",
     "budgets.md",
     "ai-sdk.md",
+    "search.md",
 ]
 
 

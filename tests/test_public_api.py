@@ -44,6 +44,7 @@ PUBLIC_MODULES = [
     "flowcore.tracing",
     "flowcore.budgets",
     "flowcore.server",
+    "flowcore.search",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

@@ -318,16 +318,42 @@ class SqliteBlockStore:
         Example:
             >>> # [b.id for b in await store.search("shorten long text")]
         """
+        return [await self.get(i) for i in await self.search_ids(query, limit=limit)]
+
+    async def search_ids(
+        self, query: str, *, limit: int = 10, among: Sequence[str] | None = None
+    ) -> list[str]:
+        """The ids :meth:`search` would return, best first, without loading the blocks.
+
+        ``among`` restricts the search to those block ids.
+
+        Example:
+            >>> # await store.search_ids("shorten long text", limit=3)
+        """
         words = [w for w in "".join(c if c.isalnum() else " " for c in query).split() if w]
-        if not words:
+        if not words or (among is not None and not among):
             return []
         match = " OR ".join(f'"{w}"' for w in words)
+        sql = "SELECT id FROM blocks_fts WHERE blocks_fts MATCH ?"
+        params: list[Any] = [match]
+        if among is not None:
+            sql += f" AND id IN ({','.join('?' * len(among))})"
+            params.extend(among)
         async with self._db().execute(
-            "SELECT id FROM blocks_fts WHERE blocks_fts MATCH ? ORDER BY bm25(blocks_fts) LIMIT ?",
-            (match, limit),
+            sql + " ORDER BY bm25(blocks_fts) LIMIT ?", (*params, limit)
         ) as cur:
-            ids = [r[0] for r in await cur.fetchall()]
-        return [await self.get(i) for i in ids]
+            return [r[0] for r in await cur.fetchall()]
+
+    def connection(self) -> aiosqlite.Connection:
+        """The open connection, for indexes kept in the same file (``flowcore.search``).
+
+        Tables beside the blocks share the file, its WAL and its locks, so a
+        block and its vectors are never in two places. Raises if not open.
+
+        Example:
+            >>> # conn = store.connection()
+        """
+        return self._db()
 
     # ----------------------------------------------------------- JSON files
     async def export_json(self) -> str:

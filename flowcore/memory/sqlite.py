@@ -6,14 +6,19 @@ import builtins
 import json
 import os
 import time
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import aiosqlite
 
 from flowcore._sqlite import MIN_BUSY_TIMEOUT, connect
 from flowcore.errors import FlowcoreError
 from flowcore.memory.store import MemoryItem, Namespace, check_namespace, rank_items, to_json
+
+if TYPE_CHECKING:
+    from flowcore.memory.semantic import SemanticRanker
+    from flowcore.search.embedder import Embedder
 
 __all__ = ["SqliteStore"]
 
@@ -25,6 +30,14 @@ _SCHEMA = (
     " namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
     " updated_at REAL NOT NULL, PRIMARY KEY (namespace, key))"
 )
+# Embeddings of memories (semantic search), beside them in the same file.
+_VECTORS = (
+    "CREATE TABLE IF NOT EXISTS flowcore_memory_vectors ("
+    " namespace TEXT NOT NULL, key TEXT NOT NULL, embedder TEXT NOT NULL,"
+    " dimensions INTEGER NOT NULL, text_hash TEXT NOT NULL, vector BLOB NOT NULL,"
+    " PRIMARY KEY (namespace, key, embedder, dimensions))"
+)
+_ROWS_PER_STATEMENT = 500  # parameters stay well under SQLite's limit
 
 
 def _encode(namespace: Namespace) -> str:
@@ -41,14 +54,20 @@ def _decode(text: str) -> Namespace:
 class SqliteStore:
     """A :class:`~flowcore.memory.store.Store` in a SQLite file (WAL, safe across processes).
 
+    With an ``embedder`` (see :mod:`flowcore.search`), :meth:`search` also
+    ranks by meaning; the vectors live in the same file, in
+    ``flowcore_memory_vectors``, and are recomputed only when a memory changes.
+
     Example:
-        >>> # async with SqliteStore("memory.db") as store:
+        >>> # async with SqliteStore("memory.db", embedder=WordLlamaEmbedder()) as store:
         >>> #     await store.put(("users", "ada", "preferences"), "food", "tacos")
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, embedder: Embedder | None = None) -> None:
         self.path = os.fspath(path)
+        self.embedder = embedder
         self._conn: aiosqlite.Connection | None = None
+        self._ranker: SemanticRanker | None = None
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -74,6 +93,7 @@ class SqliteStore:
         try:
             await conn.execute("PRAGMA journal_mode=WAL")
             await conn.execute(_SCHEMA)
+            await conn.execute(_VECTORS)
         except Exception as exc:
             await conn.close()
             raise FlowcoreError(
@@ -135,9 +155,12 @@ class SqliteStore:
         Example:
             >>> # await store.delete(("users", "ada", "preferences"), "food")
         """
+        encoded = _encode(namespace)
         cur = await self._db().execute(
-            "DELETE FROM flowcore_memory WHERE namespace = ? AND key = ?",
-            (_encode(namespace), key),
+            "DELETE FROM flowcore_memory WHERE namespace = ? AND key = ?", (encoded, key)
+        )
+        await self._db().execute(
+            "DELETE FROM flowcore_memory_vectors WHERE namespace = ? AND key = ?", (encoded, key)
         )
         return cur.rowcount > 0
 
@@ -172,4 +195,70 @@ class SqliteStore:
         ) as cur:
             rows = await cur.fetchall()
         items = [MemoryItem(_decode(r[0]), r[1], json.loads(r[2]), r[3]) for r in rows]
-        return rank_items(items, query, limit)
+        if self.embedder is None:
+            return rank_items(items, query, limit)
+        if self._ranker is None:
+            # Imported here: flowcore.search imports the blocks package, which imports memory.
+            from flowcore.memory.semantic import SemanticRanker
+
+            self._ranker = SemanticRanker(self.embedder, self)
+        return await self._ranker.rank(items, query, limit)
+
+    @property
+    def search_mode(self) -> str | None:
+        """What the last :meth:`search` ran: ``"hybrid"``, ``"text"``, or None (no embedder).
+
+        Example:
+            >>> SqliteStore("memory.db").search_mode is None
+            True
+        """
+        return None if self._ranker is None else self._ranker.mode
+
+    async def load_vectors(
+        self, keys: Sequence[tuple[Namespace, str]], embedder: str, dimensions: int
+    ) -> dict[tuple[Namespace, str], tuple[str, bytes]]:
+        """Stored ``(text hash, vector bytes)`` of memories, for semantic search.
+
+        Example:
+            >>> # rows = await store.load_vectors([(("users", "ada"), "food")], "e", 256)
+        """
+        wanted = {(_encode(ns), key): (tuple(ns), key) for ns, key in keys}
+        namespaces = sorted({ns for ns, _ in wanted})
+        found: dict[tuple[Namespace, str], tuple[str, bytes]] = {}
+        for start in range(0, len(namespaces), _ROWS_PER_STATEMENT):
+            chunk = namespaces[start : start + _ROWS_PER_STATEMENT]
+            marks = ",".join("?" * len(chunk))
+            async with self._db().execute(
+                "SELECT namespace, key, text_hash, vector FROM flowcore_memory_vectors "
+                f"WHERE embedder = ? AND dimensions = ? AND namespace IN ({marks})",
+                (embedder, dimensions, *chunk),
+            ) as cur:
+                for ns, key, digest, blob in await cur.fetchall():
+                    target = wanted.get((ns, key))
+                    if target is not None:
+                        found[target] = (str(digest), bytes(blob))
+        return found
+
+    async def save_vectors(
+        self,
+        rows: Sequence[tuple[tuple[Namespace, str], str, bytes]],
+        embedder: str,
+        dimensions: int,
+    ) -> None:
+        """Store ``(key, text hash, vector bytes)`` rows, replacing older ones.
+
+        Example:
+            >>> # await store.save_vectors([((("users", "ada"), "food"), "ab12", b"...")], "e", 2)
+        """
+        values = [
+            (_encode(ns), key, embedder, dimensions, digest, blob)
+            for (ns, key), digest, blob in rows
+        ]
+        for start in range(0, len(values), _ROWS_PER_STATEMENT):
+            chunk = values[start : start + _ROWS_PER_STATEMENT]
+            # One statement per chunk: one commit, not one per row.
+            await self._db().execute(
+                "INSERT OR REPLACE INTO flowcore_memory_vectors VALUES "
+                + ",".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk)),
+                [v for row in chunk for v in row],
+            )

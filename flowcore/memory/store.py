@@ -13,9 +13,13 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from flowcore.errors import FlowcoreError
+
+if TYPE_CHECKING:
+    from flowcore.memory.semantic import DictVectorCache, SemanticRanker
+    from flowcore.search.embedder import Embedder
 
 __all__ = [
     "InMemoryStore",
@@ -124,12 +128,18 @@ class Store(Protocol):
 class InMemoryStore:
     """A :class:`Store` in a dict: for tests, demos and single-process apps.
 
+    With an ``embedder`` (see :mod:`flowcore.search`), :meth:`search` also
+    ranks by meaning (:mod:`flowcore.memory.semantic`).
+
     Example:
         >>> store = InMemoryStore()
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, embedder: Embedder | None = None) -> None:
         self._items: dict[Namespace, dict[str, MemoryItem]] = {}
+        self.embedder = embedder
+        self._ranker: SemanticRanker | None = None
+        self._vectors: DictVectorCache | None = None
 
     async def put(self, namespace: Namespace, key: str, value: Any) -> None:
         """Store ``value`` under ``key``; the value is copied through JSON.
@@ -155,7 +165,10 @@ class InMemoryStore:
         Example:
             >>> # await store.delete(("users", "u1", "prefs"), "food")
         """
-        return self._items.get(check_namespace(namespace), {}).pop(key, None) is not None
+        ns = check_namespace(namespace)
+        if self._vectors is not None:
+            self._vectors.forget((ns, key))
+        return self._items.get(ns, {}).pop(key, None) is not None
 
     async def list(self, namespace: Namespace) -> list[MemoryItem]:
         """Every item directly in ``namespace``, newest first.
@@ -171,7 +184,9 @@ class InMemoryStore:
     ) -> builtins.list[MemoryItem]:
         """Items under ``prefix`` ranked by shared words with ``query`` (newest first on ties).
 
-        Without a query every item under the prefix matches.
+        Without a query every item under the prefix matches. With an
+        embedder, ranked by words and meaning fused (a memory sharing no word
+        with the query can be found).
 
         Example:
             >>> # hits = await store.search(("users", "u1"), "favourite food")
@@ -183,7 +198,25 @@ class InMemoryStore:
             if ns[: len(pre)] == pre
             for item in items.values()
         ]
-        return rank_items(under, query, limit)
+        if self.embedder is None:
+            return rank_items(under, query, limit)
+        if self._ranker is None:
+            # Imported here: flowcore.search imports the blocks package, which imports memory.
+            from flowcore.memory.semantic import DictVectorCache, SemanticRanker
+
+            self._vectors = DictVectorCache()
+            self._ranker = SemanticRanker(self.embedder, self._vectors)
+        return await self._ranker.rank(under, query, limit)
+
+    @property
+    def search_mode(self) -> str | None:
+        """What the last :meth:`search` ran: ``"hybrid"``, ``"text"``, or None (no embedder).
+
+        Example:
+            >>> InMemoryStore().search_mode is None
+            True
+        """
+        return None if self._ranker is None else self._ranker.mode
 
 
 def rank_items(items: Sequence[MemoryItem], query: str | None, limit: int) -> list[MemoryItem]:
