@@ -116,6 +116,8 @@ async def _best(
                 inputs=spec.input_schema,
                 outputs=spec.output_schema,
                 limit=5,
+                # No embedder: words alone, without a fallback warning on every Thinker run.
+                mode="hybrid" if search.embedder is not None else "text",
             )
         except FlowcoreError:
             hits = []

@@ -92,7 +92,16 @@ def build_thinker_graph(deps: ThinkerDeps, checkpointer: Checkpointer | None) ->
         if not state.get("clarify"):
             return {"ready": True, "refined_intent": intent, "messages": messages}
         emit(ctx, "stage", stage="clarify")
-        decision = await clarify_once(deps.executor, deps.prompts["clarify"], messages, ctx)
+        try:
+            decision = await clarify_once(deps.executor, deps.prompts["clarify"], messages, ctx)
+        except StageFailedError as exc:
+            # No usable decision: build from the request as it stands rather than stop.
+            return {
+                "ready": True,
+                "refined_intent": intent,
+                "messages": messages,
+                "log": [f"clarify: no usable answer ({'; '.join(exc.problems)}); went on"],
+            }
         if decision.ready and decision.refined_intent is not None:
             refined = decision.refined_intent
             emit(ctx, "stage_result", stage="clarify", refined_intent=refined.model_dump())
