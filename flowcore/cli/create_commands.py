@@ -45,17 +45,29 @@ def add_thinker_commands(command: Any) -> None:
     ):
         p: argparse.ArgumentParser = command(name, text)
         p.add_argument("intent", help="what to automate, in plain words")
-        p.add_argument("--output", "-o", metavar="FILE.json",
-                       help="where to write the pipeline (default: <pipeline id>.json)")
-        p.add_argument("--no-clarify", action="store_true",
-                       help="build from the intent as written, asking no questions")
+        p.add_argument(
+            "--output",
+            "-o",
+            metavar="FILE.json",
+            help="where to write the pipeline (default: <pipeline id>.json)",
+        )
+        p.add_argument(
+            "--no-clarify",
+            action="store_true",
+            help="build from the intent as written, asking no questions",
+        )
         p.add_argument("--user", help="the user the pipeline is for")
         p.add_argument("--thread", help="the Thinker's thread id (default: new)")
         p.add_argument("--provider", choices=("offline", "openai", "anthropic", "local"))
         p.add_argument("--model", help="the model name (default: $FLOWCORE_MODEL or per provider)")
         if name == "automate":
-            p.add_argument("--input", action="append", default=[], metavar="KEY=VALUE|@FILE.json",
-                           help="a run input of the created pipeline; repeatable")
+            p.add_argument(
+                "--input",
+                action="append",
+                default=[],
+                metavar="KEY=VALUE|@FILE.json",
+                help="a run input of the created pipeline; repeatable",
+            )
 
 
 def _embedder() -> Embedder | None:
@@ -75,10 +87,17 @@ def _thinker(args: argparse.Namespace, ws: Workspace, out: TextIO) -> Thinker:
     runner = ws.runner(thinker_model, choice.model, load_tools([]))
     if not args.json:
         model = f" ({choice.model})" if choice.model else ""
-        out.write(f"flowcore {args.command} · model {choice.name}{model}: {choice.reason} · "
-                  f"db {ws.path}\n")
-    return Thinker(ws.blocks, runner.executor, BlockSearch(ws.blocks, _embedder()),
-                   ws.checkpoints, runner=runner)
+        out.write(
+            f"flowcore {args.command} · model {choice.name}{model}: {choice.reason} · "
+            f"db {ws.path}\n"
+        )
+    return Thinker(
+        ws.blocks,
+        runner.executor,
+        BlockSearch(ws.blocks, _embedder()),
+        ws.checkpoints,
+        runner=runner,
+    )
 
 
 def _line(event: ThinkerEvent) -> str | None:
@@ -86,8 +105,10 @@ def _line(event: ThinkerEvent) -> str | None:
     if kind == "stage":
         return f"== {event['stage']}"
     if kind == "validation" and not event.get("ok"):
-        return f"   {event['stage']} answer refused ({len(event['problems'])} problem(s)): " + short(
-            event["problems"][0], 100)
+        return (
+            f"   {event['stage']} answer refused ({len(event['problems'])} problem(s)): "
+            + short(event["problems"][0], 100)
+        )
     if kind == "decompose_blocks":
         return "   blocks needed: " + ", ".join(b["suggested_id"] for b in event["blocks"])
     if kind == "search_found":
@@ -113,7 +134,7 @@ async def _answers() -> str:
             "no answer to the question (stdin is closed); answer it in a terminal, or pass "
             "--no-clarify to build from the intent as written"
         )
-    return line.strip()
+    return str(line).strip()
 
 
 async def _create(args: argparse.Namespace, ws: Workspace, out: TextIO) -> dict[str, Any]:
@@ -162,8 +183,9 @@ async def cmd_create(args: argparse.Namespace, out: TextIO) -> int:
         if args.json:
             out.write(json.dumps(result, indent=2, default=str) + "\n")
         else:
-            out.write("\nno pipeline: " + "; ".join(result.get("log") or ["the Thinker failed"])
-                      + "\n")
+            out.write(
+                "\nno pipeline: " + "; ".join(result.get("log") or ["the Thinker failed"]) + "\n"
+            )
         return EXIT_FAILED
     pipeline = result["pipeline_json"]
     path = await asyncio.to_thread(_save, args, pipeline)
@@ -175,9 +197,7 @@ async def cmd_create(args: argparse.Namespace, out: TextIO) -> int:
         f"\npipeline {pipeline['id']} ({len(pipeline['nodes'])} nodes) saved to {path}\n"
         f"reused: {', '.join(result.get('reused') or []) or '-'} · "
         f"created: {', '.join(result.get('created') or []) or '-'}\n"
-        f"run it with: flowcore run {path} "
-        + " ".join(f"--input {k}=..." for k in keys)
-        + "\n"
+        f"run it with: flowcore run {path} " + " ".join(f"--input {k}=..." for k in keys) + "\n"
     )
     return EXIT_OK
 
@@ -188,8 +208,9 @@ async def cmd_automate(args: argparse.Namespace, out: TextIO) -> int:
     async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
         result = await _create(args, ws, out)
         if result.get("status") != "complete" or not result.get("pipeline_json"):
-            out.write("\nno pipeline: " + "; ".join(result.get("log") or ["the Thinker failed"])
-                      + "\n")
+            out.write(
+                "\nno pipeline: " + "; ".join(result.get("log") or ["the Thinker failed"]) + "\n"
+            )
             return EXIT_FAILED
         pipeline = Pipeline.from_data(result["pipeline_json"])
         if args.output:

@@ -27,7 +27,7 @@ from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.runner import PipelineRunner, check_run_inputs
 from flowcore.port.events import ErrorAiEvent
 from flowcore.port.inproc import InProcExecutor
-from flowcore.port.protocol import UNSET, Caller, RunOptions, RunOutcome, RunRequest, UsageTotals
+from flowcore.port.protocol import Caller, RunOptions, RunOutcome, RunRequest, UsageTotals
 from flowcore.result import RunResult
 from flowcore.scheduler.context import NodeContext
 from flowcore.search.block_search import BlockSearch
@@ -103,8 +103,10 @@ class CreateResult:
             "reused": list(self.reused),
             "created": list(self.created),
             "failed": list(self.failed),
-            "usage": {"input_tokens": self.usage.input_tokens,
-                      "output_tokens": self.usage.output_tokens},
+            "usage": {
+                "input_tokens": self.usage.input_tokens,
+                "output_tokens": self.usage.output_tokens,
+            },
         }
 
 
@@ -322,7 +324,9 @@ class Thinker:
         if not isinstance(answer, str) or not answer.strip():
             raise InvalidInputError("the answer must be non-empty text")
         return RunRequest(
-            THINKER_GRAPH, None, _caller(user_id, thread_id),
+            THINKER_GRAPH,
+            None,
+            _caller(user_id, thread_id),
             RunOptions(thread_id=thread_id, resume=answer),
         )
 
@@ -359,9 +363,14 @@ class Thinker:
                 question = value.get("question") if isinstance(value, Mapping) else str(value)
             yield make_event(
                 "complete",
-                result={"pipeline_json": None, "status": status, "log": [],
-                        "question": question, "thread_id": request.options.thread_id,
-                        "error": outcome.error if outcome else None},
+                result={
+                    "pipeline_json": None,
+                    "status": status,
+                    "log": [],
+                    "question": question,
+                    "thread_id": request.options.thread_id,
+                    "error": outcome.error if outcome else None,
+                },
             )
 
     async def _collect(self, request: RunRequest) -> CreateResult:

@@ -44,7 +44,9 @@ def check_messages(messages: object) -> list[dict[str, str]]:
             raise InvalidInputError(f"messages[{i}] must be an object with role and content")
         role, content = message.get("role"), message.get("content")
         if role not in ("user", "assistant"):
-            raise InvalidInputError(f"messages[{i}].role must be 'user' or 'assistant', not {role!r}")
+            raise InvalidInputError(
+                f"messages[{i}].role must be 'user' or 'assistant', not {role!r}"
+            )
         if not isinstance(content, str) or not content.strip():
             raise InvalidInputError(f"messages[{i}].content must be non-empty text")
         clean.append({"role": str(role), "content": content})

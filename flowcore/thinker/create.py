@@ -129,13 +129,24 @@ async def create_block(
     async def check(draft: CreatedBlockDraft) -> list[str]:
         block, problems = await check_draft(draft, spec, store)
         if block is None:
-            emit(ctx, "block_test_failed", suggested_id=spec.suggested_id, stage="check",
-                 problems=problems)
+            emit(
+                ctx,
+                "block_test_failed",
+                suggested_id=spec.suggested_id,
+                stage="check",
+                problems=problems,
+            )
             return problems
         problems = await _test(executor, block, dict(draft.sample_inputs), ctx)
         if problems:
-            emit(ctx, "block_test_failed", suggested_id=spec.suggested_id, block_id=block.id,
-                 stage="test", problems=problems)
+            emit(
+                ctx,
+                "block_test_failed",
+                suggested_id=spec.suggested_id,
+                block_id=block.id,
+                stage="test",
+                problems=problems,
+            )
             return problems
         emit(ctx, "block_test_passed", suggested_id=spec.suggested_id, block_id=block.id)
         passed.append(block)
@@ -144,14 +155,29 @@ async def create_block(
     request = {"spec": spec.model_dump()}
     try:
         await ask_stage(
-            executor, prompt, "create", request, CreatedBlockDraft, ctx, repairs=repairs,
+            executor,
+            prompt,
+            "create",
+            request,
+            CreatedBlockDraft,
+            ctx,
+            repairs=repairs,
             check=check,
         )
     except StageFailedError as exc:
-        emit(ctx, "block_create_failed", suggested_id=spec.suggested_id,
-             attempts=exc.rounds, problems=list(exc.problems))
+        emit(
+            ctx,
+            "block_create_failed",
+            suggested_id=spec.suggested_id,
+            attempts=exc.rounds,
+            problems=list(exc.problems),
+        )
         return None
     saved = await store.save(passed[-1])
-    emit(ctx, "block_created", suggested_id=spec.suggested_id,
-         block=saved.model_dump(mode="json", exclude_none=True))
+    emit(
+        ctx,
+        "block_created",
+        suggested_id=spec.suggested_id,
+        block=saved.model_dump(mode="json", exclude_none=True),
+    )
     return saved

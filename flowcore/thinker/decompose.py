@@ -95,13 +95,20 @@ async def find_blocks(
         found = await _best(spec, store, search)
         if found is None:
             outcome.missing.append(spec)
-            emit(ctx, "search_missing", suggested_id=spec.suggested_id,
-                 description=spec.description)
+            emit(
+                ctx, "search_missing", suggested_id=spec.suggested_id, description=spec.description
+            )
         else:
             block, mode = found
             outcome.matched[spec.suggested_id] = block
-            emit(ctx, "search_found", suggested_id=spec.suggested_id, block_id=block.id,
-                 block_version=block.version, mode=mode)
+            emit(
+                ctx,
+                "search_found",
+                suggested_id=spec.suggested_id,
+                block_id=block.id,
+                block_version=block.version,
+                mode=mode,
+            )
     return outcome
 
 

@@ -142,8 +142,10 @@ def build_thinker_graph(deps: ThinkerDeps, checkpointer: Checkpointer | None) ->
             return {"status": "failed", "log": [f"decompose failed: {'; '.join(exc.problems)}"]}
         return {
             "required": [b.model_dump() for b in required],
-            "log": [f"decompose: {len(required)} block(s): "
-                    + ", ".join(b.suggested_id for b in required)],
+            "log": [
+                f"decompose: {len(required)} block(s): "
+                + ", ".join(b.suggested_id for b in required)
+            ],
         }
 
     async def search_node(state: ThinkerState, ctx: NodeContext) -> dict[str, Any]:
@@ -170,9 +172,7 @@ def build_thinker_graph(deps: ThinkerDeps, checkpointer: Checkpointer | None) ->
         if specs:
             emit(ctx, "stage", stage="create")
         for spec in specs:
-            block = await create_block(
-                deps.executor, deps.prompts["create"], spec, deps.store, ctx
-            )
+            block = await create_block(deps.executor, deps.prompts["create"], spec, deps.store, ctx)
             if block is None:
                 failed.append(spec.suggested_id)
                 log.append(f"create: {spec.suggested_id} failed its checks and tests; not saved")
@@ -194,8 +194,12 @@ def build_thinker_graph(deps: ThinkerDeps, checkpointer: Checkpointer | None) ->
             pairs.append((spec, await deps.store.get(ref["id"], ref["version"])))
         try:
             pipeline = await wire(
-                deps.executor, deps.prompts["wire"], state["refined_intent"], pairs,
-                deps.store, ctx,
+                deps.executor,
+                deps.prompts["wire"],
+                state["refined_intent"],
+                pairs,
+                deps.store,
+                ctx,
             )
         except StageFailedError as exc:
             return {"status": "failed", "log": [f"wire failed: {'; '.join(exc.problems)}"]}

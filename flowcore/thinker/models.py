@@ -81,9 +81,7 @@ class ClarifyDecision(BaseModel):
 
 
 def _object_schema(value: dict[str, Any], where: str) -> dict[str, Any]:
-    if value.get("type", "object") != "object" or not isinstance(
-        value.get("properties", {}), dict
-    ):
+    if value.get("type", "object") != "object" or not isinstance(value.get("properties", {}), dict):
         raise ValueError(f'{where} must be a JSON object schema: {{"type": "object", ...}}')
     return value
 

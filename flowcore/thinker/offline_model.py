@@ -201,8 +201,13 @@ def _clarify(task: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- decompose
 def _generic() -> Capability:
     return Capability(
-        "answer_request", (), "Carry out the request on a text and answer in words.", "llm",
-        {"text": "string"}, {"result": "string"}, {"text": "example"},
+        "answer_request",
+        (),
+        "Carry out the request on a text and answer in words.",
+        "llm",
+        {"text": "string"},
+        {"result": "string"},
+        {"text": "example"},
         prompt="Carry out this request on the text and answer briefly.\n\n{{ text }}",
     )
 
@@ -238,8 +243,14 @@ def _bad_decomposition(answer: dict[str, Any]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------- create
 def _sample(schema: dict[str, Any]) -> dict[str, Any]:
-    samples = {"string": "example text", "integer": 3, "number": 2.5, "array": [1, 2],
-               "boolean": True, "object": {}}
+    samples = {
+        "string": "example text",
+        "integer": 3,
+        "number": 2.5,
+        "array": [1, 2],
+        "boolean": True,
+        "object": {},
+    }
     props = schema.get("properties") or {}
     return {k: samples.get(str(v.get("type")), "example") for k, v in props.items()}
 
@@ -292,8 +303,9 @@ def _wire(task: dict[str, Any]) -> dict[str, Any]:
         inputs: dict[str, Any] = {}
         schema = card.get("input_schema") or {}
         upstream = nodes[-1] if nodes else None
-        upstream_out = (cards[index - 2].get("output_schema") or {}).get("properties", {}) \
-            if upstream else {}
+        upstream_out = (
+            (cards[index - 2].get("output_schema") or {}).get("properties", {}) if upstream else {}
+        )
         for name, prop in (schema.get("properties") or {}).items():
             source = None
             if upstream is not None:

@@ -105,13 +105,26 @@ async def ask_stage(
             # A model that answered no usable JSON gets told so, like any other problem.
             problems = [f"answer: {exc}"]
             inputs["previous"] = ""
-            emit(ctx, "llm_response", stage=stage, round=round_no, response=None,
-                 error=str(exc), elapsed=time.perf_counter() - started)
+            emit(
+                ctx,
+                "llm_response",
+                stage=stage,
+                round=round_no,
+                response=None,
+                error=str(exc),
+                elapsed=time.perf_counter() - started,
+            )
             emit(ctx, "validation", stage=stage, round=round_no, ok=False, problems=problems)
             continue
         answer = dict(outcome.outputs)
-        emit(ctx, "llm_response", stage=stage, round=round_no, response=answer,
-             elapsed=time.perf_counter() - started)
+        emit(
+            ctx,
+            "llm_response",
+            stage=stage,
+            round=round_no,
+            response=answer,
+            elapsed=time.perf_counter() - started,
+        )
         inputs["previous"] = _request_text(answer)
         try:
             value = model.model_validate(answer)
@@ -134,5 +147,12 @@ async def _announce_prompt(
         prompt = await arender_prompt(block.prompt_template, inputs)
     except TemplateRenderError as exc:  # the executor reports it as the block's error
         prompt = f"(the prompt did not render: {exc})"
-    emit(ctx, "llm_prompt", stage=stage, round=round_no, block_id=block.id,
-         block_version=block.version, prompts=[prompt])
+    emit(
+        ctx,
+        "llm_prompt",
+        stage=stage,
+        round=round_no,
+        block_id=block.id,
+        block_version=block.version,
+        prompts=[prompt],
+    )
