@@ -160,7 +160,8 @@ async def _create(args: argparse.Namespace, ws: Workspace, out: TextIO) -> dict[
             out.write(f"? {result.get('question')}\n> ")
             out.flush()
             answer = await _answers()
-            if not args.json:
+            if not args.json and not sys.stdin.isatty():
+                # A terminal echoes what is typed; piped answers are shown like typed ones.
                 out.write(f"{answer}\n")
         assert thread is not None
         events = thinker.stream_answer(thread, answer, user_id=args.user)
