@@ -433,7 +433,12 @@ def live_provider() -> LLMProvider:
 async def evaluate(cases: Sequence[Case], *, live: bool = False) -> list[Row]:
     """Run ``cases`` one after another (the sandbox's workers share two cores)."""
     provider = live_provider() if live else None
-    return [await run_case(case, provider, live) for case in cases]
+    try:
+        return [await run_case(case, provider, live) for case in cases]
+    finally:
+        close = getattr(provider, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
