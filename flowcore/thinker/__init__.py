@@ -5,7 +5,13 @@ flowcore graph of stored prompt blocks; :class:`ThinkerModel` is the
 deterministic stand-in model that lets it run with no API key.
 """
 
-from flowcore.thinker.api import AutomateResult, ClarifyResult, CreateResult, Thinker
+from flowcore.thinker.api import (
+    AutomateResult,
+    ClarifyResult,
+    CreateResult,
+    Thinker,
+    ThinkerRunError,
+)
 from flowcore.thinker.events import EVENT_TYPES, ThinkerEvent, thinker_event
 from flowcore.thinker.models import (
     ClarifyDecision,
@@ -35,6 +41,7 @@ __all__ = [
     "Thinker",
     "ThinkerEvent",
     "ThinkerModel",
+    "ThinkerRunError",
     "WireOutput",
     "ensure_prompt_blocks",
     "prompt_blocks",

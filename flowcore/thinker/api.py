@@ -19,7 +19,7 @@ from flowcore.blocks.executor import BlockExecutor
 from flowcore.blocks.store import BlockStore, SqliteBlockStore
 from flowcore.checkpoint.memory import InMemoryCheckpointer
 from flowcore.checkpoint.protocol import Checkpointer
-from flowcore.errors import InvalidInputError
+from flowcore.errors import FlowcoreError, InvalidInputError
 from flowcore.graph.builder import Graph
 from flowcore.graph.compiled import CompiledGraph
 from flowcore.graph.constants import END, START
@@ -36,9 +36,20 @@ from flowcore.thinker.events import ThinkerEvent, make_event, thinker_event
 from flowcore.thinker.graph import THINKER_GRAPH, ThinkerDeps, build_thinker_graph
 from flowcore.thinker.prompts import ensure_prompt_blocks
 
-__all__ = ["AutomateResult", "ClarifyResult", "CreateResult", "Thinker"]
+__all__ = ["AutomateResult", "ClarifyResult", "CreateResult", "Thinker", "ThinkerRunError"]
 
 _CLARIFY_GRAPH = "thinker_clarify"
+
+
+class ThinkerRunError(FlowcoreError):
+    """A Thinker run ended without an answer (its model or its engine failed); says why.
+
+    Example:
+        >>> ThinkerRunError("the Clarifier run failed: provider down").code
+        'thinker-run-failed'
+    """
+
+    code = "thinker-run-failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +219,7 @@ class Thinker:
         outcome = holder.outcome
         assert outcome is not None
         if outcome.status != "completed" or outcome.output is None:
-            raise RuntimeError(f"the Clarifier run {outcome.status}: {outcome.error}")
+            raise ThinkerRunError(f"the Clarifier run {outcome.status}: {outcome.error}")
         out = outcome.output
         return ClarifyResult(
             ready=bool(out.get("ready")),

@@ -22,8 +22,7 @@ from pydantic import BaseModel, ValidationError
 from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.executor import BlockExecutor
 from flowcore.blocks.templates import TemplateRenderError, arender_prompt
-from flowcore.errors import BlockError, FlowcoreError
-from flowcore.llm.errors import ProviderError
+from flowcore.errors import BlockOutputError, FlowcoreError
 from flowcore.scheduler.context import NodeContext
 from flowcore.thinker.events import emit
 from flowcore.thinker.models import validation_problems
@@ -101,8 +100,9 @@ async def ask_stage(
         started = time.perf_counter()
         try:
             outcome = await executor.execute(block, inputs, ctx)
-        except (BlockError, ProviderError) as exc:
-            # A model that answered no usable JSON gets told so, like any other problem.
+        except BlockOutputError as exc:
+            # A model that answered no usable JSON gets told so, like any other problem;
+            # a provider, timeout or configuration failure is not the model's to fix: raised.
             problems = [f"answer: {exc}"]
             inputs["previous"] = ""
             emit(

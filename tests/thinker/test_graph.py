@@ -141,3 +141,17 @@ async def test_prompt_blocks_are_seeded_once_and_an_edited_version_is_used(
     assert prompt["block_version"] == 2
     assert "Prefer python blocks." in prompt["prompts"][0]
     assert await registry.versions(PROMPT_BLOCK_IDS["decompose"]) == [1, 2]
+
+
+async def test_a_failing_provider_ends_the_stream_with_an_error_and_complete(
+    make_thinker: MakeThinker,
+) -> None:
+    from flowcore.llm.errors import ProviderError
+
+    model = ScriptedProvider([ProviderError("bad key", provider="scripted", kind="auth")])
+    result = await make_thinker(model).create("Reverse a text")
+    kinds = [e["type"] for e in result.events]
+    assert kinds[-2:] == ["error", "complete"]
+    assert "bad key" in result.events[-2]["message"]
+    assert result.status == "failed"
+    assert len(model.requests) == 1  # not the model's to fix: never asked again
