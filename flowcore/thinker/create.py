@@ -56,7 +56,8 @@ async def check_draft(
         >>> # block, problems = await check_draft(draft, spec, store)
     """
     data: dict[str, Any] = {**draft.block, "created_by": "thinker", "version": 1}
-    data.setdefault("id", spec.suggested_id)
+    if "id" not in data and "block_id" not in data:
+        data["id"] = spec.suggested_id
     try:
         block = BlockDefinition.from_data(data)
     except BlockDefinitionError as exc:
