@@ -1,12 +1,13 @@
 """Evaluate the Thinker: intents in, pipelines out, and the properties each must have.
 
-Each case gives an intent, the library blocks the result must reuse (found by
-search under another id than the one Decompose suggests), the blocks it must
-create, and optionally faults: first answers of the scripted model that are
-wrong the way real models are (a malformed decomposition, Python that fails
-its sandboxed test or the sandbox policy, seed 003's ``{{n1.x}}`` references,
-a block whose code is always refused). Every case runs in a fresh registry
-(builtins plus a small library) and is checked for:
+30 cases over 23 different intents. Each case gives an intent, the library
+blocks the result must reuse (found by search under another id than the one
+Decompose suggests), the blocks it must create, and optionally faults: first
+answers of the scripted model that are wrong the way real models are (a
+malformed decomposition, Python that fails its sandboxed test or the sandbox
+policy, seed 003's ``{{n1.x}}`` references, a block whose code is always
+refused). Every case runs in a fresh registry (builtins plus a small
+library) and is checked for:
 
 * status: ``complete`` (or ``failed`` where creation must fail);
 * reuse and creation: exactly the expected blocks, created ones saved with
@@ -215,6 +216,33 @@ CASES: list[Case] = [
     _c("Write a headline for a news article", create=["write_headline"]),
     _c("Summarize a report and translate the summary", reuse=["summarize", "french_translator"]),
     _c("Do something useful with my notes", create=["answer_request"]),
+    _c(
+        "Write a headline for an article, then turn it into a URL slug",
+        create=["write_headline", "slugify_text"],
+    ),
+    _c(
+        "Detect the tone of a review and translate it",
+        reuse=["french_translator"],
+        create=["detect_sentiment"],
+    ),
+    _c(
+        "Count the words of a text and convert it to uppercase",
+        reuse=["word_counter"],
+        create=["uppercase_text"],
+        inputs={"text": "two words"},
+        expect={"n1.word_count": 2, "n2.upper_text": "TWO WORDS"},
+    ),
+    _c(
+        "Summarize a meeting transcript, then list its keywords",
+        reuse=["summarize"],
+        create=["extract_keywords"],
+    ),
+    _c(
+        "Reverse a word and make it uppercase",
+        create=["reverse_text", "uppercase_text"],
+        inputs={"text": "abc"},
+        expect={"n2.upper_text": "CBA"},
+    ),
     # Faults: the scripted model answers wrongly first; only a working repair round fixes it.
     _c(
         "Extract the numbers from a text, then compute the average",
@@ -447,6 +475,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", type=int, action="append", help="run case N (1-based)")
     args = parser.parse_args(argv)
     cases = [CASES[i - 1] for i in args.only] if args.only else CASES
+    if args.live:
+        # Faults are the scripted model's; a real model makes its own mistakes.
+        cases = [case for case in cases if case.faults is None]
     os.environ.setdefault("FLOWCORE_TRACEBACK", "")
     rows = asyncio.run(evaluate(cases, live=args.live))
     print(table(rows))

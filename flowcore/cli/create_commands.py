@@ -156,9 +156,11 @@ async def _create(args: argparse.Namespace, ws: Workspace, out: TextIO) -> dict[
         if result.get("status") != "needs_input":
             return result
         answer = ""
+        # With --json, stdout carries only the result document: questions go to stderr.
+        ask = sys.stderr if args.json else out
         while not answer:
-            out.write(f"? {result.get('question')}\n> ")
-            out.flush()
+            ask.write(f"? {result.get('question')}\n> ")
+            ask.flush()
             answer = await _answers()
             if not args.json and not sys.stdin.isatty():
                 # A terminal echoes what is typed; piped answers are shown like typed ones.

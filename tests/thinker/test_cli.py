@@ -89,3 +89,12 @@ def test_automate_creates_then_runs_without_questions(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "saved average_numbers v1 (created_by thinker)" in done.stdout
     assert re.search(r'n2 +completed .*\{"mean": 7\.0\}', done.stdout)
+
+
+def test_create_json_prints_only_the_result_document(tmp_path: Path) -> None:
+    done = _flowcore(tmp_path, "create", "Count the lines of a poem", "--no-clarify", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "complete"
+    assert result["created"] == ["count_lines"]
+    assert (tmp_path / result["file"]).is_file()
