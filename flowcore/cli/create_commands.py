@@ -26,6 +26,7 @@ from flowcore.cli.workspace import CliError, Workspace, choose_provider, load_to
 from flowcore.llm.protocol import LLMProvider
 from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.runner import check_run_inputs, input_keys
+from flowcore.port.inproc import InProcExecutor
 from flowcore.search.block_search import BlockSearch
 from flowcore.search.embedder import Embedder
 from flowcore.thinker.api import Thinker
@@ -97,6 +98,8 @@ def _thinker(args: argparse.Namespace, ws: Workspace, out: TextIO) -> Thinker:
         BlockSearch(ws.blocks, _embedder()),
         ws.checkpoints,
         runner=runner,
+        # Thinker runs are recorded like any run: 'flowcore runs list' shows their tokens.
+        port=InProcExecutor(history=ws.history),
     )
 
 

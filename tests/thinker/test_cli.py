@@ -69,6 +69,13 @@ def test_create_asks_in_the_terminal_and_saves_a_pipeline_that_runs(tmp_path: Pa
     shown = _flowcore(tmp_path, "blocks", "show", "count_words")
     assert json.loads(shown.stdout)["created_by"] == "thinker"
 
+    runs = json.loads(_flowcore(tmp_path, "runs", "list", "--json").stdout)
+    thinking = [r for r in runs if r["pipeline_id"] == "thinker"]
+    # One run per answer: asked, asked again, then built; each with its tokens counted.
+    assert [r["status"] for r in thinking] == ["completed", "interrupted", "interrupted"]
+    assert all(r["input_tokens"] > 0 for r in thinking)
+    assert len({r["thread_id"] for r in thinking}) == 1
+
 
 def test_a_closed_stdin_is_one_clear_line(tmp_path: Path) -> None:
     done = _flowcore(tmp_path, "create", INTENT, stdin="")
