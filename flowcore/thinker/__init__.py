@@ -12,7 +12,7 @@ from flowcore.thinker.api import (
     Thinker,
     ThinkerRunError,
 )
-from flowcore.thinker.events import EVENT_TYPES, ThinkerEvent, thinker_event
+from flowcore.thinker.events import EVENT_TYPES, ThinkerEvent, thinker_event, to_sse_frame
 from flowcore.thinker.models import (
     ClarifyDecision,
     CreatedBlockDraft,
@@ -46,4 +46,5 @@ __all__ = [
     "ensure_prompt_blocks",
     "prompt_blocks",
     "thinker_event",
+    "to_sse_frame",
 ]

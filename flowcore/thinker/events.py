@@ -9,13 +9,14 @@ in seed 003's shape. :func:`thinker_event` reads one back from the stream.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
-from flowcore.port.events import AiEvent, DataAiEvent
+from flowcore.port.events import AiEvent, DataAiEvent, json_safe
 from flowcore.scheduler.context import NodeContext
 
-__all__ = ["EVENT_TYPES", "ThinkerEvent", "emit", "make_event", "thinker_event"]
+__all__ = ["EVENT_TYPES", "ThinkerEvent", "emit", "make_event", "thinker_event", "to_sse_frame"]
 
 ThinkerEvent = dict[str, Any]
 """One event: ``{"type": <one of EVENT_TYPES>, "ts": <unix seconds>, ...fields}``."""
@@ -81,3 +82,15 @@ def thinker_event(event: AiEvent) -> ThinkerEvent | None:
     if not isinstance(data, dict) or data.get("type") != event.name:
         return None
     return dict(data)
+
+
+def to_sse_frame(event: ThinkerEvent) -> str:
+    """One Server-Sent Events message in seed 003's form: ``event: <type>`` and ``data: {...}``.
+
+    Example:
+        >>> to_sse_frame({"type": "stage", "stage": "wire", "ts": 1.0}).splitlines()
+        ['event: stage', 'data: {"type":"stage","stage":"wire","ts":1.0}', '']
+    """
+    data = json.dumps(json_safe(event), separators=(",", ":"), ensure_ascii=False)
+    # JSON text holds no raw line break, so the data is one line.
+    return f"event: {event['type']}\ndata: {data}\n\n"

@@ -95,3 +95,14 @@ async def test_automate_names_inputs_that_do_not_fit_the_pipeline(
         "input 'txt' is not read by pipeline 'reverse_text_pipeline' (it reads: text); remove "
         "it or wire it into a node's inputs as <<input.txt>>",
     ]
+
+
+async def test_stream_events_become_seed_003_sse_frames(make_thinker: MakeThinker) -> None:
+    from flowcore.thinker import to_sse_frame
+
+    frames = [
+        to_sse_frame(e) async for e in make_thinker(ThinkerModel()).stream_create("Reverse a text")
+    ]
+    assert frames[0].startswith("event: start\ndata: {")
+    assert frames[-1].startswith('event: complete\ndata: {"type":"complete","result":{')
+    assert all(f.endswith("\n\n") and f.count("\n") == 3 for f in frames)
