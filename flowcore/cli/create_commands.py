@@ -39,7 +39,11 @@ EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def add_thinker_commands(command: Any) -> None:
-    """Add ``create`` and ``automate`` through the parser's ``command(name, help)`` helper."""
+    """Add ``create`` and ``automate`` through the parser's ``command(name, help)`` helper.
+
+    Example:
+        >>> # add_thinker_commands(command)  # inside flowcore.cli.app.build_parser
+    """
     for name, text in (
         ("create", "turn an intent into a tested pipeline file (asks clarifying questions)"),
         ("automate", "create a pipeline for an intent, then run it"),

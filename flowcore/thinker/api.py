@@ -13,7 +13,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from flowcore.blocks.executor import BlockExecutor
 from flowcore.blocks.store import BlockStore, SqliteBlockStore
@@ -68,7 +68,12 @@ class ClarifyResult:
     usage: UsageTotals = field(default_factory=UsageTotals)
 
     def as_json(self) -> dict[str, Any]:
-        """Seed 003's answer shape: ``{"ready", "question"?, "refined_intent"?}``."""
+        """Seed 003's answer shape: ``{"ready", "question"?, "refined_intent"?}``.
+
+        Example:
+            >>> ClarifyResult(ready=False, question="Which file?").as_json()
+            {'ready': False, 'question': 'Which file?'}
+        """
         data: dict[str, Any] = {"ready": self.ready}
         if self.question is not None:
             data["question"] = self.question
@@ -104,7 +109,12 @@ class CreateResult:
     error: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        """Seed 003's ``complete`` result: ``{"pipeline_json", "status", "log", ...}``."""
+        """Seed 003's ``complete`` result: ``{"pipeline_json", "status", "log", ...}``.
+
+        Example:
+            >>> CreateResult(status="failed").as_json()["status"]
+            'failed'
+        """
         return {
             "pipeline_json": None if self.pipeline_json is None else dict(self.pipeline_json),
             "status": self.status,
@@ -136,9 +146,20 @@ class AutomateResult:
 
 
 class _Holder:
-    """The outcome of a run whose events were streamed."""
+    """The outcome of a run whose events were streamed (set when the stream ends)."""
 
-    outcome: RunOutcome | None = None
+    def __init__(self) -> None:
+        self.outcome: RunOutcome | None = None
+
+
+class _ClarifyState(TypedDict, total=False):
+    """The one-stage Clarifier graph's state."""
+
+    messages: list[dict[str, str]]
+    ready: bool
+    question: str | None
+    refined_intent: str | None
+    refined: dict[str, Any] | None
 
 
 class Thinker:
@@ -412,16 +433,8 @@ def _caller(user_id: str | None, thread_id: str | None) -> Caller:
 
 def _clarify_graph(deps: ThinkerDeps) -> CompiledGraph:
     """One node: one Clarifier decision on the messages given (no thread, no interrupt)."""
-    from typing import TypedDict
 
-    class ClarifyState(TypedDict, total=False):
-        messages: list[dict[str, str]]
-        ready: bool
-        question: str | None
-        refined_intent: str | None
-        refined: dict[str, Any] | None
-
-    async def clarify(state: ClarifyState, ctx: NodeContext) -> dict[str, Any]:
+    async def clarify(state: _ClarifyState, ctx: NodeContext) -> dict[str, Any]:
         decision = await clarify_once(
             deps.executor, deps.prompts["clarify"], state["messages"], ctx
         )
@@ -433,6 +446,6 @@ def _clarify_graph(deps: ThinkerDeps) -> CompiledGraph:
             "refined": refined.model_dump() if refined else None,
         }
 
-    graph = Graph(ClarifyState, name=_CLARIFY_GRAPH)
+    graph = Graph(_ClarifyState, name=_CLARIFY_GRAPH)
     graph.add_node("clarify", clarify).add_edge(START, "clarify").add_edge("clarify", END)
     return graph.compile()

@@ -37,7 +37,12 @@ class Capability:
     tags: tuple[str, ...] = field(default_factory=tuple)
 
     def schema(self, fields: dict[str, str], *, required: bool = True) -> dict[str, Any]:
-        """A JSON object schema of ``fields`` (name -> JSON type)."""
+        """A JSON object schema of ``fields`` (name -> JSON type).
+
+        Example:
+            >>> CATALOG[0].schema({"text": "string"})["required"]
+            ['text']
+        """
         props = {name: {"type": kind} for name, kind in fields.items()}
         return {"type": "object", "properties": props, "required": list(fields) if required else []}
 

@@ -43,7 +43,12 @@ THINKER_GRAPH = "thinker"
 
 
 class ThinkerState(TypedDict, total=False):
-    """What the Thinker graph carries from stage to stage (plain JSON)."""
+    """What the Thinker graph carries from stage to stage (plain JSON).
+
+    Example:
+        >>> ThinkerState(intent="Reverse a text", clarify=False)["intent"]
+        'Reverse a text'
+    """
 
     intent: str
     clarify: bool
@@ -64,7 +69,12 @@ class ThinkerState(TypedDict, total=False):
 
 @dataclass(frozen=True, slots=True)
 class ThinkerDeps:
-    """What the Thinker's nodes use: the executor, the registry, search, the prompt blocks."""
+    """What the Thinker's nodes use: the executor, the registry, search, the prompt blocks.
+
+    Example:
+        >>> # prompts = await ensure_prompt_blocks(store)
+        >>> # deps = ThinkerDeps(executor, store, BlockSearch(store), prompts)
+    """
 
     executor: BlockExecutor
     store: BlockStore

@@ -44,7 +44,12 @@ class RefinedIntent(BaseModel):
     edge_cases: list[str] = Field(default_factory=list)
 
     def as_text(self) -> str:
-        """The specification as the text the next stages read."""
+        """The specification as the text the next stages read (one line per part).
+
+        Example:
+            >>> RefinedIntent(goal="Sort", inputs=["numbers"]).as_text().splitlines()
+            ['Goal: Sort', 'Inputs: numbers']
+        """
         lines = [f"Goal: {self.goal}"]
         for title, items in (
             ("Steps", self.steps),
@@ -134,8 +139,11 @@ class DecomposeOutput(BaseModel):
     """Decompose's answer: the blocks, in an order where each comes after its dependencies.
 
     Example:
-        >>> DecomposeOutput(required_blocks=[]).required_blocks
-        []
+        >>> try:
+        ...     DecomposeOutput(required_blocks=[])
+        ... except ValidationError as exc:
+        ...     print(validation_problems(exc))
+        ['answer: required_blocks is empty; list at least one block']
     """
 
     model_config = ConfigDict(extra="forbid")
