@@ -39,12 +39,13 @@ __all__ = ["CREATE_REPAIRS", "check_draft", "create_block"]
 CREATE_REPAIRS = 3
 
 
-def _compile_problems(source: str) -> list[str]:
+def _code_problems(source: str, network: bool) -> list[str]:
+    """What stops ``source`` before it runs: a compile error, else the sandbox policy's refusals."""
     try:
         compile(source, "<block>", "exec")
     except SyntaxError as exc:
         return [f"block.source_code: line {exc.lineno}: {exc.msg}"]
-    return []
+    return [f"sandbox policy: {p}" for p in check_policy(source, network=network)]
 
 
 async def check_draft(
@@ -79,17 +80,13 @@ async def check_draft(
     if not fits:
         return None, [f"block IO: {p}" for p in fits.problems]
     if block.source_code is not None:
-        problems = _compile_problems(block.source_code)
-        if problems:
-            return None, problems
         try:
-            refused = await asyncio.to_thread(
-                check_policy, block.source_code, network=block.network
-            )
+            # Compiling and the policy's walk of the tree are CPU work: off the event loop.
+            problems = await asyncio.to_thread(_code_problems, block.source_code, block.network)
         except SandboxError as exc:
             return None, [f"sandbox: {exc}"]
-        if refused:
-            return None, [f"sandbox policy: {p}" for p in refused]
+        if problems:
+            return None, problems
     return block, []
 
 
