@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -23,15 +22,12 @@ from typing import Any, TextIO
 from flowcore.cli.commands import RunInputError, _finish, parse_inputs
 from flowcore.cli.render import ProgressPrinter, short
 from flowcore.cli.workspace import CliError, Workspace, choose_provider, load_tools, open_workspace
-from flowcore.llm.protocol import LLMProvider
 from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.runner import check_run_inputs, input_keys
 from flowcore.port.inproc import InProcExecutor
-from flowcore.search.block_search import BlockSearch
-from flowcore.search.embedder import Embedder
 from flowcore.thinker.api import Thinker
 from flowcore.thinker.events import ThinkerEvent
-from flowcore.thinker.offline_model import ThinkerModel
+from flowcore.thinker.setup import default_search, thinker_model
 
 __all__ = ["THINKER_COMMANDS", "add_thinker_commands"]
 
@@ -75,21 +71,9 @@ def add_thinker_commands(command: Any) -> None:
             )
 
 
-def _embedder() -> Embedder | None:
-    # Meaning-aware search when the offline embedder is installed (flowcore[embed]).
-    if importlib.util.find_spec("wordllama") is None:
-        return None
-    from flowcore.search.wordllama_embedder import WordLlamaEmbedder
-
-    return WordLlamaEmbedder()
-
-
 def _thinker(args: argparse.Namespace, ws: Workspace, out: TextIO) -> Thinker:
     provider, choice = choose_provider(args.provider, args.model)
-    thinker_model: LLMProvider = provider
-    if choice.name == "offline":
-        thinker_model = ThinkerModel(fallback=provider)
-    runner = ws.runner(thinker_model, choice.model, load_tools([]))
+    runner = ws.runner(thinker_model(provider), choice.model, load_tools([]))
     if not args.json:
         model = f" ({choice.model})" if choice.model else ""
         out.write(
@@ -99,7 +83,7 @@ def _thinker(args: argparse.Namespace, ws: Workspace, out: TextIO) -> Thinker:
     return Thinker(
         ws.blocks,
         runner.executor,
-        BlockSearch(ws.blocks, _embedder()),
+        default_search(ws.blocks),
         ws.checkpoints,
         runner=runner,
         # Thinker runs are recorded like any run: 'flowcore runs list' shows their tokens.

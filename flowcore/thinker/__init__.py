@@ -23,6 +23,7 @@ from flowcore.thinker.models import (
 )
 from flowcore.thinker.offline_model import Faults, ThinkerModel
 from flowcore.thinker.prompts import PROMPT_BLOCK_IDS, ensure_prompt_blocks, prompt_blocks
+from flowcore.thinker.setup import default_embedder, default_search, thinker_model
 from flowcore.thinker.stage import StageFailedError
 
 __all__ = [
@@ -43,8 +44,11 @@ __all__ = [
     "ThinkerModel",
     "ThinkerRunError",
     "WireOutput",
+    "default_embedder",
+    "default_search",
     "ensure_prompt_blocks",
     "prompt_blocks",
     "thinker_event",
+    "thinker_model",
     "to_sse_frame",
 ]
