@@ -198,8 +198,24 @@ class Thinker:
         self.checkpointer = checkpointer or InMemoryCheckpointer()
         self.runner = runner or PipelineRunner(blocks=blocks, executor=executor)
         self.port = port or InProcExecutor()
+        self._owns_port = port is None
         self._graphs: tuple[CompiledGraph, CompiledGraph] | None = None
         self._lock = asyncio.Lock()
+
+    async def aclose(self) -> None:
+        """Cancel the Thinker runs still going and wait for them (a given port is left open).
+
+        Example:
+            >>> # await thinker.aclose()  # e.g. when the server shuts down
+        """
+        if self._owns_port:
+            await self.port.aclose()
+
+    async def __aenter__(self) -> Thinker:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def graphs(self) -> tuple[CompiledGraph, CompiledGraph]:
         """The compiled Thinker graph and the one-stage Clarifier graph (built once).

@@ -106,3 +106,17 @@ async def test_stream_events_become_seed_003_sse_frames(make_thinker: MakeThinke
     assert frames[0].startswith("event: start\ndata: {")
     assert frames[-1].startswith('event: complete\ndata: {"type":"complete","result":{')
     assert all(f.endswith("\n\n") and f.count("\n") == 3 for f in frames)
+
+
+async def test_closing_the_thinker_cancels_a_run_still_going(make_thinker: MakeThinker) -> None:
+    async with make_thinker(ThinkerModel()) as thinker:
+        events = thinker.stream_create("Reverse a text")
+        first = await anext(events)
+        assert first["type"] == "start"
+        second = await anext(events)
+        assert second["type"] == "stage"
+    rest = [e async for e in events]
+    # The run was cancelled mid-way; its stream still ends with its last event.
+    assert rest[-1]["type"] == "complete"
+    assert rest[-1]["result"]["status"] == "failed"
+    assert rest[-1]["result"]["pipeline_json"] is None
