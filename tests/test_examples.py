@@ -33,6 +33,7 @@ DOC_PAGES_WITH_RUNNABLE_CODE = [
     "secrets.md",
     "tracing.md",
     "budgets.md",
+    "thinker.md",
     "ai-sdk.md",
     "search.md",
 ]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from flowcore.cli.commands import COMMANDS
+from flowcore.cli.create_commands import THINKER_COMMANDS, add_thinker_commands
 from flowcore.cli.redaction import redacted_output
 from flowcore.cli.render import one_line
 from flowcore.cli.server_commands import SERVER_COMMANDS
@@ -140,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     for p in (b_list, b_show, b_add, b_search, b_export, b_import):
         _common(p)
 
+    add_thinker_commands(command)
+
     runs = command("runs", "the run history")
     rsub = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION")
     r_list = rsub.add_parser("list", help="list runs, newest first")
@@ -209,7 +212,11 @@ def main(
         args.redactor = redactor
         try:
             _check_text_arguments(args)
-            command = COMMANDS.get(args.command) or SERVER_COMMANDS[args.command]
+            command = (
+                COMMANDS.get(args.command)
+                or SERVER_COMMANDS.get(args.command)
+                or THINKER_COMMANDS[args.command]
+            )
             return asyncio.run(command(args, out))
         except FlowcoreError as exc:
             err.write(_error_lines(exc))
