@@ -35,6 +35,7 @@ from flowcore.server.services import Services
 from flowcore.server.settings import ServerSettings
 from flowcore.server.shutdown import StoppingMiddleware
 from flowcore.server.strict import reject_unknown_query
+from flowcore.server.thinker_service import build_thinker_service
 
 __all__ = ["create_app"]
 
@@ -139,7 +140,9 @@ def create_app(
     """The HTTP app: every route of docs/serve.md, on the stores and executor given.
 
     ``graphs`` registers graphs by name (native compiled graphs, compiled
-    LangGraph-style graphs, Pipelines, TaskPlans); ``recover`` continues
+    LangGraph-style graphs, Pipelines, TaskPlans); the Thinker routes use
+    a Thinker built on ``blocks_store`` and ``executor``'s pipeline runner
+    (closed on shutdown); ``recover`` continues
     runs a previous server left unfinished when the app starts. The app's
     lifespan stops running runs at a checkpoint when it shuts down.
 
@@ -165,6 +168,8 @@ def create_app(
         memory=memory_store,
         redactor=redactor,
         limiter=RateLimiter(settings.rate_limit, settings.rate_window),
+        # One Thinker per app, on the same registry, runner, checkpoints and history.
+        thinker=build_thinker_service(blocks_store, executor, history=history, redactor=redactor),
     )
 
     @asynccontextmanager
@@ -177,6 +182,8 @@ def create_app(
             yield
         finally:
             await manager.shutdown()
+            if services.thinker is not None:
+                await services.thinker.aclose()
 
     app = FastAPI(
         title=settings.title,

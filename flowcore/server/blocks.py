@@ -11,7 +11,15 @@ from fastapi import APIRouter, Query, Request
 from flowcore.blocks.definition import BlockDefinition
 from flowcore.server.auth import Caller, services_of
 from flowcore.server.errors import BadRequestError
-from flowcore.server.models import BlockList, BlockSearch, BlockSource, Deleted, error_responses
+from flowcore.server.models import (
+    BlockHit,
+    BlockList,
+    BlockSearch,
+    BlockSearchResult,
+    BlockSource,
+    Deleted,
+    error_responses,
+)
 
 __all__ = ["router"]
 
@@ -48,10 +56,33 @@ async def create_block(block: BlockDefinition, key: Caller, request: Request) ->
     return await services_of(request).blocks.save(block)
 
 
-@router.post("/api/blocks/search", response_model=BlockList, summary="Search blocks")
-async def search_blocks(body: BlockSearch, key: Caller, request: Request) -> BlockList:
-    """Full-text search over name, description, use_when and tags, best first."""
-    return BlockList(blocks=await services_of(request).blocks.search(body.query, limit=body.limit))
+@router.post(
+    "/api/blocks/search", response_model=BlockSearchResult, summary="Search blocks (hybrid)"
+)
+async def search_blocks(body: BlockSearch, key: Caller, request: Request) -> BlockSearchResult:
+    """Meaning and words fused (``mode: hybrid``) when the ``embed`` extra is installed,
+    full text over name, description, use_when and tags otherwise (``mode: text``)."""
+    services = services_of(request)
+    search = services.thinker.search if services.thinker is not None else None
+    if search is None:
+        found = await services.blocks.search(body.query, limit=body.limit)
+        return BlockSearchResult(blocks=found, mode="text")
+    hits = await search.search(body.query, limit=body.limit)
+    mode = hits[0].mode if hits else ("hybrid" if search.embedder is not None else "text")
+    return BlockSearchResult(
+        blocks=[hit.block for hit in hits],
+        mode=mode,
+        hits=[
+            BlockHit(
+                id=hit.block.id,
+                score=hit.score,
+                fts_rank=hit.fts_rank,
+                vector_rank=hit.vector_rank,
+                similarity=hit.similarity,
+            )
+            for hit in hits
+        ],
+    )
 
 
 @router.get(

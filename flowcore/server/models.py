@@ -7,17 +7,26 @@ a fixed shape here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from flowcore.blocks.definition import BlockDefinition
 
 __all__ = [
+    "AutomateBody",
+    "AutomateResult",
+    "BlockHit",
     "BlockList",
     "BlockSearch",
+    "BlockSearchResult",
     "BlockSource",
+    "ChatMessage",
     "CheckpointView",
+    "ClarifyAnswer",
+    "ClarifyBody",
+    "CreateAgentBody",
+    "CreateAgentResult",
     "Deleted",
     "ErrorBody",
     "ErrorInfo",
@@ -48,6 +57,7 @@ __all__ = [
     "RunSummary",
     "ThinkerBody",
     "ThreadHistory",
+    "Tokens",
     "error_responses",
 ]
 
@@ -227,10 +237,27 @@ class BlockList(BaseModel):
 
 
 class BlockSearch(_Strict):
-    """``POST /api/blocks/search``: full-text search over name, description, use_when, tags."""
+    """``POST /api/blocks/search``: hybrid search (meaning and words) over the latest blocks."""
 
     query: str = Field(min_length=1, max_length=1000)
     limit: int = Field(default=10, ge=1, le=100)
+
+
+class BlockHit(BaseModel):
+    """How one found block ranked: fused score, its place in each search (1 = best)."""
+
+    id: str
+    score: float
+    fts_rank: int | None = None
+    vector_rank: int | None = None
+    similarity: float | None = None
+
+
+class BlockSearchResult(BlockList):
+    """Found blocks, best first; ``mode`` says which searches ran (``hybrid`` or ``text``)."""
+
+    mode: str
+    hits: list[BlockHit] = Field(default_factory=list)
 
 
 class BlockSource(BaseModel):
@@ -337,10 +364,105 @@ class MemoryView(BaseModel):
 
 
 # ---------------------------------------------------------------- thinker
+_INTENT = Field(
+    min_length=1,
+    max_length=4000,
+    description="What to automate, in plain words (at most 4000 characters)",
+)
+
+
 class ThinkerBody(BaseModel):
-    """What the Thinker endpoints will take (an intent, a conversation); free-form for now."""
+    """Free-form Thinker input (kept for clients written against the 501 placeholders)."""
 
     model_config = ConfigDict(extra="allow")
+
+
+class ChatMessage(_Strict):
+    """One message of a clarifying conversation."""
+
+    role: Literal["user", "assistant"]
+    content: str = Field(min_length=1, max_length=4000)
+
+
+class ClarifyBody(_Strict):
+    """``POST /api/clarify``: start with ``intent`` (or a whole ``messages`` list), or answer.
+
+    Give exactly one of ``intent``, ``messages``, or ``thread_id`` with ``answer``.
+    """
+
+    intent: str | None = Field(default=None, min_length=1, max_length=4000)
+    messages: list[ChatMessage] | None = Field(default=None, min_length=1, max_length=20)
+    thread_id: str | None = Field(default=None, min_length=1, max_length=200)
+    answer: str | None = Field(default=None, min_length=1, max_length=4000)
+
+
+class Tokens(BaseModel):
+    """Tokens the Thinker's model read and wrote for one request."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ClarifyAnswer(BaseModel):
+    """The Clarifier's decision: a question to answer on ``thread_id``, or ready.
+
+    ``status`` is ``question``, ``ready`` or ``failed`` (the model gave no usable
+    answer; ``error`` says why).
+    """
+
+    thread_id: str
+    status: Literal["question", "ready", "failed"]
+    ready: bool
+    question: str | None = None
+    refined_intent: str | None = None
+    spec: dict[str, Any] | None = None
+    user_messages: int
+    error: str | None = None
+    tokens: Tokens
+
+
+class CreateAgentBody(_Strict):
+    """``POST /api/create-agent`` (and ``/stream``): the intent to turn into a Pipeline."""
+
+    intent: str = _INTENT
+
+
+class CreateAgentResult(BaseModel):
+    """What the Thinker made: ``pipeline_json`` when ``status`` is ``complete``.
+
+    ``status`` ``failed`` means the model's answers could not be made into a
+    valid pipeline; ``log`` and ``error`` say where it stopped.
+    """
+
+    pipeline_json: dict[str, Any] | None = None
+    status: str
+    log: list[str]
+    thread_id: str | None = None
+    reused: list[str] = Field(default_factory=list)
+    created: list[str] = Field(default_factory=list)
+    failed: list[str] = Field(default_factory=list)
+    refined_intent: str | None = None
+    error: str | None = None
+    tokens: Tokens
+
+
+class AutomateBody(_Strict):
+    """``POST /api/automate``: an intent, and the input of the pipeline made for it."""
+
+    intent: str = _INTENT
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class AutomateResult(BaseModel):
+    """The created pipeline and its run (``run`` is null when it did not run: see ``problems``).
+
+    ``status`` is the run's status, or ``not_run``.
+    """
+
+    status: str
+    create: CreateAgentResult
+    run: PipelineRunResult | None = None
+    problems: list[str] = Field(default_factory=list)
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

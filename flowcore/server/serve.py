@@ -156,6 +156,8 @@ async def open_server(
             yield app
         finally:
             await app.state.services.runs.shutdown()
+            if app.state.services.thinker is not None:
+                await app.state.services.thinker.aclose()
             await executor.aclose()
 
 

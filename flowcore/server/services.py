@@ -19,6 +19,7 @@ from flowcore.server.limits import RateLimiter
 from flowcore.server.manager import RunManager
 from flowcore.server.pipeline_store import PipelineStore
 from flowcore.server.settings import ServerSettings
+from flowcore.server.thinker_service import ThinkerService
 
 __all__ = ["Services"]
 
@@ -29,7 +30,9 @@ class Services:
 
     ``history`` is the run history behind ``/api/executions``; ``memory``
     the long-term store behind ``/api/memory/{user_id}``; ``redactor``
-    scrubs what errors say before they are answered or logged.
+    scrubs what errors say before they are answered or logged; ``thinker``
+    serves the Thinker routes and ``/api/blocks/search`` (None: they answer
+    501, and search is full text on the registry).
     """
 
     settings: ServerSettings
@@ -41,4 +44,5 @@ class Services:
     memory: Store | None = None
     redactor: Redactor = NO_REDACTION
     limiter: RateLimiter = field(default_factory=RateLimiter)
+    thinker: ThinkerService | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -94,16 +94,6 @@ async def test_bad_requests_are_4xx_json_errors_that_say_what_is_wrong(server: S
     assert broken.json()["error"]["code"] == "invalid-request"
 
 
-async def test_the_thinker_endpoints_answer_501_naming_what_is_missing(server: Server) -> None:
-    for path in ("/api/clarify", "/api/create-agent", "/api/create-agent/stream", "/api/automate"):
-        response = await server.ada.post(path, json={"intent": "order lunch"})
-        assert response.status_code == 501, path
-        error = response.json()["error"]
-        assert error["code"] == "not-implemented"
-        assert "Thinker" in error["message"]
-        assert "issue 21" in error["message"]
-
-
 async def test_health_needs_no_key(server: Server) -> None:
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=server.app), base_url="http://x"
