@@ -37,7 +37,7 @@ from flowcore.server.models import (
 from flowcore.server.run_store import RunRow
 from flowcore.server.thinker_service import ClarifyOutcome, ThinkerService
 from flowcore.thinker.api import CreateResult
-from flowcore.thinker.events import ThinkerEvent, make_event, to_sse_frame
+from flowcore.thinker.events import EVENT_TYPES, ThinkerEvent, make_event, to_sse_frame
 
 __all__ = ["router"]
 
@@ -51,7 +51,23 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
             "Server-Sent Events in seed 003's shape: `event: <type>` and `data: {...}`, "
             "from `start` to `complete` (whose result holds pipeline_json, status, log)"
         ),
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        # Before OpenAPI 3.2 an event stream's schema describes one event (one SSE message).
+        "content": {
+            "text/event-stream": {
+                "schema": {
+                    "type": "object",
+                    "required": ["event", "data"],
+                    "properties": {
+                        "event": {"type": "string", "enum": sorted(EVENT_TYPES)},
+                        "data": {
+                            "type": "string",
+                            "contentMediaType": "application/json",
+                            "description": 'The event as JSON: {"type": <event>, "ts", ...}',
+                        },
+                    },
+                }
+            }
+        },
     }
 }
 

@@ -4,8 +4,8 @@ Every operation of the served OpenAPI document gets generated requests,
 valid ones and (with ``negative``) invalid ones, sent with a valid API key;
 each response is checked by schemathesis' checks (status code declared,
 content type, headers, body against the response schema, no server error).
-The four Thinker routes answer 501 by contract until issue 21, so that one
-status is expected of them and not counted as a server error.
+The Thinker routes are fuzzed like the others: the server runs on the
+offline provider, so each request is answered by the Thinker's offline model.
 
     python -m tests.server.contract --examples 50   # what CI runs; prints the figures
 
@@ -29,8 +29,6 @@ from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import (
     negative_data_rejection,
-    not_a_server_error,
-    positive_data_acceptance,
 )
 from schemathesis.config import SchemathesisConfig
 from schemathesis.core.failures import FailureGroup
@@ -45,8 +43,6 @@ CONFIG = """
 [checks.positive_data_acceptance]
 expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "422", "429"]
 """
-
-THINKER = {"/api/clarify", "/api/create-agent", "/api/create-agent/stream", "/api/automate"}
 
 
 @dataclass
@@ -82,8 +78,6 @@ def _fuzz(
     report: Report,
 ) -> None:
     """Send ``examples`` generated requests of one kind to one operation, checking each answer."""
-    thinker = operation.path in THINKER
-
     @given(case=operation.as_strategy(generation_mode=mode))
     @settings(
         max_examples=examples,
@@ -97,8 +91,7 @@ def _fuzz(
         response = case.call(base_url=base_url, headers=headers, timeout=30)
         report.requests += 1
         report.statuses[response.status_code] += 1
-        expected_5xx = thinker and response.status_code == 501
-        if response.status_code >= 500 and not expected_5xx:
+        if response.status_code >= 500:
             report.server_errors += 1
             report.failures.append(
                 f"{case.method} {case.formatted_path} -> {response.status_code}: "
@@ -106,8 +99,6 @@ def _fuzz(
             )
             return
         excluded = []
-        if expected_5xx:  # 501 is these routes' contract until the Thinker exists
-            excluded += [not_a_server_error, positive_data_acceptance]
         if _unsent_query(case):
             # The "invalid" part was a query parameter without a value, which the HTTP
             # client leaves out: the server received a valid request and rightly served it.
