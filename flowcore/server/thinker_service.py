@@ -89,6 +89,16 @@ class ThinkerService:
         self._threads: OrderedDict[str, ClarifyThread] = OrderedDict()
         self._closed = False
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`aclose` ran (the server stopped).
+
+        Example:
+            >>> # service.closed
+            >>> # False
+        """
+        return self._closed
+
     async def aclose(self) -> None:
         """Stop the Thinker runs still going (safe to call twice).
 

@@ -193,3 +193,68 @@ async def test_block_search_says_which_mode_ran(server: Server) -> None:
     assert found["blocks"][0]["id"] == "summarize"
     assert [hit["id"] for hit in found["hits"]] == [b["id"] for b in found["blocks"]]
     assert found["hits"][0]["fts_rank"] == 1
+
+
+def _use_model(server: Server, model: Any) -> None:
+    """Have the server's Thinker ask ``model`` (the stand-in for a model that answers badly)."""
+    from flowcore.llm import ProviderRegistry
+
+    server.app.state.services.thinker.thinker.executor.providers = ProviderRegistry.single(model)
+
+
+async def test_a_model_the_thinker_cannot_use_is_a_failed_result_not_a_5xx(
+    server: Server,
+) -> None:
+    from flowcore.llm.scripted import ScriptedProvider
+
+    _use_model(server, ScriptedProvider(["this is not JSON"] * 100))
+    made = await server.ada.post("/api/create-agent", json={"intent": "Reverse a text"})
+    assert made.status_code == 200, made.text
+    assert made.json()["status"] == "failed"
+    assert made.json()["pipeline_json"] is None
+    assert made.json()["log"]
+
+    done = await server.ada.post(
+        "/api/automate", json={"intent": "Reverse a text", "input": {"text": "abc"}}
+    )
+    assert done.status_code == 200, done.text
+    assert done.json()["status"] == "not_run"
+    assert done.json()["problems"][0] == "no pipeline to run: the Thinker's result is 'failed'"
+
+    streamed = await server.ada.post("/api/create-agent/stream", json={"intent": "Reverse a text"})
+    events = _events(streamed.text)
+    assert events[-1]["type"] == "complete"
+    assert events[-1]["result"]["status"] == "failed"
+
+
+async def test_a_clarifier_run_that_fails_says_so_and_keeps_the_question_open(
+    server: Server,
+) -> None:
+    from flowcore.llm.scripted import ScriptedProvider
+
+    asked = (await server.ada.post("/api/clarify", json={"intent": VAGUE})).json()
+    _use_model(server, ScriptedProvider(["this is not JSON"] * 20))
+    failed = await server.ada.post(
+        "/api/clarify", json={"thread_id": asked["thread_id"], "answer": ANSWER}
+    )
+    assert failed.status_code == 200, failed.text
+    assert failed.json()["status"] == "failed"
+    assert failed.json()["error"]
+    assert failed.json()["user_messages"] == 1  # the answer was not kept: send it again
+
+
+async def test_the_app_builds_one_thinker_on_its_stores_and_closes_it_on_shutdown(
+    server: Server,
+) -> None:
+    services = server.app.state.services
+    thinker = services.thinker.thinker
+    runner = services.runs.executor.runner
+    assert thinker.blocks is services.blocks
+    assert thinker.checkpointer is runner.checkpointer
+    assert thinker.executor.tools is runner.executor.tools
+    assert thinker.executor.memory is runner.executor.memory
+    assert thinker.executor.providers.resolve(None, None)[0].name == "thinker-offline"
+    assert runner.executor.providers.resolve(None, None)[0].name == "offline"
+    async with server.app.router.lifespan_context(server.app):
+        pass
+    assert services.thinker.closed
