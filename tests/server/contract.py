@@ -78,6 +78,7 @@ def _fuzz(
     report: Report,
 ) -> None:
     """Send ``examples`` generated requests of one kind to one operation, checking each answer."""
+
     @given(case=operation.as_strategy(generation_mode=mode))
     @settings(
         max_examples=examples,
