@@ -6,8 +6,11 @@ temporary database, an API key made with ``flowcore keys create``) serving
 /api/runs``) with at most ``--concurrency`` going at once, each followed
 over Server-Sent Events (``GET /api/runs/{id}/events``) by one shared
 ``httpx.AsyncClient``. The first ``--concurrency`` runs wait inside the
-graph until all of them have started (``FLOWCORE_LOAD_HOLD``), so that
-many streams really are open together; the bench measures how many were.
+graph (``FLOWCORE_LOAD_HOLD``) until every one of their streams is open
+and has its first event; then the bench starts a run of ``load_release``,
+which lets them all go at once. So that many streams really are live
+together (the bench reports the peak it saw), even on a client slower
+than the server.
 
 Each stream is checked against what the server stored for the run (the
 same route read again once the run has ended replays the stored log):
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -61,6 +65,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GRAPHS = "bench.serve_load_graph:build"
 REQUESTS_PER_RUN = 4  # POST, the live stream, the stored replay, the run's record
 STARTUP = 60.0  # seconds the server may take to answer /healthz
+RELEASE_WAIT = 50.0  # seconds for every held stream to start (the graph lets go at 60)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,11 +138,20 @@ class RunResult:
 
 @dataclass(slots=True)
 class Load:
-    """Counters shared by the runs of one bench."""
+    """Counters shared by the runs of one bench, and the moment the held runs may go."""
 
+    held: int = 0  # how many runs the graph holds until released
     open_streams: int = 0
     peak: int = 0
     server_errors: int = 0
+    settled: int = 0  # held runs whose stream has its first event (or that failed)
+    all_streaming: asyncio.Event = field(default_factory=asyncio.Event)
+    open_at_release: int = 0
+
+    def settle(self) -> None:
+        self.settled += 1
+        if self.settled >= self.held:
+            self.all_streaming.set()
 
     def opened(self) -> None:
         self.open_streams += 1
@@ -165,6 +179,7 @@ async def one_run(client: httpx.AsyncClient, load: Load, index: int) -> RunResul
     """Start run ``index``, follow its stream to the end, then check it against the store."""
     result = RunResult(index)
     began = time.perf_counter()
+    held = index < load.held
     try:
         created = await client.post(
             "/api/runs", json={"target": {"graph": "load"}, "input": {"topic": f"run {index}"}}
@@ -190,6 +205,9 @@ async def one_run(client: httpx.AsyncClient, load: Load, index: int) -> RunResul
                     chunks.append(chunk)
                     if result.first_event is None and "data:" in chunk:
                         result.first_event = time.perf_counter() - began
+                        if held:
+                            held = False
+                            load.settle()
             finally:
                 load.closed()
         result.total = time.perf_counter() - began
@@ -209,7 +227,25 @@ async def one_run(client: httpx.AsyncClient, load: Load, index: int) -> RunResul
                 result.failures.append(f"run {run_id} is {result.status}; nodes not done: {undone}")
     except httpx.HTTPError as exc:
         result.failures.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        if held:  # it never got a first event: do not keep the others waiting for it
+            load.settle()
     return result
+
+
+async def release_held(client: httpx.AsyncClient, load: Load, limit: float) -> str | None:
+    """Once every held run streams, start ``load_release``; a failure as text, else None."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(load.all_streaming.wait(), limit)
+    load.open_at_release = load.open_streams
+    response = await client.post("/api/runs", json={"target": {"graph": "load_release"}})
+    if response.status_code >= 500:
+        load.server_errors += 1
+    if response.status_code != 201:
+        return f"POST load_release: {response.status_code} {response.text[:200]}"
+    if not load.all_streaming.is_set():
+        return f"only {load.settled} of {load.held} held runs streamed within {limit:g} s"
+    return None
 
 
 def _free_port() -> int:
@@ -258,6 +294,7 @@ def report(
         "completed": completed,
         "concurrency": concurrency,
         "peak_open_streams": load.peak,
+        "open_at_release": load.open_at_release,
         "wall_s": round(wall, 3),
         "runs_per_s": round(completed / wall, 1) if wall > 0 else 0.0,
         "first_event_p50_ms": round(_percentile(firsts, 0.50), 1),
@@ -279,8 +316,9 @@ def _table(figures: dict[str, Any]) -> str:
     rows = [
         ("runs (completed)", f"{figures['runs']} ({figures['completed']})"),
         (
-            "concurrent streams reached / asked",
-            f"{figures['peak_open_streams']} / {figures['concurrency']}",
+            "concurrent streams reached / asked (open at release)",
+            f"{figures['peak_open_streams']} / {figures['concurrency']}"
+            f" ({figures['open_at_release']})",
         ),
         ("wall time (s)", figures["wall_s"]),
         ("runs/s", figures["runs_per_s"]),
@@ -307,7 +345,7 @@ def _table(figures: dict[str, Any]) -> str:
 async def _drive(
     base: str, key: str, runs: int, concurrency: int
 ) -> tuple[list[RunResult], Load, float]:
-    load = Load()
+    load = Load(held=min(runs, concurrency))
     gate = asyncio.Semaphore(concurrency)
     # One connection per run in flight, plus room for the checks that follow a stream.
     limits = httpx.Limits(max_connections=concurrency + 16, max_keepalive_connections=concurrency)
@@ -321,8 +359,14 @@ async def _drive(
                 return await one_run(client, load, index)
 
         began = time.perf_counter()
-        results = await asyncio.gather(*(gated(i) for i in range(runs)))
+        releasing = asyncio.ensure_future(release_held(client, load, RELEASE_WAIT))
+        try:
+            results = await asyncio.gather(*(gated(i) for i in range(runs)))
+        finally:
+            trouble = await releasing
         wall = time.perf_counter() - began
+    if trouble is not None:
+        results[0].failures.append(trouble)
     return list(results), load, wall
 
 

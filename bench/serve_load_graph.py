@@ -7,9 +7,11 @@ with ``ctx.emit``, so every run streams a handful of events through the
 engine, the executor port and the server. The run is checkpointed in the
 server's database, as a registered ``Graph`` builder would be.
 
-``FLOWCORE_LOAD_HOLD=N`` makes the first N runs wait in ``fetch`` until all
-N have reached it (at most :data:`HOLD_LIMIT` seconds), so the bench can
-hold N runs and their streams open at the same time.
+``FLOWCORE_LOAD_HOLD=N`` makes the first N runs wait in ``fetch`` until a
+run of the ``load_release`` graph lets them go (or :data:`HOLD_LIMIT`
+seconds pass): the bench starts that run once all N streams are open and
+have their first event, so N runs and their streams really are live at
+the same time, whatever the client's own speed.
 """
 
 from __future__ import annotations
@@ -30,24 +32,26 @@ STEPS = 3
 """How many ``custom`` progress events ``work`` sends per run."""
 
 PAUSE = 0.02  # seconds each step awaits: long enough that 200 runs really overlap
-HOLD_LIMIT = 30.0  # a hold that never fills (fewer runs came) lets its runs go after this
+HOLD_LIMIT = 60.0  # a hold nobody releases (the bench died) lets its runs go after this
 
 
 class _Hold:
-    """The first ``size`` arrivals wait until all ``size`` have arrived; later ones pass."""
+    """The first ``size`` runs wait in ``fetch`` until :meth:`release`; later ones pass."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.arrived = 0
-        self.full = asyncio.Event()
+        self.released = asyncio.Event()
 
     async def wait(self) -> None:
         self.arrived += 1
-        if self.arrived >= self.size:
-            self.full.set()
-        if self.arrived <= self.size:
+        if self.arrived <= self.size and not self.released.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.full.wait(), HOLD_LIMIT)
+                await asyncio.wait_for(self.released.wait(), HOLD_LIMIT)
+
+    def release(self) -> int:
+        self.released.set()
+        return self.arrived
 
 
 _holds: dict[int, _Hold] = {}
@@ -55,7 +59,7 @@ _holds: dict[int, _Hold] = {}
 
 def _hold() -> _Hold | None:
     size = int(os.environ.get("FLOWCORE_LOAD_HOLD", "0") or 0)
-    if size <= 1:
+    if size < 1:
         return None
     return _holds.setdefault(size, _Hold(size))
 
@@ -90,8 +94,17 @@ async def finish(state: LoadState) -> dict[str, Any]:
     return {"summary": f"{state.get('topic', 'load')}: {state.get('words', 0)} words"}
 
 
-def build(checkpointer: Checkpointer) -> CompiledGraph:
-    """The load graph, checkpointed in the server's database.
+class ReleaseState(TypedDict, total=False):
+    held: int
+
+
+async def release(state: ReleaseState) -> dict[str, Any]:
+    hold = _hold()
+    return {"held": hold.release() if hold is not None else 0}
+
+
+def build(checkpointer: Checkpointer) -> dict[str, CompiledGraph]:
+    """The load graph (checkpointed in the server's database) and the one that releases its hold.
 
     Example:
         >>> # flowcore serve --graphs bench.serve_load_graph:build
@@ -99,4 +112,9 @@ def build(checkpointer: Checkpointer) -> CompiledGraph:
     graph = Graph(LoadState, name="load")
     graph.add_node("fetch", fetch).add_node("work", work).add_node("finish", finish)
     graph.add_edge(START, "fetch").add_edge("fetch", "work").add_edge("work", "finish")
-    return graph.compile(checkpointer=checkpointer, version="1")
+    releaser = Graph(ReleaseState, name="load_release")
+    releaser.add_node("release", release).add_edge(START, "release")
+    return {
+        "load": graph.compile(checkpointer=checkpointer, version="1"),
+        "load_release": releaser.compile(version="1"),
+    }
