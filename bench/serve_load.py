@@ -84,6 +84,7 @@ class StreamCheck:
     mismatched: int
     dones: int
     done_last: bool
+    unstored: int = 0  # events the live stream carried that the stored log lacks
 
     @property
     def one_done(self) -> bool:
@@ -93,7 +94,9 @@ class StreamCheck:
     @property
     def ok(self) -> bool:
         """Nothing lost, repeated, reordered or different, and one final ``done``."""
-        clean = not (self.lost or self.duplicates or self.out_of_order or self.mismatched)
+        clean = not (
+            self.lost or self.duplicates or self.out_of_order or self.mismatched or self.unstored
+        )
         return clean and self.one_done
 
 
@@ -104,7 +107,9 @@ def check_stream(
 
     Lost events are the sequence numbers the live stream should have carried
     (every stored one, and every number up to the highest it did carry) but
-    did not: a gap counts even when the store lost the event too.
+    did not: a gap counts even when the store lost the event too. Unstored
+    ones are those it carried that the stored log lacks (a later reader,
+    or the same route after the run, would miss them).
 
     Example:
         >>> stored = [(0, "run_start"), (1, "custom"), (2, "done")]
@@ -120,7 +125,10 @@ def check_stream(
     mismatched = sum(1 for seq, kind in received if seq in kinds and kinds[seq] != kind)
     dones = sum(1 for _, kind in received if kind == "done")
     done_last = bool(received) and received[-1][1] == "done"
-    return StreamCheck(len(received), lost, duplicates, out_of_order, mismatched, dones, done_last)
+    unstored = len(set(seqs) - set(kinds))
+    return StreamCheck(
+        len(received), lost, duplicates, out_of_order, mismatched, dones, done_last, unstored
+    )
 
 
 @dataclass(slots=True)
@@ -303,6 +311,7 @@ def report(
         "run_p99_ms": round(_percentile(totals, 0.99), 1),
         "events": sum(c.received for c in checks),
         "events_lost": sum(c.lost for c in checks),
+        "events_not_stored": sum(c.unstored for c in checks),
         "bad_streams": sum(1 for c in checks if not c.ok) + (len(results) - len(checks)),
         "streams_without_one_done": sum(1 for c in checks if not c.one_done)
         + (len(results) - len(checks)),
@@ -331,7 +340,8 @@ def _table(figures: dict[str, Any]) -> str:
             "events (median per stream)",
             f"{figures['events']} ({figures['median_events_per_stream']})",
         ),
-        ("events lost", figures["events_lost"]),
+        ("events lost (live stream)", figures["events_lost"]),
+        ("events missing from the stored log", figures["events_not_stored"]),
         ("streams without exactly one done", figures["streams_without_one_done"]),
         ("bad streams (lost, repeated, reordered, different)", figures["bad_streams"]),
         ("server errors (5xx)", figures["server_errors"]),
@@ -437,10 +447,11 @@ def failed(figures: dict[str, Any]) -> bool:
     """Whether the figures break a promise: lost events, bad streams, 5xx or failed runs.
 
     Example:
-        >>> failed({"events_lost": 0, "bad_streams": 0, "server_errors": 1, "failed_runs": 0})
+        >>> failed({"events_lost": 0, "events_not_stored": 0, "bad_streams": 0,
+        ...         "server_errors": 1, "failed_runs": 0})
         True
     """
-    keys = ("events_lost", "bad_streams", "server_errors", "failed_runs")
+    keys = ("events_lost", "events_not_stored", "bad_streams", "server_errors", "failed_runs")
     return any(figures[k] for k in keys)
 
 
