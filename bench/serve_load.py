@@ -338,6 +338,7 @@ def _table(figures: dict[str, Any]) -> str:
             f"{figures['wall_s']} ({figures['release_s']})",
         ),
         ("runs/s", figures["runs_per_s"]),
+        ("CPU s: server / bench client", f"{figures['server_cpu_s']} / {figures['client_cpu_s']}"),
         (
             "first event p50 / p99 (ms)",
             f"{figures['first_event_p50_ms']} / {figures['first_event_p99_ms']}",
@@ -364,8 +365,11 @@ async def _drive(
 ) -> tuple[list[RunResult], Load, float]:
     load = Load(held=min(runs, concurrency))
     gate = asyncio.Semaphore(concurrency)
-    # One connection per run in flight, plus room for the checks that follow a stream.
-    limits = httpx.Limits(max_connections=concurrency + 16, max_keepalive_connections=concurrency)
+    # One connection per run in flight, plus room for the checks that follow a stream. Few
+    # idle ones: httpcore 1.0.9's pool rescans every connection for each idle one on each
+    # request (encode/httpcore#1035), which with 200 kept alive cost the client 4x the
+    # server's CPU and halved the runs/s; new loopback connections are cheap.
+    limits = httpx.Limits(max_connections=concurrency + 16, max_keepalive_connections=20)
     timeout = httpx.Timeout(120.0, connect=30.0, pool=120.0)
     async with httpx.AsyncClient(
         base_url=base, headers={"Authorization": f"Bearer {key}"}, limits=limits, timeout=timeout
@@ -401,6 +405,15 @@ def _wait_healthy(proc: subprocess.Popen[bytes], base: str, log: Path) -> None:
     raise RuntimeError(f"flowcore serve did not answer /healthz within {STARTUP:g} s")
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time of process ``pid`` so far (Linux ``/proc``; else None)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _tail(log: Path, lines: int = 40) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
@@ -434,9 +447,13 @@ def run_bench(
             )
             try:
                 _wait_healthy(proc, base, log)
+                server_before = _cpu_seconds(proc.pid)
+                client_before = time.process_time()
                 results, load, wall = asyncio.run(
                     _drive(base, str(created["key"]), runs, concurrency)
                 )
+                client_cpu = time.process_time() - client_before
+                server_after = _cpu_seconds(proc.pid)
             finally:
                 proc.terminate()
                 try:
@@ -445,6 +462,13 @@ def run_bench(
                     proc.kill()
                     proc.wait()
         figures = report(results, load, wall, concurrency)
+        # Which side was busy: the bench's client or the server (or neither: the machine was).
+        figures["client_cpu_s"] = round(client_cpu, 2)
+        figures["server_cpu_s"] = (
+            None
+            if server_before is None or server_after is None
+            else round(server_after - server_before, 2)
+        )
         figures["server_exit"] = proc.returncode
         figures["server_log_tail"] = _tail(log)
     return figures, results
