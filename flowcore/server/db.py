@@ -5,11 +5,16 @@ shared by :class:`~flowcore.server.keys.ApiKeys`,
 :class:`~flowcore.server.run_store.RunStore` and
 :class:`~flowcore.server.pipeline_store.PipelineStore`. Statements run on
 aiosqlite's thread, never on the event loop; each write is one statement or
-one ``BEGIN IMMEDIATE`` transaction.
+one ``BEGIN IMMEDIATE`` transaction, and writes take turns (a lock): on one
+shared connection, a second ``BEGIN`` while a transaction is open fails
+("cannot start a transaction within a transaction"), and a lone statement
+sent meanwhile would join, and be rolled back with, another's transaction.
+Many runs ending at once (200 concurrent streams) hit exactly that.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterable
 from types import TracebackType
@@ -84,6 +89,7 @@ class ServerDatabase:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         self._conn: aiosqlite.Connection | None = None
+        self._writing: asyncio.Lock | None = None
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -120,6 +126,7 @@ class ServerDatabase:
                 "flowcore database or a new file"
             ) from exc
         self._conn = conn
+        self._writing = asyncio.Lock()
 
     async def aclose(self) -> None:
         """Close the connection (safe to call twice).
@@ -146,9 +153,11 @@ class ServerDatabase:
         Example:
             >>> # await db.execute("DELETE FROM flowcore_server_pipelines WHERE 0")
         """
-        cursor = await self.conn.execute(sql, tuple(params))
-        count = cursor.rowcount
-        await cursor.close()
+        conn = self.conn
+        async with self._write_turn():
+            cursor = await conn.execute(sql, tuple(params))
+            count = cursor.rowcount
+            await cursor.close()
         return count
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
@@ -176,10 +185,17 @@ class ServerDatabase:
             >>> # await db.executemany("INSERT ...", [(1,), (2,)])
         """
         conn = self.conn
-        await conn.execute("BEGIN IMMEDIATE")
-        try:
-            await conn.executemany(sql, [tuple(r) for r in rows])
-            await conn.execute("COMMIT")
-        except BaseException:
-            await conn.execute("ROLLBACK")
-            raise
+        values = [tuple(r) for r in rows]
+        async with self._write_turn():
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                await conn.executemany(sql, values)
+                await conn.execute("COMMIT")
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+
+    def _write_turn(self) -> asyncio.Lock:
+        if self._writing is None:  # only before open(); self.conn has already refused
+            raise ServerStoreError("the server database is not open")
+        return self._writing
