@@ -481,10 +481,31 @@ class SqliteCheckpointer:
         Example:
             >>> # await store.put_many([checkpoint, WriteAt("t", checkpoint.checkpoint_id, write)])
         """
+        await self._put_many(items, None)
+
+    async def put_many_and_release(
+        self, items: Sequence[StoreItem], thread_id: str, holder: str
+    ) -> None:
+        """Store ``items`` and give ``thread_id``'s lease back, in one transaction.
+
+        What :meth:`put_many` and :meth:`release_lease` do one after the other,
+        for one commit instead of two (a run's last batch,
+        :class:`~flowcore.checkpoint.protocol.ReleasingBatchCheckpointer`). If
+        the items cannot be stored, the transaction is rolled back: the lease
+        is still held, and the error is :meth:`put_many`'s.
+
+        Example:
+            >>> # await store.put_many_and_release([checkpoint], "t", holder)
+        """
+        await self._put_many(items, (thread_id, holder))
+
+    async def _put_many(self, items: Sequence[StoreItem], release: tuple[str, str] | None) -> None:
         self._require_open()
         # Serialize before queueing: an unstorable value fails before any lock is taken.
         rows = self._rows(items)
         if not rows:
+            if release is not None:
+                await self.release_lease(*release)
             return
         checkpoints = [row for row in rows if "record" in row]
         writes = [row for row in rows if "payload" in row]
@@ -503,6 +524,8 @@ class SqliteCheckpointer:
                         raise _Recheck
             except sqlite3.IntegrityError as exc:  # an id that already exists
                 raise _Recheck from exc
+            if release is not None:
+                await conn.execute_fetchall(_RELEASE_LEASE, release)
 
         if not _writes_before_their_checkpoint(rows):
             try:
@@ -514,6 +537,8 @@ class SqliteCheckpointer:
         async def insert_checked(conn: aiosqlite.Connection) -> None:
             for row in rows:
                 await (_insert_checkpoint if "record" in row else _upsert_write)(conn, row)
+            if release is not None:
+                await conn.execute_fetchall(_RELEASE_LEASE, release)
 
         await self._write(insert_checked)
 
@@ -670,10 +695,7 @@ class SqliteCheckpointer:
         self._require_open()
 
         async def drop(conn: aiosqlite.Connection) -> None:
-            await conn.execute_fetchall(
-                "DELETE FROM thread_leases WHERE thread_id = ? AND holder = ?",
-                (thread_id, holder),
-            )
+            await conn.execute_fetchall(_RELEASE_LEASE, (thread_id, holder))
 
         await self._write(drop)
 
@@ -828,6 +850,8 @@ _TAKE_LEASE = (
     "expires_at = excluded.expires_at "
     "WHERE thread_leases.holder = excluded.holder OR thread_leases.expires_at <= :now"
 )
+
+_RELEASE_LEASE = "DELETE FROM thread_leases WHERE thread_id = ? AND holder = ?"
 
 
 def _writes_before_their_checkpoint(rows: Sequence[dict[str, Any]]) -> bool:
