@@ -151,7 +151,8 @@ class _Job:
 
     run: Callable[[aiosqlite.Connection], Awaitable[Any]]
     future: asyncio.Future[Any]
-    transaction: bool = True  # False: a plain read of the writer connection (pragmas)
+    transaction: bool = True  # False: run as it is (a read of pragmas; one lone statement)
+    commits: bool = True  # counted as a commit (WAL truncation); False for a plain read
 
 
 @dataclass(slots=True)
@@ -229,7 +230,8 @@ class SqliteCheckpointer:
         self.wal_truncate_every = int(wal_truncate_every)
         self.lease_ttl = check_lease_ttl(lease_ttl)
         self.before_commit: Callable[[], None] | None = None
-        """Test hook: called inside every write transaction just before COMMIT."""
+        """Test hook: called inside every write transaction just before COMMIT (before
+        the statement, for a lease taken in one statement)."""
         self._serde = serializer or JsonSerializer()
         self._file = SqliteFile(
             self.path, self.busy_timeout, CheckpointStoreError, "SqliteCheckpointer"
@@ -321,6 +323,12 @@ class SqliteCheckpointer:
                 schema_version=self._schema_version,
                 migrate=self._migrate,
             )
+            try:
+                # The clock a lease is taken by, read in the statement (see _TAKE_LEASE).
+                await writer.create_function(_NOW, 0, time.time)
+            except BaseException:
+                await close_quietly(writer, reader)
+                raise
             res = _Open(writer, reader, asyncio.Queue())
             res.task = asyncio.get_running_loop().create_task(
                 self._writer_loop(res), name=f"flowcore sqlite writer {self.path}"
@@ -384,7 +392,7 @@ class SqliteCheckpointer:
                     if not job.future.done():
                         job.future.set_exception(exc)
                     continue
-                if job.transaction:
+                if job.commits:
                     self._commits += 1
                     if self._commits % self.wal_truncate_every == 0:
                         # Before resolving the caller, so the commit that triggers it
@@ -424,11 +432,16 @@ class SqliteCheckpointer:
             _log.warning("flowcore: WAL truncation of %s failed: %s", self.path, exc)
 
     async def _write(
-        self, run: Callable[[aiosqlite.Connection], Awaitable[Any]], *, transaction: bool = True
+        self,
+        run: Callable[[aiosqlite.Connection], Awaitable[Any]],
+        *,
+        transaction: bool = True,
+        commits: bool | None = None,
     ) -> Any:
         res = self._require_open()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        res.queue.put_nowait(_Job(run, future, transaction))
+        counted = transaction if commits is None else commits
+        res.queue.put_nowait(_Job(run, future, transaction, counted))
         return await future
 
     def _require_open(self) -> _Open:
@@ -654,36 +667,41 @@ class SqliteCheckpointer:
     async def acquire_lease(self, thread_id: str, holder: str) -> ThreadLease:
         """Take or renew a thread's lease (see :class:`LeasingCheckpointer`).
 
-        One ``BEGIN IMMEDIATE`` transaction reads the holder, checks its
-        expiry and writes the new one, so of several processes racing for a
-        thread exactly one gets it.
+        One statement reads the clock and the holder, checks its expiry and
+        writes the new one. Run on its own (no ``BEGIN``), it is a
+        write transaction of its own: it takes the write lock before it
+        reads, so of several processes racing for a thread exactly one gets
+        it, in one round trip to the connection's thread instead of three.
 
         Example:
             >>> # lease = await store.acquire_lease("t", new_holder_id())
         """
         self._require_open()
         ttl = self.lease_ttl
+        params = {"t": thread_id, "h": holder, "ttl": ttl}
 
         async def take(conn: aiosqlite.Connection) -> ThreadLease:
-            # The clock is read under the write lock, so no other taker runs in between.
-            now = time.time()
-            expires_at = now + ttl
-            row = {"t": thread_id, "h": holder, "now": now, "exp": expires_at}
-            # One statement reads the holder, checks its expiry and writes the new one.
-            cursor = await conn.execute(_TAKE_LEASE, row)
-            if cursor.rowcount == 1:
-                return ThreadLease(thread_id, holder, expires_at, ttl)
-            rows = list(
-                await conn.execute_fetchall(
-                    "SELECT holder, expires_at FROM thread_leases WHERE thread_id = ?",
-                    (thread_id,),
+            while True:
+                if self.before_commit is not None:
+                    self.before_commit()
+                taken = await self._file.lone_write(
+                    conn, _TAKE_LEASE, params, failed=self._write_failed
                 )
-            )
-            raise ThreadBusyError(
-                thread_id=thread_id, holder=str(rows[0][0]), expires_at=float(rows[0][1])
-            )
+                if taken:
+                    return ThreadLease(thread_id, holder, float(taken[0][0]), ttl)
+                rows = list(
+                    await conn.execute_fetchall(
+                        "SELECT holder, expires_at FROM thread_leases WHERE thread_id = ?",
+                        (thread_id,),
+                    )
+                )
+                if rows:
+                    raise ThreadBusyError(
+                        thread_id=thread_id, holder=str(rows[0][0]), expires_at=float(rows[0][1])
+                    )
+                # Released between the two statements: the thread is free, take it.
 
-        lease: ThreadLease = await self._write(take)
+        lease: ThreadLease = await self._write(take, transaction=False, commits=True)
         return lease
 
     async def release_lease(self, thread_id: str, holder: str) -> None:
@@ -797,7 +815,7 @@ class SqliteCheckpointer:
         """
         res = self._require_open()
         try:
-            writer = await self._write(_read_pragmas, transaction=False)
+            writer = await self._write(_read_pragmas, transaction=False, commits=False)
             reader = await _read_pragmas(res.reader)
         except sqlite3.Error as exc:
             raise CheckpointStoreError(f"read from {self.path} failed: {exc}") from exc
@@ -843,12 +861,19 @@ _UPSERT_WRITE = (
 )
 
 
-# Taken when free, renewed by its holder, taken over once expired; else no row changes.
+# Taken when free, renewed by its holder, taken over once expired; else no row changes
+# and none is returned. The clock (Python's time.time, registered on the writer
+# connection) is read inside the statement, under the write lock, so no other taker
+# runs between reading it and writing.
+_NOW = "flowcore_now"
 _TAKE_LEASE = (
-    "INSERT INTO thread_leases (thread_id, holder, expires_at) VALUES (:t, :h, :exp) "
+    "INSERT INTO thread_leases (thread_id, holder, expires_at) "
+    f"VALUES (:t, :h, {_NOW}() + :ttl) "
     "ON CONFLICT (thread_id) DO UPDATE SET holder = excluded.holder, "
     "expires_at = excluded.expires_at "
-    "WHERE thread_leases.holder = excluded.holder OR thread_leases.expires_at <= :now"
+    "WHERE thread_leases.holder = excluded.holder "
+    "OR thread_leases.expires_at <= excluded.expires_at - :ttl "
+    "RETURNING expires_at"
 )
 
 _RELEASE_LEASE = "DELETE FROM thread_leases WHERE thread_id = ? AND holder = ?"
