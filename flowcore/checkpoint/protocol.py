@@ -250,8 +250,9 @@ class LeasingCheckpointer(Checkpointer, Protocol):
         """Take the thread's lease for ``holder``, or renew it if ``holder`` has it.
 
         Atomic: the current holder is read, its expiry checked and the new
-        holder written as one step (one ``BEGIN IMMEDIATE`` transaction in
-        SQLite), so of two runs racing for a thread exactly one wins. An
+        holder written as one step (one statement that takes SQLite's write
+        lock before it reads), so of two runs racing for a thread exactly one
+        wins. An
         expired lease is taken over.
 
         Raises :class:`~flowcore.errors.ThreadBusyError` if another holder's

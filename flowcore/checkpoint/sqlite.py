@@ -18,9 +18,11 @@ sharing one file:
 * ``PRAGMA wal_checkpoint(TRUNCATE)`` every ``wal_truncate_every`` commits,
   so a WAL file kept busy by constant readers cannot grow without bound.
 * **Thread leases** in the ``thread_leases`` table (one row per running
-  thread: holder, expiry), taken and renewed in one ``BEGIN IMMEDIATE``
-  transaction each, so across every process sharing the file a thread runs
-  in one place at a time (see :mod:`flowcore.checkpoint.lease`).
+  thread: holder, expiry), taken and renewed by one statement that is a
+  write transaction of its own (the write lock taken before it reads), so
+  across every process sharing the file a thread runs in one place at a
+  time (see :mod:`flowcore.checkpoint.lease`). A run's last batch may give
+  the lease back in its own transaction (:meth:`put_many_and_release`).
 * **A versioned schema.** ``flowcore_meta`` holds the schema version; older
   files are migrated on open, in one transaction; newer ones are refused.
   Corrupt and foreign files are refused too, and never modified.
