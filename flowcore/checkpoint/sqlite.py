@@ -242,6 +242,8 @@ class SqliteCheckpointer:
         self._res: _Open | None = None
         self._lifecycle = asyncio.Lock()
         self._commits = 0
+        # Pages the commits since the last WAL checkpoint wrote, about (see _CHECKPOINT_PAGES).
+        self._wal_pages = 0
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointer({str(self.path)!r}, {self._state})"
@@ -328,6 +330,9 @@ class SqliteCheckpointer:
             try:
                 # The clock a lease is taken by, read in the statement (see _TAKE_LEASE).
                 await writer.create_function(_NOW, 0, time.time)
+                # WAL checkpoints run after a commit has returned (_writer_loop), not
+                # inside the COMMIT that crosses SQLite's threshold.
+                await writer.execute_fetchall("PRAGMA wal_autocheckpoint = 0")
             except BaseException:
                 await close_quietly(writer, reader)
                 raise
@@ -402,6 +407,15 @@ class SqliteCheckpointer:
                         await self._truncate_wal(res.writer)
                 if not job.future.done():
                     job.future.set_result(result)
+                # After resolving the caller, so its commit does not wait for the copy;
+                # deferred while work is queued, up to twice the threshold.
+                pages = self._wal_pages
+                if (
+                    job.commits
+                    and pages >= _CHECKPOINT_PAGES
+                    and (res.queue.empty() or pages >= 2 * _CHECKPOINT_PAGES)
+                ):
+                    await self._checkpoint_wal(res.writer)
         finally:
             # Cancelled or broken: nobody may wait forever on a job that will not run.
             stranded: list[_Job | None] = [job]
@@ -427,7 +441,16 @@ class SqliteCheckpointer:
     def _write_failed(self, exc: sqlite3.Error) -> CheckpointStoreError:
         return CheckpointStoreError(f"write to {self.path} failed: {exc}")
 
+    async def _checkpoint_wal(self, conn: aiosqlite.Connection) -> None:
+        """Copy the WAL's pages into the database file, as SQLite's autocheckpoint would."""
+        self._wal_pages = 0
+        try:
+            await conn.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:  # the commits stand; the next round retries
+            _log.warning("flowcore: WAL checkpoint of %s failed: %s", self.path, exc)
+
     async def _truncate_wal(self, conn: aiosqlite.Connection) -> None:
+        self._wal_pages = 0
         try:
             await conn.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error as exc:  # the commit stands; the next round retries
@@ -518,6 +541,7 @@ class SqliteCheckpointer:
         self._require_open()
         # Serialize before queueing: an unstorable value fails before any lock is taken.
         rows = self._rows(items)
+        self._wal_pages += _pages_written(rows)
         if not rows:
             if release is not None:
                 await self.release_lease(*release)
@@ -879,6 +903,19 @@ _TAKE_LEASE = (
 )
 
 _RELEASE_LEASE = "DELETE FROM thread_leases WHERE thread_id = ? AND holder = ?"
+
+_CHECKPOINT_PAGES = 1000
+"""WAL pages after which the writer copies the WAL into the database file (SQLite's own
+autocheckpoint threshold). SQLite would do it inside the COMMIT that crosses it, with
+two fsyncs, so that one commit took several milliseconds; the writer does it once the
+commit has returned and nothing else is queued."""
+
+
+def _pages_written(rows: Sequence[dict[str, Any]]) -> int:
+    """About how many WAL pages storing ``rows`` writes (a leaf and index pages per row
+    or commit, plus the bytes stored): an estimate that only paces checkpoints."""
+    stored = sum(len(row.get("record") or row.get("payload") or b"") for row in rows)
+    return 3 + len(rows) // 2 + stored // 4096
 
 
 def _writes_before_their_checkpoint(rows: Sequence[dict[str, Any]]) -> bool:
