@@ -15,6 +15,10 @@ sharing one file:
   transaction; callers await a future for their job's result or error. The
   runs of one process therefore never contend for the lock among themselves.
   Reads use a second connection.
+* **WAL checkpoints off the commit path.** SQLite's autocheckpoint is off on
+  the writer; after about 1,000 WAL pages the writer runs a passive
+  checkpoint once the commit has returned and nothing is queued, so no
+  caller's commit waits for the copy and its fsyncs.
 * ``PRAGMA wal_checkpoint(TRUNCATE)`` every ``wal_truncate_every`` commits,
   so a WAL file kept busy by constant readers cannot grow without bound.
 * **Thread leases** in the ``thread_leases`` table (one row per running
