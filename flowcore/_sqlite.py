@@ -24,10 +24,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -361,6 +361,40 @@ class SqliteFile:
                 raise failed(exc) from exc
             raise
         return result
+
+    async def lone_write(
+        self,
+        conn: aiosqlite.Connection,
+        sql: str,
+        params: Mapping[str, Any],
+        *,
+        failed: Callable[[sqlite3.Error], Exception],
+    ) -> list[Any]:
+        """Run one writing statement as a transaction of its own; the rows it returns.
+
+        On a connection outside any transaction (``isolation_level=None``) a
+        single statement is atomic and takes the write lock before it reads,
+        like ``BEGIN IMMEDIATE``, in one round trip. A busy lock is waited for
+        as :meth:`begin_immediate` waits (the statement did nothing then).
+
+        Example:
+            >>> # rows = await file.lone_write(writer, "DELETE ... RETURNING id", {}, failed=f)
+        """
+        for attempt in range(1, _BEGIN_ATTEMPTS + 1):
+            try:
+                return list(await conn.execute_fetchall(sql, params))
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc) and attempt < _BEGIN_ATTEMPTS:
+                    continue
+                if _is_busy(exc):
+                    raise self.error(
+                        f"cannot write to {self.path}: {exc} "
+                        f"(waited {attempt} x {self.busy_timeout:g} s for the write lock)"
+                    ) from exc
+                raise failed(exc) from exc
+            except sqlite3.Error as exc:
+                raise failed(exc) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def begin_immediate(self, conn: aiosqlite.Connection) -> None:
         """Take the write lock, waiting up to ``_BEGIN_ATTEMPTS`` busy timeouts for it.

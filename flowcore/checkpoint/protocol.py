@@ -26,6 +26,7 @@ __all__ = [
     "LeasingCheckpointer",
     "MaintainableCheckpointer",
     "PendingWrite",
+    "ReleasingBatchCheckpointer",
     "StoreItem",
     "ThreadLease",
     "WriteAt",
@@ -249,8 +250,9 @@ class LeasingCheckpointer(Checkpointer, Protocol):
         """Take the thread's lease for ``holder``, or renew it if ``holder`` has it.
 
         Atomic: the current holder is read, its expiry checked and the new
-        holder written as one step (one ``BEGIN IMMEDIATE`` transaction in
-        SQLite), so of two runs racing for a thread exactly one wins. An
+        holder written as one step (one statement that takes SQLite's write
+        lock before it reads), so of two runs racing for a thread exactly one
+        wins. An
         expired lease is taken over.
 
         Raises :class:`~flowcore.errors.ThreadBusyError` if another holder's
@@ -286,5 +288,31 @@ class BatchCheckpointer(Checkpointer, Protocol):
         the target of its later writes. The first item that cannot be stored
         raises the error :meth:`put` or :meth:`put_write` would raise, and
         none of the batch is stored.
+        """
+        ...
+
+
+@runtime_checkable
+class ReleasingBatchCheckpointer(BatchCheckpointer, LeasingCheckpointer, Protocol):
+    """A store whose last batch of a run can give the run's thread lease back with it.
+
+    An optional extension: a run that ends with writes still queued stores
+    them and releases its lease in one transaction instead of two. The
+    SQLite store implements it.
+
+    Example:
+        >>> from flowcore.checkpoint import InMemoryCheckpointer
+        >>> isinstance(InMemoryCheckpointer(), ReleasingBatchCheckpointer)
+        False
+    """
+
+    async def put_many_and_release(
+        self, items: Sequence[StoreItem], thread_id: str, holder: str
+    ) -> None:
+        """Store ``items`` as :meth:`put_many` does, and in the same transaction give
+        back ``thread_id``'s lease if ``holder`` has it.
+
+        If the items cannot be stored, nothing is: the lease is still held
+        and the error is the one :meth:`put_many` raises.
         """
         ...

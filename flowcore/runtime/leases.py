@@ -98,9 +98,16 @@ class LeaseKeeper:
         self,
         acquire: Callable[[], Awaitable[ThreadLease | None]],
         release: Callable[[], Awaitable[None]],
+        *,
+        thread_id: str | None = None,
+        holder: str | None = None,
     ) -> None:
         self._acquire = acquire
         self._release = release
+        self.thread_id = thread_id
+        """The thread leased, when known (:func:`run_lease`): see :meth:`hand_over`."""
+        self.holder = holder
+        """The run's holder id, when known (:func:`run_lease`)."""
         self._beat: asyncio.Task[None] | None = None
         self._host: asyncio.Task[Any] | None = None
         self._held = False
@@ -129,16 +136,15 @@ class LeaseKeeper:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
-        if not self._held:
-            return
-        self._held = False
-        # Shielded: a run that is being cancelled must still give its thread back.
-        release = asyncio.ensure_future(self._release_quietly())
-        try:
-            await asyncio.shield(release)
-        except asyncio.CancelledError:
-            await release
-            raise
+        if self._held:
+            self._held = False
+            # Shielded: a run that is being cancelled must still give its thread back.
+            release = asyncio.ensure_future(self._release_quietly())
+            try:
+                await asyncio.shield(release)
+            except asyncio.CancelledError:
+                await release
+                raise
         lost, host = self.lost, self._host
         # The keeper cancelled this task itself: report why instead, unless someone
         # else asked for a cancellation too.
@@ -146,6 +152,50 @@ class LeaseKeeper:
             return
         if host.uncancel() == 0:
             raise lost from None
+
+    def hand_over(self) -> tuple[str, str] | None:
+        """Stop renewing, so the caller's last write can carry the release.
+
+        Returns ``(thread_id, holder)`` for that write to give back, or None
+        when nothing is held (or the keeper does not know the names). Call it
+        just before queueing the store's last transaction of the run: a
+        renewal already queued in the store runs before it, and none is made
+        after it, so the release it carries is final. If that transaction
+        commits, call :meth:`handed_back`; if not, the keeper still releases
+        the lease on exit, in a transaction of its own.
+
+        Example:
+            >>> import asyncio
+            >>> from flowcore.checkpoint.lease import LeaseTable
+            >>> table = LeaseTable()
+            >>> async def take(thread_id, holder):
+            ...     return table.take(thread_id, holder)
+            >>> async def give(thread_id, holder):
+            ...     table.drop(thread_id, holder)
+            >>> async def one_run():
+            ...     keeper = run_lease("t1", take, give)
+            ...     async with keeper as lease:
+            ...         names = keeper.hand_over()
+            ...         table.drop(*names)  # the run's last write gives it back
+            ...         keeper.handed_back()
+            ...     return names == ("t1", lease.holder), table.holder("t1")
+            >>> asyncio.run(one_run())
+            (True, None)
+        """
+        if not self._held or self.thread_id is None or self.holder is None:
+            return None
+        if self._beat is not None:
+            # Cancelled now, awaited on exit: from here on it queues no renewal.
+            self._beat.cancel()
+        return self.thread_id, self.holder
+
+    def handed_back(self) -> None:
+        """The write that :meth:`hand_over` prepared committed: nothing is left to release.
+
+        Example:
+            >>> # names = keeper.hand_over(); await store_last(names); keeper.handed_back()
+        """
+        self._held = False
 
     async def _release_quietly(self) -> None:
         try:
@@ -209,7 +259,10 @@ def run_lease(
     """
     holder = new_holder_id()
     return LeaseKeeper(
-        functools.partial(acquire, thread_id, holder), functools.partial(release, thread_id, holder)
+        functools.partial(acquire, thread_id, holder),
+        functools.partial(release, thread_id, holder),
+        thread_id=thread_id,
+        holder=holder,
     )
 
 

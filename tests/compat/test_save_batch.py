@@ -98,7 +98,17 @@ async def test_a_batched_run_stores_what_a_save_per_call_stores(
         calls.append(len(items))
         await put_many(items)
 
+    put_many_and_release = batched.store.put_many_and_release
+    released: list[int] = []
+
+    async def counting_last(items: Any, thread_id: str, holder: str) -> None:
+        calls.append(len(items))
+        released.append(len(items))
+        await put_many_and_release(items, thread_id, holder)
+
     monkeypatch.setattr(batched.store, "put_many", counting)
+    # A run's last batch also gives its thread lease back, in the same transaction.
+    monkeypatch.setattr(batched.store, "put_many_and_release", counting_last)
     for saver in savers:
         patch_checkpoint_ids(monkeypatch, _counter())
         graph = loop_graph().compile(checkpointer=saver)
@@ -109,6 +119,7 @@ async def test_a_batched_run_stores_what_a_save_per_call_stores(
     assert await stored(batched) == await stored(single)
     # every save of the batched runs went through put_many, a checkpoint and a write a step
     assert sum(calls) == 2 * ((STEPS + 2) + (STEPS + 1))
+    assert len(released) == 2  # one last batch per run
 
 
 def _counter() -> Callable[[str | None], str]:

@@ -226,6 +226,66 @@ async def test_a_run_that_loses_its_lease_is_stopped_with_thread_busy() -> None:
     assert table.holder("t") == "rival:2:beef"  # the release left the rival's lease alone
 
 
+async def test_a_handed_over_lease_is_no_longer_renewed_and_not_released_twice() -> None:
+    store = Recorder(ttl=0.3)
+    keeper = run_lease("t", store.acquire, store.release)
+    async with keeper as lease:
+        assert lease is not None
+        assert keeper.hand_over() == ("t", lease.holder)
+        calls = len(store.log)
+        # Several renewal intervals: a renewal now could re-take a lease the last
+        # write has just given back.
+        await asyncio.sleep(1.0)
+        assert len(store.log) == calls
+        store.table.drop("t", lease.holder)  # what the run's last write does
+        keeper.handed_back()
+    assert [call[0] for call in store.log] == ["acquire"]
+    assert store.table.holder("t") is None
+
+
+async def test_a_handed_over_lease_whose_last_write_failed_is_still_released() -> None:
+    store = Recorder(ttl=30.0)
+    keeper = run_lease("t", store.acquire, store.release)
+    taken: list[ThreadLease | None] = []
+
+    async def run() -> None:
+        async with keeper as lease:
+            taken.append(lease)
+            assert keeper.hand_over() is not None
+            raise RuntimeError("the last batch failed")
+
+    with pytest.raises(RuntimeError, match="the last batch failed"):
+        await run()
+    lease = taken[0]
+    assert lease is not None
+    assert store.log == [("acquire", "t", lease.holder), ("release", "t", lease.holder)]
+    assert store.table.holder("t") is None
+
+
+async def test_nothing_is_handed_over_without_a_lease_or_its_names() -> None:
+    async def no_lease() -> None:
+        return None
+
+    async def nothing() -> None:
+        return None
+
+    keeper = LeaseKeeper(no_lease, nothing)
+    async with keeper:
+        assert keeper.hand_over() is None
+    table = LeaseTable()
+
+    async def take() -> ThreadLease:
+        return table.take("t", "run-a")
+
+    async def give() -> None:
+        table.drop("t", "run-a")
+
+    unnamed = LeaseKeeper(take, give)  # built without run_lease: names unknown
+    async with unnamed:
+        assert unnamed.hand_over() is None
+    assert table.holder("t") is None
+
+
 def test_the_old_import_path_answers_the_moved_names() -> None:
     import flowcore.checkpoint.lease as old
 

@@ -26,6 +26,7 @@ from flowcore.compat.langgraph._savers import RunnableConfig
 from flowcore.compat.langgraph._savers_batch import SaveBatch
 from flowcore.compat.langgraph._savers_shell import SaverShell
 from flowcore.runtime.durability import Durability, DurabilityWriter
+from flowcore.runtime.leases import LeaseKeeper
 
 __all__ = ["CheckpointCall", "RunSaves", "SaverCalls", "WritesCall", "copy_checkpoint"]
 
@@ -200,15 +201,17 @@ class RunSaves:
         await self.writer.writes(WritesCall(None, writes, task_id, task_path), key=task_id)
 
     async def close(
-        self, last: Callable[[], CheckpointCall] | None = None
+        self, last: Callable[[], CheckpointCall] | None = None, *, ride: LeaseKeeper | None = None
     ) -> RunnableConfig | None:
         """Store what is queued or held; the config of the checkpoint ``exit`` stored, if any.
 
         ``last`` builds the checkpoint ``exit`` stores (from the run as it ends).
+        ``ride``: the run's lease, given back with the batch's last commit
+        (see :meth:`SaveBatch.close`).
         """
         if self.batch is not None:
             batch, self.batch = self.batch, None
-            await batch.close()
+            await batch.close(ride)
             return None
         if self.durability != "exit" or not self.writer.holds_checkpoint:
             await self.writer.close()

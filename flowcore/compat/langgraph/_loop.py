@@ -64,7 +64,7 @@ from flowcore.compat.langgraph._savers_shell import SaverShell, custom_version_r
 from flowcore.compat.langgraph._tracing import RunObserver, langsmith_tracing_on, observe
 from flowcore.compat.langgraph._types import Interrupt
 from flowcore.compat.langgraph._usage_langchain import langchain_usage
-from flowcore.runtime import run_lease
+from flowcore.runtime import LeaseKeeper, run_lease
 from flowcore.runtime.steps import run_supersteps
 from flowcore.runtime.usage import UsageMeter, current_meter, reset_meter, use_meter
 
@@ -166,6 +166,8 @@ class Run(RunSaving, RunInput, RunTasks):
         self.saved_versions: dict[str, Any] = {}
         # How saves reach the saver under the run's durability (see _durable).
         self.saves: RunSaves | None = None
+        # The top-level run's lease, so its last batch can carry the release (_exit).
+        self.lease_keeper: LeaseKeeper | None = None
         # The first task of the running superstep to fail (in time): the error the run raises.
         self.failure: BaseException | None = None
         # What a node's Runtime carries (see _runtime): set by the graph for each run.
@@ -470,7 +472,9 @@ class Run(RunSaving, RunInput, RunTasks):
         # Subgraph runs live inside their parent's lease.
         if self.parent_scope is not None or not isinstance(saver, SaverShell):
             return contextlib.nullcontext()
-        return run_lease(str(self.thread_id), saver._acquire_lease, saver._release_lease)
+        keeper = run_lease(str(self.thread_id), saver._acquire_lease, saver._release_lease)
+        self.lease_keeper = keeper
+        return keeper
 
     async def _execute(self) -> None:
         await self.load()

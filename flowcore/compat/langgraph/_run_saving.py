@@ -37,6 +37,7 @@ from flowcore.compat.langgraph._untracked import (
     stored_sends,
     untracked_keys,
 )
+from flowcore.runtime.leases import LeaseKeeper
 
 if TYPE_CHECKING:
     from flowcore.compat.langgraph._loop import Run
@@ -235,11 +236,12 @@ class RunSaving:
             self.saves = RunSaves(self.saver, _durability(self.durability))
         return self.saves
 
-    async def _close_saves(self: Run) -> None:  # type: ignore[misc]
+    async def _close_saves(self: Run, ride: LeaseKeeper | None = None) -> None:  # type: ignore[misc]
         """Wait for the queued saves: a run returns, pauses or fails only once they are stored.
 
         Under ``exit``, store the run's checkpoint now, then the writes of the
-        tasks that finished since (in task order).
+        tasks that finished since (in task order). ``ride``: the run's lease,
+        released in the transaction of the last batch if there is one.
         """
         saves, self.saves = self.saves, None
         if saves is None:
@@ -259,7 +261,7 @@ class RunSaving:
                 if task.id in by_task:
                     encoded = self._encoded(by_task[task.id])
                     await saves.hold_writes(encoded, task.id, task.sort_key)
-        stored = await saves.close(self._checkpoint_call)
+        stored = await saves.close(self._checkpoint_call, ride=ride)
         if stored is not None:
             self._saved(stored)
 
@@ -297,7 +299,9 @@ class RunSaving:
 
     async def _exit(self: Run) -> None:  # type: ignore[misc]
         held = self.saves is not None and self.saves.holds_checkpoint
-        await self._close_saves()
+        # Nothing is written after the last batch unless writes are deferred (below):
+        # then the batch may give the lease back in its own commit.
+        await self._close_saves(None if self.deferred else self.lease_keeper)
         if not held and self.saver is not None and self.saved_config is not None and self.deferred:
             # No new checkpoint (a resumed run that paused again in the same step):
             # the writes belong to the checkpoint it resumed from.

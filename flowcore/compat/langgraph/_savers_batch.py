@@ -17,6 +17,7 @@ from flowcore.checkpoint import (
     StoreItem,
     WriteAt,
 )
+from flowcore.checkpoint.protocol import ReleasingBatchCheckpointer
 from flowcore.compat.langgraph._savers import RunnableConfig
 from flowcore.compat.langgraph._savers_core import SaverCore
 from flowcore.compat.langgraph._savers_layout import (
@@ -37,6 +38,7 @@ from flowcore.errors import (
     CheckpointError,
 )
 from flowcore.runtime.durability import Durability, DurabilityWriter
+from flowcore.runtime.leases import LeaseKeeper
 
 __all__ = [
     "SaveBatch",
@@ -92,6 +94,8 @@ class SaveBatch:
         self.writer: DurabilityWriter[Checkpoint, WriteAt] = DurabilityWriter(
             self, durability, group_commit=True
         )
+        # The run's lease while close() stores the last batch (see close).
+        self._ride: LeaseKeeper | None = None
         core.batches.add(self)
 
     def use(self, durability: Durability) -> None:
@@ -207,11 +211,21 @@ class SaveBatch:
         """Wait until everything queued so far was handed to the store (failures are kept)."""
         await self.writer.drain()
 
-    async def close(self) -> None:
-        """Store what is queued, stop batching, and raise a store failure if there was one."""
+    async def close(self, ride: LeaseKeeper | None = None) -> None:
+        """Store what is queued, stop batching, and raise a store failure if there was one.
+
+        ``ride``: the run's lease, when nothing else of the run is written
+        after this batch. The last transaction of the batch (if one is still
+        to be made) gives it back too, on a store that can
+        (:class:`~flowcore.checkpoint.protocol.ReleasingBatchCheckpointer`),
+        saving the release's own commit. If that transaction fails, the
+        lease is still held and ``ride`` releases it on its own.
+        """
+        self._ride = ride
         try:
             await self.writer.close()
         finally:
+            self._ride = None
             self.core.batches.discard(self)
             self._built.clear()
 
@@ -232,6 +246,15 @@ class SaveBatch:
         store = self.core.store
         if not isinstance(store, BatchCheckpointer):
             raise CheckpointError("this store has no put_many: store one record at a time")
+        # Set by close(): no save is queued after close begins, so this batch is the last.
+        ride, self._ride = self._ride, None
+        if ride is not None and isinstance(store, ReleasingBatchCheckpointer):
+            names = ride.hand_over()
+            if names is not None:
+                thread_id, holder = names
+                await store.put_many_and_release(items, _thread_key(thread_id, ""), holder)
+                ride.handed_back()
+                return
         await store.put_many(items)
 
 
