@@ -77,7 +77,8 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         'ON run_history_runs (started_at, run_id COLLATE "C")',
         "CREATE INDEX IF NOT EXISTS run_history_runs_pipeline "
         "ON run_history_runs (pipeline_id, started_at)",
-        "CREATE INDEX IF NOT EXISTS run_history_runs_user ON run_history_runs (user_id, started_at)",
+        "CREATE INDEX IF NOT EXISTS run_history_runs_user "
+        "ON run_history_runs (user_id, started_at)",
         "CREATE INDEX IF NOT EXISTS run_history_runs_thread "
         "ON run_history_runs (thread_id, started_at)",
     ),
