@@ -93,8 +93,18 @@ async def open_pool(
             "for example postgresql://user:password@localhost:5432/flowcore"
         )
     _require_psycopg(what)
+    import psycopg
     from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+    # One direct connection first: a wrong host, password or database fails at once with
+    # the server's reason, where the pool would retry quietly until its timeout.
+    try:
+        probe = await psycopg.AsyncConnection.connect(url, connect_timeout=max(1, int(timeout)))
+    except psycopg.Error as exc:
+        raise error(
+            f"{what}: cannot connect to {redact_url(url)}: {scrub(str(exc), url)}"
+        ) from None
+    await probe.close()
     pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
         url,
         min_size=min_size,
