@@ -129,4 +129,10 @@ def pg_schema_url(pg_server_url: str) -> Iterator[str]:
     sep = "&" if "?" in pg_server_url else "?"
     yield f"{pg_server_url}{sep}options={quote(f'-csearch_path={schema}')}"
     with psycopg.connect(pg_server_url, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        # Its siblings too: a test may make more schemas named after its own.
+        rows = conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname = %s OR nspname LIKE %s",
+            (schema, f"{schema}\\_%"),
+        ).fetchall()
+        for (name,) in rows:
+            conn.execute(f"DROP SCHEMA {name} CASCADE")
