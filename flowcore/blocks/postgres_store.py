@@ -87,6 +87,16 @@ class PostgresBlockStore:
     def __repr__(self) -> str:
         return f"PostgresBlockStore({redact_url(self.url)!r})"
 
+    @property
+    def path(self) -> str:
+        """Where the blocks are, fit to print: the URL with its password hidden.
+
+        Example:
+            >>> PostgresBlockStore("postgresql://app:pw@db/flowcore").path
+            'postgresql://app:***@db/flowcore'
+        """
+        return redact_url(self.url)
+
     async def __aenter__(self) -> Self:
         await self.open()
         return self
