@@ -239,9 +239,10 @@ class OverlayBlockStore:
 
 @dataclass(slots=True)
 class Workspace:
-    """The open stores of one database file."""
+    """The open stores of one database (a file, or Postgres)."""
 
-    path: Path
+    path: Path | str
+    """The SQLite file, or the Postgres URL with its password hidden (for messages)."""
     blocks: SqliteBlockStore | PostgresBlockStore
     memory: SqliteStore | PostgresStore
     checkpoints: SqliteCheckpointer | PostgresCheckpointer
@@ -326,7 +327,9 @@ async def open_workspace(
     serializer = None if redactor is None else JsonSerializer(redactor=redactor)
     if database is not None and database.kind == "postgres":
         async with open_backends(database, serializer=serializer) as b:
-            yield Workspace(path, b.blocks, b.memory, b.checkpoints, b.history, redactor)
+            yield Workspace(
+                database.display, b.blocks, b.memory, b.checkpoints, b.history, redactor
+            )
         return
     await asyncio.to_thread(_prepare, path)
     async with AsyncExitStack() as stack:

@@ -49,6 +49,7 @@ def test_a_paused_plan_resumes_and_is_listed_all_in_postgres(
         "--user", "ada",
     )  # fmt: skip
     assert paused.code == 0, paused.err
+    assert " · db postgresql://" in paused.out.splitlines()[0]
     thread = paused.out.splitlines()[-1].split()[4]
 
     finished = env_cli("resume", thread, "--value", "cheerful", "--json")
