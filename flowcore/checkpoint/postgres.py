@@ -391,17 +391,22 @@ class PostgresCheckpointer:
             >>> # lease = await store.acquire_lease("t", new_holder_id())
         """
         ttl = self.lease_ttl
-        async with self._tx("lease") as conn:
-            cur = await conn.execute(_TAKE_LEASE, {"t": thread_id, "h": holder, "ttl": ttl})
-            won = await cur.fetchone()
-            if won is not None:
-                return ThreadLease(thread_id, holder, float(won[0]), ttl)
-            cur = await conn.execute(
-                "SELECT holder, expires_at FROM thread_leases WHERE thread_id = %s", (thread_id,)
-            )
-            row = await cur.fetchone()
-        assert row is not None  # the upsert found a live row and nothing deletes inside the tx
-        raise ThreadBusyError(thread_id=thread_id, holder=str(row[0]), expires_at=float(row[1]))
+        while True:
+            async with self._tx("lease") as conn:
+                cur = await conn.execute(_TAKE_LEASE, {"t": thread_id, "h": holder, "ttl": ttl})
+                won = await cur.fetchone()
+                if won is not None:
+                    return ThreadLease(thread_id, holder, float(won[0]), ttl)
+                cur = await conn.execute(
+                    "SELECT holder, expires_at FROM thread_leases WHERE thread_id = %s",
+                    (thread_id,),
+                )
+                row = await cur.fetchone()
+            if row is not None:
+                raise ThreadBusyError(
+                    thread_id=thread_id, holder=str(row[0]), expires_at=float(row[1])
+                )
+            # Its holder released it between our two statements: the thread is free, try again.
 
     async def release_lease(self, thread_id: str, holder: str) -> None:
         """Give a thread's lease back if ``holder`` has it.
