@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from flowcore.blocks import SqliteBlockStore
+from tests.pg import pg_schema_url, pg_server_url  # noqa: F401  (fixtures: a real Postgres)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from flowcore.cli.server_commands import SERVER_COMMANDS
 from flowcore.cli.workspace import PROVIDERS, CliError, default_db_path
 from flowcore.errors import FlowcoreError
 from flowcore.secrets import SecretRedactor, scrub_error
+from flowcore.storage import database_url_from_env
 
 __all__ = ["build_parser", "main"]
 
@@ -207,10 +208,10 @@ def main(
     redactor = SecretRedactor.from_environment()
     with redacted_output(redactor, stdout or sys.stdout, stderr or sys.stderr) as (out, err):
         args = build_parser().parse_args(argv)
-        args.db = getattr(args, "db", None) or default_db_path()
         args.json = getattr(args, "json", False)
         args.redactor = redactor
         try:
+            _choose_database(args)
             _check_text_arguments(args)
             command = (
                 COMMANDS.get(args.command)
@@ -236,6 +237,22 @@ def main(
                 "the traceback)\n"
             )
             return EXIT_INTERNAL
+
+
+def _choose_database(args: argparse.Namespace) -> None:
+    """``--db``, else ``$FLOWCORE_DATABASE_URL``, else ``$FLOWCORE_DB`` or the default file.
+
+    A Postgres URL goes to ``args.database`` (``args.db`` keeps the default
+    file, unused); an SQLite one is read as if given with ``--db``.
+    """
+    args.database = None
+    if getattr(args, "db", None) is None:
+        target = database_url_from_env()
+        if target is not None and target.kind == "sqlite":
+            args.db = Path(target.location)
+        else:
+            args.database = target
+    args.db = getattr(args, "db", None) or default_db_path()
 
 
 def _error_lines(exc: FlowcoreError) -> str:

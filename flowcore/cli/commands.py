@@ -90,7 +90,7 @@ async def checked_definition(
     database is read, never created, so a refused file leaves nothing behind.
     """
     data = _read_json(args.file, "pipeline")
-    async with open_registry(args.db) as registry:
+    async with open_registry(args.db, getattr(args, "database", None)) as registry:
         return await load_checked_definition(data, OverlayBlockStore(registry, extra))
 
 
@@ -199,7 +199,9 @@ async def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     definition = await checked_definition(args, extra)
     tools = load_tools(args.tools)
     provider, choice = choose_provider(args.provider, args.model)
-    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
+    async with open_workspace(
+        args.db, redactor=getattr(args, "redactor", None), database=getattr(args, "database", None)
+    ) as ws:
         overlay = OverlayBlockStore(ws.blocks, extra)
         runner = ws.runner(provider, choice.model, tools, overlay)
         # Everything is checked before anything is written.
@@ -264,7 +266,9 @@ async def cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
     tools = load_tools(args.tools)
     provider, choice = choose_provider(args.provider, args.model)
     value = _value(args.value) if args.value is not None else None
-    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
+    async with open_workspace(
+        args.db, redactor=getattr(args, "redactor", None), database=getattr(args, "database", None)
+    ) as ws:
         runner = ws.runner(provider, choice.model, tools)
         latest = await ws.history.list(thread_id=args.thread, limit=1)
         if not latest:
@@ -317,7 +321,7 @@ async def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     """
     data = _read_json(args.file, "pipeline")
     extra = read_blocks(args.blocks)
-    async with open_registry(args.db) as registry:
+    async with open_registry(args.db, getattr(args, "database", None)) as registry:
         store = OverlayBlockStore(registry, extra)
         definition, problems = await validate_definition(data, store, sandbox_policy=True)
     raw = data if isinstance(data, dict) else {}
@@ -345,7 +349,7 @@ async def cmd_graph(args: argparse.Namespace, out: TextIO) -> int:
 
     extra = read_blocks(args.blocks)
     data = _read_json(args.file, "pipeline")
-    async with open_registry(args.db) as registry:
+    async with open_registry(args.db, getattr(args, "database", None)) as registry:
         store = OverlayBlockStore(registry, extra)
         definition = await load_checked_definition(data, store)
         graph = await compile_pipeline(as_pipeline(definition), store, BlockExecutor())
@@ -364,7 +368,9 @@ def _block_rows(blocks: Sequence[BlockDefinition]) -> list[list[Any]]:
 
 async def cmd_blocks(args: argparse.Namespace, out: TextIO) -> int:
     """The block registry: list, show, add, search, export, import."""
-    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
+    async with open_workspace(
+        args.db, redactor=getattr(args, "redactor", None), database=getattr(args, "database", None)
+    ) as ws:
         store = ws.blocks
         action = args.blocks_command
         if action in ("list", "search"):
@@ -415,7 +421,9 @@ async def cmd_blocks(args: argparse.Namespace, out: TextIO) -> int:
 # -------------------------------------------------------------------------- runs
 async def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
     """The run history: list and show."""
-    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
+    async with open_workspace(
+        args.db, redactor=getattr(args, "redactor", None), database=getattr(args, "database", None)
+    ) as ws:
         if args.runs_command == "list":
             records = await ws.history.list(
                 pipeline_id=args.pipeline,

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from flowcore.blocks.store import SqliteBlockStore
 from flowcore.cli.commands import RunInputError, _finish, parse_inputs
 from flowcore.cli.render import ProgressPrinter, short
 from flowcore.cli.workspace import CliError, Workspace, choose_provider, load_tools, open_workspace
@@ -72,6 +73,12 @@ def add_thinker_commands(command: Any) -> None:
 
 
 def _thinker(args: argparse.Namespace, ws: Workspace, out: TextIO) -> Thinker:
+    if not isinstance(ws.blocks, SqliteBlockStore):
+        # Its block search keeps vectors beside the blocks in SQLite; not on Postgres yet.
+        raise CliError(
+            f"flowcore {args.command} needs the SQLite database for now; unset "
+            "FLOWCORE_DATABASE_URL (or pass --db FILE) to run it"
+        )
     provider, choice = choose_provider(args.provider, args.model)
     runner = ws.runner(thinker_model(provider), choice.model, load_tools([]))
     if not args.json:
@@ -171,7 +178,9 @@ def _save(args: argparse.Namespace, pipeline: dict[str, Any]) -> Path:
 
 async def cmd_create(args: argparse.Namespace, out: TextIO) -> int:
     """Create a pipeline file for an intent."""
-    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
+    async with open_workspace(
+        args.db, redactor=getattr(args, "redactor", None), database=getattr(args, "database", None)
+    ) as ws:
         result = await _create(args, ws, out)
     if result.get("status") != "complete" or not result.get("pipeline_json"):
         if args.json:
@@ -199,7 +208,9 @@ async def cmd_create(args: argparse.Namespace, out: TextIO) -> int:
 async def cmd_automate(args: argparse.Namespace, out: TextIO) -> int:
     """Create a pipeline for an intent, then run it on the given inputs."""
     inputs = parse_inputs(args.input)
-    async with open_workspace(args.db, redactor=getattr(args, "redactor", None)) as ws:
+    async with open_workspace(
+        args.db, redactor=getattr(args, "redactor", None), database=getattr(args, "database", None)
+    ) as ws:
         result = await _create(args, ws, out)
         if result.get("status") != "complete" or not result.get("pipeline_json"):
             out.write(

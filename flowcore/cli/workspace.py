@@ -23,19 +23,24 @@ from typing import Any
 
 from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.executor import BlockExecutor
+from flowcore.blocks.postgres_store import PostgresBlockStore
 from flowcore.blocks.store import BlockNotFoundError, SqliteBlockStore
+from flowcore.checkpoint.postgres import PostgresCheckpointer
 from flowcore.checkpoint.serde import JsonSerializer
 from flowcore.checkpoint.sqlite import SqliteCheckpointer
 from flowcore.errors import FlowcoreError
 from flowcore.history import SqliteRunHistory
+from flowcore.history.postgres import PostgresRunHistory
 from flowcore.llm.offline import OfflineProvider
 from flowcore.llm.protocol import LLMProvider
 from flowcore.llm.registry import ProviderRegistry
 from flowcore.memory.manager import MemoryManager
+from flowcore.memory.postgres import PostgresStore
 from flowcore.memory.sqlite import SqliteStore
 from flowcore.pipeline.runner import PipelineRunner
 from flowcore.sandbox import PythonSandbox
 from flowcore.secrets import Redactor
+from flowcore.storage import DatabaseTarget, open_backends
 from flowcore.tools.runner import Tool, ToolRunner
 
 __all__ = [
@@ -194,7 +199,9 @@ class OverlayBlockStore:
         >>> # store = OverlayBlockStore(registry, [block_a, block_b])
     """
 
-    def __init__(self, base: SqliteBlockStore, extra: Iterable[BlockDefinition]) -> None:
+    def __init__(
+        self, base: SqliteBlockStore | PostgresBlockStore, extra: Iterable[BlockDefinition]
+    ) -> None:
         self.base = base
         self.extra: dict[str, list[BlockDefinition]] = {}
         for block in extra:
@@ -232,13 +239,14 @@ class OverlayBlockStore:
 
 @dataclass(slots=True)
 class Workspace:
-    """The open stores of one database file."""
+    """The open stores of one database (a file, or Postgres)."""
 
-    path: Path
-    blocks: SqliteBlockStore
-    memory: SqliteStore
-    checkpoints: SqliteCheckpointer
-    history: SqliteRunHistory
+    path: Path | str
+    """The SQLite file, or the Postgres URL with its password hidden (for messages)."""
+    blocks: SqliteBlockStore | PostgresBlockStore
+    memory: SqliteStore | PostgresStore
+    checkpoints: SqliteCheckpointer | PostgresCheckpointer
+    history: SqliteRunHistory | PostgresRunHistory
     redactor: Redactor | None = None
 
     def runner(
@@ -246,7 +254,7 @@ class Workspace:
         provider: LLMProvider,
         model: str | None,
         tools: list[Tool],
-        blocks: SqliteBlockStore | OverlayBlockStore | None = None,
+        blocks: SqliteBlockStore | PostgresBlockStore | OverlayBlockStore | None = None,
     ) -> PipelineRunner:
         """A pipeline runner on this database with the given model and tools.
 
@@ -306,17 +314,24 @@ def _prepare(path: Path) -> None:
 
 @asynccontextmanager
 async def open_workspace(
-    path: Path, *, redactor: Redactor | None = None
+    path: Path, *, redactor: Redactor | None = None, database: DatabaseTarget | None = None
 ) -> AsyncIterator[Workspace]:
     """Open (creating if needed) the database at ``path`` with every store the CLI uses.
 
     ``redactor`` scrubs secrets from what the checkpoints and the history store.
+    A Postgres ``database`` (from ``$FLOWCORE_DATABASE_URL``) is used instead of ``path``.
 
     Example:
         >>> # async with open_workspace(Path("flowcore.db")) as ws: ...
     """
-    await asyncio.to_thread(_prepare, path)
     serializer = None if redactor is None else JsonSerializer(redactor=redactor)
+    if database is not None and database.kind == "postgres":
+        async with open_backends(database, serializer=serializer) as b:
+            yield Workspace(
+                database.display, b.blocks, b.memory, b.checkpoints, b.history, redactor
+            )
+        return
+    await asyncio.to_thread(_prepare, path)
     async with AsyncExitStack() as stack:
         try:
             # The checkpointer is the strictest about foreign files, so it opens first.
@@ -334,7 +349,9 @@ async def open_workspace(
 
 
 @asynccontextmanager
-async def open_registry(path: Path) -> AsyncIterator[SqliteBlockStore]:
+async def open_registry(
+    path: Path, database: DatabaseTarget | None = None
+) -> AsyncIterator[SqliteBlockStore | PostgresBlockStore]:
     """The block registry of the database at ``path``, for commands that only read blocks.
 
     A database that does not exist is not created: the registry is then an
@@ -344,6 +361,10 @@ async def open_registry(path: Path) -> AsyncIterator[SqliteBlockStore]:
     Example:
         >>> # async with open_registry(Path("flowcore.db")) as blocks: ...
     """
+    if database is not None and database.kind == "postgres":
+        async with PostgresBlockStore(database.location) as pg_blocks:
+            yield pg_blocks
+        return
     exists = await asyncio.to_thread(path.exists)
     if exists:
         await asyncio.to_thread(_prepare, path)

@@ -1,4 +1,5 @@
-"""Spec: the SQLite block store keeps every version, filters, searches and round-trips JSON."""
+"""Spec: the SQLite and Postgres block stores keep every version, filter, search and
+round-trip JSON."""
 
 from __future__ import annotations
 
@@ -46,8 +47,14 @@ def block(block_id: str = "translate", **fields: object) -> BlockDefinition:
     return BlockDefinition.from_data(data)
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteBlockStore]:
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqliteBlockStore]:
+    if request.param == "postgres":  # a real server, one schema per test (tests/pg.py)
+        from flowcore.blocks.postgres_store import PostgresBlockStore
+
+        async with PostgresBlockStore(request.getfixturevalue("pg_schema_url")) as pg:
+            yield pg  # type: ignore[misc]  # the same BlockStore, with the same extras
+        return
     async with SqliteBlockStore(tmp_path / "blocks.db") as opened:
         yield opened
 

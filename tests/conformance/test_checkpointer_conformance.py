@@ -16,6 +16,7 @@ import itertools
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 import pytest
 
@@ -23,6 +24,7 @@ conformance = pytest.importorskip("langgraph.checkpoint.conformance")
 report_module = pytest.importorskip("langgraph.checkpoint.conformance.report")
 
 from flowcore.compat.langgraph import (  # noqa: E402  (after the skip)
+    AsyncPostgresSaver,
     AsyncSqliteSaver,
     InMemorySaver,
     SqliteSaver,
@@ -32,9 +34,10 @@ BASE = ("put", "put_writes", "get_tuple", "list", "delete_thread")
 EXTENDED = ("delete_for_runs", "copy_thread", "prune")
 
 
-def factories(tmp_path: Path) -> dict[str, Callable[[], AsyncIterator[Any]]]:
+def factories(tmp_path: Path, pg_url: str = "") -> dict[str, Callable[[], AsyncIterator[Any]]]:
     """For each saver, an async generator giving a fresh one (one per capability)."""
     files = (tmp_path / f"conformance-{n}.db" for n in itertools.count())
+    schemas = itertools.count()
 
     async def memory() -> AsyncIterator[Any]:
         yield InMemorySaver()
@@ -47,7 +50,30 @@ def factories(tmp_path: Path) -> dict[str, Callable[[], AsyncIterator[Any]]]:
         with SqliteSaver.from_conn_string(str(next(files))) as saver:
             yield saver
 
-    return {"InMemorySaver": memory, "AsyncSqliteSaver": async_sqlite, "SqliteSaver": sqlite}
+    async def async_postgres() -> AsyncIterator[Any]:
+        # A fresh schema per saver, as each SQLite saver gets a fresh file.
+        async with AsyncPostgresSaver.from_conn_string(
+            await fresh_schema(pg_url, f"c{next(schemas)}")
+        ) as saver:
+            yield saver
+
+    return {
+        "InMemorySaver": memory,
+        "AsyncSqliteSaver": async_sqlite,
+        "SqliteSaver": sqlite,
+        "AsyncPostgresSaver": async_postgres,
+    }
+
+
+async def fresh_schema(schema_url: str, suffix: str) -> str:
+    """``schema_url`` (one test's schema) turned into the URL of a new sibling schema."""
+    import psycopg
+
+    base, _, options = schema_url.partition("options=")
+    schema = unquote(options).removeprefix("-csearch_path=") + "_" + suffix
+    async with await psycopg.AsyncConnection.connect(schema_url, autocommit=True) as conn:
+        await conn.execute(f"CREATE SCHEMA {schema}")
+    return f"{base}options={quote(f'-csearch_path={schema}')}"
 
 
 def summary(name: str, report: Any) -> list[str]:
@@ -76,11 +102,16 @@ def summary(name: str, report: Any) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("name", ["InMemorySaver", "AsyncSqliteSaver", "SqliteSaver"])
+@pytest.mark.parametrize(
+    "name", ["InMemorySaver", "AsyncSqliteSaver", "SqliteSaver", "AsyncPostgresSaver"]
+)
 async def test_saver_passes_the_langgraph_conformance_suite(
-    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest
 ) -> None:
-    registered = conformance.checkpointer_test(name=f"flowcore {name}")(factories(tmp_path)[name])
+    # Postgres: a real server (tests/pg.py); skipped without one unless FLOWCORE_REQUIRE_POSTGRES=1.
+    pg_url = request.getfixturevalue("pg_schema_url") if "Postgres" in name else ""
+    make = factories(tmp_path, pg_url)[name]
+    registered = conformance.checkpointer_test(name=f"flowcore {name}")(make)
     report = await conformance.validate(registered)
     with capsys.disabled():
         print()

@@ -1,7 +1,8 @@
 """Spec: every long-term store keeps namespaced JSON values and finds them by words.
 
-Each behaviour runs against the in-memory store and the SQLite store (on a
-real file); the SQLite store must also keep what it was given across reopens.
+Each behaviour runs against the in-memory store, the SQLite store (on a
+real file) and the Postgres store (on a real server); the SQLite store must
+also keep what it was given across reopens.
 """
 
 from __future__ import annotations
@@ -17,10 +18,15 @@ from flowcore.memory import InMemoryStore, SqliteStore, Store
 PREFS = ("users", "ada", "preferences")
 
 
-@pytest.fixture(params=["in-memory", "sqlite"])
+@pytest.fixture(params=["in-memory", "sqlite", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     if request.param == "in-memory":
         yield InMemoryStore()
+    elif request.param == "postgres":  # a real server, one schema per test (tests/pg.py)
+        from flowcore.memory.postgres import PostgresStore
+
+        async with PostgresStore(request.getfixturevalue("pg_schema_url")) as pg:
+            yield pg
     else:
         async with SqliteStore(tmp_path / "memory.db") as sqlite:
             yield sqlite

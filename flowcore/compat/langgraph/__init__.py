@@ -77,6 +77,7 @@ from flowcore.compat.langgraph._runtime import (
 )
 from flowcore.compat.langgraph._savers import BaseCheckpointSaver, CheckpointTuple
 from flowcore.compat.langgraph._savers_memory import InMemorySaver, MemorySaver
+from flowcore.compat.langgraph._savers_postgres import AsyncPostgresSaver
 from flowcore.compat.langgraph._savers_sqlite import AsyncSqliteSaver
 from flowcore.compat.langgraph._savers_sync import SqliteSaver
 from flowcore.compat.langgraph._state import IsLastStep, RemainingSteps
@@ -136,6 +137,7 @@ __all__ = [
     "AnyMessage",
     "AnyValue",
     "AsyncGraphRunStream",
+    "AsyncPostgresSaver",
     "AsyncSqliteSaver",
     "AsyncSubgraphRunStream",
     "BaseChannel",
