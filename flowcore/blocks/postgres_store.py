@@ -15,31 +15,29 @@ Install the extra first: ``pip install 'flowcore[postgres]'``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator, Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
-from flowcore._postgres import migrate, open_pool, redact_url, scrub
+from flowcore._postgres import redact_url
+from flowcore._postgres_store import PostgresStoreBase
 from flowcore.blocks.builtins import builtin_blocks
 from flowcore.blocks.definition import BlockDefinition
-from flowcore.blocks.store import (
-    _THREAD_ABOVE,
-    BlockNotFoundError,
-    BlockStoreError,
-    _as_list,
-    _block,
-    _decode,
+from flowcore.blocks.exchange import (
     _same,
+    conflict_error,
+    definition_of,
+    export_document,
+    filter_sql,
+    parse_document,
+    query_words,
 )
-from flowcore.errors import BlockDefinitionError, FlowcoreError
+from flowcore.blocks.store import BlockNotFoundError, BlockStoreError, _not_found
+from flowcore.errors import FlowcoreError
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
-    from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["PostgresBlockStore"]
 
@@ -70,7 +68,7 @@ _DOCUMENT = (
 )
 
 
-class PostgresBlockStore:
+class PostgresBlockStore(PostgresStoreBase):
     """A :class:`~flowcore.blocks.store.BlockStore` in Postgres, seeded with the builtins.
 
     Example:
@@ -78,11 +76,21 @@ class PostgresBlockStore:
         >>> #     hits = await store.search("summarize a text")
     """
 
+    _what = "PostgresBlockStore"
+    _kind = "blocks"
+    _migrations = _MIGRATIONS
+    _store_error = BlockStoreError
+    _failure = "block store {where}: {doing} failed: {detail}"
+    _migrate_doing = "open"
+    _not_open_error = FlowcoreError
+    _not_open = (
+        "PostgresBlockStore is not open; use 'async with PostgresBlockStore(url)' or "
+        "'await store.open()'"
+    )
+
     def __init__(self, url: str, *, seed_builtins: bool = True, max_connections: int = 5) -> None:
-        self.url = url
+        super().__init__(url, max_connections=max_connections)
         self.seed_builtins = seed_builtins
-        self.max_connections = max_connections
-        self._pool: AsyncConnectionPool[AsyncConnection[Any]] | None = None
 
     def __repr__(self) -> str:
         return f"PostgresBlockStore({redact_url(self.url)!r})"
@@ -97,87 +105,31 @@ class PostgresBlockStore:
         """
         return redact_url(self.url)
 
-    async def __aenter__(self) -> Self:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
     async def open(self) -> None:
         """Connect, create the tables, and seed builtins into a new store.
 
         Example:
             >>> # await PostgresBlockStore(url).open()
         """
-        if self._pool is not None:
-            return
-        pool = await open_pool(
-            self.url,
-            what="PostgresBlockStore",
-            error=BlockStoreError,
-            max_size=self.max_connections,
-        )
-        try:
-            async with self._errors("open"), pool.connection() as conn:
-                await migrate(
-                    conn,
-                    store="blocks",
-                    steps=_MIGRATIONS,
-                    error=BlockStoreError,
-                    where=redact_url(self.url),
-                )
-                async with conn.transaction():
-                    await conn.execute("SELECT pg_advisory_xact_lock(hashtext('flowcore:seed'))")
-                    cur = await conn.execute(
-                        "SELECT 1 FROM flowcore_blocks_meta WHERE key = 'seeded'"
-                    )
-                    if await cur.fetchone() is None and self.seed_builtins:
-                        for block in builtin_blocks():
-                            await _insert(conn, block, block.version)
-                    await conn.execute(
-                        "INSERT INTO flowcore_blocks_meta (key, value) VALUES ('seeded', '1') "
-                        "ON CONFLICT (key) DO NOTHING"
-                    )
-        except BaseException:
-            await pool.close()
-            raise
-        self._pool = pool
+        await self._open()
 
-    async def aclose(self) -> None:
-        """Close the pool.
-
-        Example:
-            >>> # await store.aclose()
-        """
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
-
-    @contextlib.asynccontextmanager
-    async def _errors(self, doing: str) -> AsyncIterator[None]:
-        import psycopg
-
-        try:
-            yield
-        except psycopg.Error as exc:
-            raise BlockStoreError(
-                f"block store {redact_url(self.url)}: {doing} failed: {scrub(str(exc), self.url)}"
-            ) from None
+    async def _after_migrate(self, conn: AsyncConnection[Any]) -> None:
+        # Seeded once per database, under a lock, so racing openers seed it once.
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('flowcore:seed'))")
+            cur = await conn.execute("SELECT 1 FROM flowcore_blocks_meta WHERE key = 'seeded'")
+            if await cur.fetchone() is None and self.seed_builtins:
+                for block in builtin_blocks():
+                    await _insert(conn, block, block.version)
+            await conn.execute(
+                "INSERT INTO flowcore_blocks_meta (key, value) VALUES ('seeded', '1') "
+                "ON CONFLICT (key) DO NOTHING"
+            )
 
     @contextlib.asynccontextmanager
     async def _conn(self, doing: str, *, tx: bool = False) -> AsyncIterator[AsyncConnection[Any]]:
-        if self._pool is None:
-            raise FlowcoreError(
-                "PostgresBlockStore is not open; use 'async with PostgresBlockStore(url)' or "
-                "'await store.open()'"
-            )
-        async with self._errors(doing), self._pool.connection() as conn:
+        pool = self._require_open()
+        async with self._errors(doing), pool.connection() as conn:
             if tx:
                 async with conn.transaction():
                     yield conn
@@ -228,15 +180,9 @@ class PostgresBlockStore:
                     (block_id, version),
                 )
                 row = await cur.fetchone()
-                found = None if row is None else BlockDefinition.model_validate_json(row[0])
+                found = definition_of(row)
         if found is None:
-            what = f"block {block_id!r}" + (f" version {version}" if version else "")
-            raise BlockNotFoundError(
-                f"no {what} in {redact_url(self.url)}; list the stored blocks with "
-                "list_blocks() or search()",
-                block=block_id,
-                version=version,
-            )
+            raise _not_found(block_id, version, redact_url(self.url))
         return found
 
     async def versions(self, block_id: str) -> list[int]:
@@ -259,17 +205,7 @@ class PostgresBlockStore:
         Example:
             >>> # await store.list_blocks(category="memory")
         """
-        sql = (
-            "SELECT b.definition FROM blocks b WHERE b.version = "
-            "(SELECT MAX(version) FROM blocks WHERE id = b.id)"
-        )
-        params: list[Any] = []
-        if category is not None:
-            sql += " AND b.category = %s"
-            params.append(category)
-        for tag in tags:
-            sql += " AND EXISTS (SELECT 1 FROM block_tags t WHERE t.id = b.id AND t.tag = %s)"
-            params.append(tag)
+        sql, params = filter_sql(category, tags, "%s")
         sql += ' ORDER BY b.id COLLATE "C"'
         async with self._conn("list") as conn:
             cur = await conn.execute(sql, params)
@@ -294,7 +230,7 @@ class PostgresBlockStore:
         Example:
             >>> # await store.search_ids("shorten long text", limit=3)
         """
-        words = [w for w in "".join(c if c.isalnum() else " " for c in query).split() if w]
+        words = query_words(query)
         # "or" is websearch syntax, and an English stop word anyway.
         words = [w for w in words if w.lower() != "or"]
         if not words or (among is not None and not among):
@@ -324,10 +260,7 @@ class PostgresBlockStore:
                 'SELECT definition FROM blocks ORDER BY id COLLATE "C", version'
             )
             rows = await cur.fetchall()
-        return json.dumps(
-            {"format": "flowcore-blocks", "version": 1, "blocks": [json.loads(r[0]) for r in rows]},
-            indent=2,
-        )
+        return export_document(r[0] for r in rows)
 
     async def import_json(self, text: str) -> int:
         """Save each block of an exported document; returns how many versions were added.
@@ -338,15 +271,7 @@ class PostgresBlockStore:
         Example:
             >>> # added = await store.import_json(text)
         """
-        if isinstance(text, str | bytes | bytearray) and len(text) > _THREAD_ABOVE:
-            doc = await asyncio.to_thread(_decode, text)
-        else:
-            doc = _decode(text)
-        if not isinstance(doc, dict) or doc.get("format") != "flowcore-blocks":
-            raise BlockDefinitionError(
-                ['document: expected {"format": "flowcore-blocks", "blocks": [...]}']
-            )
-        blocks = [_block(i, data) for i, data in enumerate(_as_list(doc.get("blocks")))]
+        blocks = await parse_document(text)
         added = 0
         async with self._conn("import", tx=True) as conn:
             # Version numbers are kept as exported, so pins in pipelines still resolve.
@@ -361,14 +286,7 @@ class PostgresBlockStore:
                     await _insert(conn, block, block.version)
                     added += 1
                 elif not _same(BlockDefinition.model_validate_json(row[0]), block):
-                    raise BlockDefinitionError(
-                        [
-                            f"{block.id}@{block.version}: this store already has a different "
-                            "block under that id and version; give the changed block the next "
-                            "version number, or save() it, which numbers it"
-                        ],
-                        block=block.id,
-                    )
+                    raise conflict_error(block)
         return added
 
 
@@ -383,7 +301,7 @@ async def _latest(conn: AsyncConnection[Any], block_id: str) -> BlockDefinition 
         "SELECT definition FROM blocks WHERE id = %s ORDER BY version DESC LIMIT 1", (block_id,)
     )
     row = await cur.fetchone()
-    return None if row is None else BlockDefinition.model_validate_json(row[0])
+    return definition_of(row)
 
 
 async def _insert(

@@ -9,11 +9,9 @@ ranked by BM25.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
@@ -21,13 +19,18 @@ import aiosqlite
 
 from flowcore.blocks.builtins import builtin_blocks
 from flowcore.blocks.definition import BlockDefinition
-from flowcore.checkpoint.serde import MAX_NESTING, check_json_value
-from flowcore.errors import BlockDefinitionError, FlowcoreError, SerializationError
+from flowcore.blocks.exchange import (
+    _same,
+    conflict_error,
+    definition_of,
+    export_document,
+    filter_sql,
+    parse_document,
+    query_words,
+)
+from flowcore.errors import FlowcoreError
 
 __all__ = ["BlockNotFoundError", "BlockStore", "BlockStoreError", "SqliteBlockStore"]
-
-# Documents longer than this are decoded in a worker thread, off the event loop.
-_THREAD_ABOVE = 64 * 1024
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS flowcore_blocks_meta (
@@ -249,7 +252,7 @@ class SqliteBlockStore:
             (block_id,),
         ) as cur:
             row = await cur.fetchone()
-        return None if row is None else BlockDefinition.model_validate_json(row[0])
+        return definition_of(row)
 
     async def get(self, block_id: str, version: int | None = None) -> BlockDefinition:
         """The latest version of a block, or the pinned ``version``.
@@ -265,14 +268,9 @@ class SqliteBlockStore:
                 "SELECT definition FROM blocks WHERE id = ? AND version = ?", (block_id, version)
             ) as cur:
                 row = await cur.fetchone()
-            found = None if row is None else BlockDefinition.model_validate_json(row[0])
+            found = definition_of(row)
         if found is None:
-            what = f"block {block_id!r}" + (f" version {version}" if version else "")
-            raise BlockNotFoundError(
-                f"no {what} in {self.path}; list the stored blocks with list_blocks() or search()",
-                block=block_id,
-                version=version,
-            )
+            raise _not_found(block_id, version, self.path)
         return found
 
     async def versions(self, block_id: str) -> list[int]:
@@ -294,17 +292,7 @@ class SqliteBlockStore:
         Example:
             >>> # await store.list_blocks(category="memory")
         """
-        sql = (
-            "SELECT b.definition FROM blocks b WHERE b.version = "
-            "(SELECT MAX(version) FROM blocks WHERE id = b.id)"
-        )
-        params: list[Any] = []
-        if category is not None:
-            sql += " AND b.category = ?"
-            params.append(category)
-        for tag in tags:
-            sql += " AND EXISTS (SELECT 1 FROM block_tags t WHERE t.id = b.id AND t.tag = ?)"
-            params.append(tag)
+        sql, params = filter_sql(category, tags, "?")
         sql += " ORDER BY b.id"
         async with self._db().execute(sql, params) as cur:
             rows = await cur.fetchall()
@@ -330,7 +318,7 @@ class SqliteBlockStore:
         Example:
             >>> # await store.search_ids("shorten long text", limit=3)
         """
-        words = [w for w in "".join(c if c.isalnum() else " " for c in query).split() if w]
+        words = query_words(query)
         if not words or (among is not None and not among):
             return []
         match = " OR ".join(f'"{w}"' for w in words)
@@ -364,10 +352,7 @@ class SqliteBlockStore:
         """
         async with self._db().execute("SELECT definition FROM blocks ORDER BY id, version") as cur:
             rows = await cur.fetchall()
-        return json.dumps(
-            {"format": "flowcore-blocks", "version": 1, "blocks": [json.loads(r[0]) for r in rows]},
-            indent=2,
-        )
+        return export_document(r[0] for r in rows)
 
     async def import_json(self, text: str) -> int:
         """Save each block of an exported document; returns how many versions were added.
@@ -380,15 +365,7 @@ class SqliteBlockStore:
         Example:
             >>> # added = await store.import_json(text)
         """
-        if isinstance(text, str | bytes | bytearray) and len(text) > _THREAD_ABOVE:
-            doc = await asyncio.to_thread(_decode, text)
-        else:
-            doc = _decode(text)
-        if not isinstance(doc, dict) or doc.get("format") != "flowcore-blocks":
-            raise BlockDefinitionError(
-                ['document: expected {"format": "flowcore-blocks", "blocks": [...]}']
-            )
-        blocks = [_block(i, data) for i, data in enumerate(_as_list(doc.get("blocks")))]
+        blocks = await parse_document(text)
         conn = self._db()
         await conn.execute("BEGIN IMMEDIATE")
         added = 0
@@ -404,14 +381,7 @@ class SqliteBlockStore:
                     await self._insert(conn, block, block.version)
                     added += 1
                 elif not _same(BlockDefinition.model_validate_json(row[0]), block):
-                    raise BlockDefinitionError(
-                        [
-                            f"{block.id}@{block.version}: this store already has a different "
-                            "block under that id and version; give the changed block the next "
-                            "version number, or save() it, which numbers it"
-                        ],
-                        block=block.id,
-                    )
+                    raise conflict_error(block)
             await conn.execute("COMMIT")
         except BaseException:
             await conn.execute("ROLLBACK")
@@ -419,59 +389,10 @@ class SqliteBlockStore:
         return added
 
 
-def _decode(text: str) -> Any:
-    """The document in ``text``; anything but JSON data raises :class:`BlockDefinitionError`."""
-    if not isinstance(text, str | bytes | bytearray):
-        raise BlockDefinitionError(
-            [f"document: expected JSON text, got a {type(text).__name__}; pass the file's text"]
-        )
-    try:
-        return json.loads(text, parse_int=_read_int)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BlockDefinitionError([f"document: not JSON ({exc})"]) from None
-    except RecursionError:
-        raise BlockDefinitionError(
-            [
-                "document: nests lists or objects too deep to read; a block definition may "
-                f"nest at most {MAX_NESTING} levels, flatten the schemas that nest deeper"
-            ]
-        ) from None
-
-
-def _read_int(text: str) -> int:
-    """``int(text)``, or for more digits than Python converts a stand-in as long.
-
-    Python refuses such ints with a bare ``ValueError`` from inside the
-    decoder, which cannot say where the int was; the stand-in (a power of two
-    of about as many digits) lets :func:`check_json_value` refuse it with its
-    path. It never reaches the store: ints that long are not storable.
-    """
-    try:
-        return int(text)
-    except ValueError:
-        digits = len(text) - text.startswith("-")
-        return 1 << max(digits * 10 // 3, 14_001)
-
-
-def _block(index: int, data: Any) -> BlockDefinition:
-    """Block ``index`` of a document, refused typed unless it is valid and plain JSON data."""
-    block = data.get("id") if isinstance(data, dict) else None
-    try:
-        check_json_value(data, path=f"blocks[{index}]")
-    except SerializationError as exc:
-        raise BlockDefinitionError(
-            [str(exc).removeprefix("cannot store ")],
-            block=block if isinstance(block, str) and block.isprintable() else None,
-        ) from None
-    return BlockDefinition.from_data(data)
-
-
-def _as_list(value: Any) -> Iterable[Any]:
-    if not isinstance(value, list):
-        raise BlockDefinitionError(["blocks: expected a list of block definitions"])
-    return value
-
-
-def _same(stored: BlockDefinition, new: BlockDefinition) -> bool:
-    # The version number is the store's business, not part of the content.
-    return stored.model_dump(exclude={"version"}) == new.model_dump(exclude={"version"})
+def _not_found(block_id: str, version: int | None, where: str) -> BlockNotFoundError:
+    what = f"block {block_id!r}" + (f" version {version}" if version else "")
+    return BlockNotFoundError(
+        f"no {what} in {where}; list the stored blocks with list_blocks() or search()",
+        block=block_id,
+        version=version,
+    )

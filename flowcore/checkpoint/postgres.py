@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Collection, Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from flowcore._postgres import migrate, open_pool, redact_url, scrub
+from flowcore._postgres import redact_url
+from flowcore._postgres_store import PostgresStoreBase
 from flowcore.checkpoint.lease import DEFAULT_LEASE_TTL, check_lease_ttl
 from flowcore.checkpoint.protocol import Checkpoint, PendingWrite, StoreItem, ThreadLease, WriteAt
 from flowcore.checkpoint.records import checkpoint_from_record, item_to_record
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
+from flowcore.checkpoint.table_rows import check_replacement, item_row, writes_from_rows
 from flowcore.errors import (
     CheckpointError,
     CheckpointNotFoundError,
@@ -34,7 +35,6 @@ from flowcore.errors import (
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
-    from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["PostgresCheckpointer"]
 
@@ -90,7 +90,7 @@ _UPSERT_WRITE = (
 )
 
 
-class PostgresCheckpointer:
+class PostgresCheckpointer(PostgresStoreBase):
     """A :class:`~flowcore.checkpoint.protocol.Checkpointer` in a Postgres database.
 
     Open it with ``async with`` or :meth:`open`; close it with :meth:`aclose`.
@@ -108,6 +108,17 @@ class PostgresCheckpointer:
         >>> #     await store.put(Checkpoint("t", "c1", None, step=0, created_at=0.0))
     """
 
+    _what = "PostgresCheckpointer"
+    _kind = "checkpoint"
+    _migrations = _MIGRATIONS
+    _store_error = CheckpointStoreError
+    _closed_error = CheckpointError
+    _not_open_error = CheckpointError
+    _not_open = (
+        "{store!r} is not open; use 'async with PostgresCheckpointer(url) as store:' "
+        "or 'store = await PostgresCheckpointer.open(url)'"
+    )
+
     def __init__(
         self,
         url: str,
@@ -116,12 +127,9 @@ class PostgresCheckpointer:
         lease_ttl: float = DEFAULT_LEASE_TTL,
         max_connections: int = 10,
     ) -> None:
-        self.url = url
+        super().__init__(url, max_connections=max_connections)
         self.lease_ttl = check_lease_ttl(lease_ttl)
-        self.max_connections = max_connections
         self._serde = serializer or JsonSerializer()
-        self._pool: AsyncConnectionPool[AsyncConnection[Any]] | None = None
-        self._state: Literal["new", "open", "closed"] = "new"
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointer({redact_url(self.url)!r}, {self._state})"
@@ -148,81 +156,13 @@ class PostgresCheckpointer:
         await store._open()
         return store
 
-    async def __aenter__(self) -> Self:
-        await self._open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def _open(self) -> None:
-        if self._state == "open":
-            return
-        if self._state == "closed":
-            raise CheckpointError(f"{self!r} has been closed; create a new one to reopen")
-        pool = await open_pool(
-            self.url,
-            what="PostgresCheckpointer",
-            error=CheckpointStoreError,
-            max_size=self.max_connections,
-        )
-        try:
-            async with pool.connection() as conn, self._errors("migrate"):
-                await migrate(
-                    conn,
-                    store="checkpoint",
-                    steps=_MIGRATIONS,
-                    error=CheckpointStoreError,
-                    where=redact_url(self.url),
-                )
-        except BaseException:
-            await pool.close()
-            raise
-        self._pool, self._state = pool, "open"
-
-    async def aclose(self) -> None:
-        """Close the pool; calling it again does nothing.
-
-        Example:
-            >>> # await store.aclose()
-        """
-        pool, self._pool, self._state = self._pool, None, "closed"
-        if pool is not None:
-            await pool.close()
-
     # ------------------------------------------------------------------ plumbing
-
-    @contextlib.asynccontextmanager
-    async def _errors(self, doing: str) -> AsyncIterator[None]:
-        import psycopg
-
-        try:
-            yield
-        except psycopg.Error as exc:
-            raise CheckpointStoreError(
-                f"{doing} in {redact_url(self.url)} failed: {scrub(str(exc), self.url)}"
-            ) from None
 
     @contextlib.asynccontextmanager
     async def _tx(self, doing: str) -> AsyncIterator[AsyncConnection[Any]]:
         pool = self._require_open()
         async with self._errors(doing), pool.connection() as conn, conn.transaction():
             yield conn
-
-    def _require_open(self) -> AsyncConnectionPool[AsyncConnection[Any]]:
-        if self._pool is None:
-            if self._state == "closed":
-                raise CheckpointError(f"{self!r} has been closed")
-            raise CheckpointError(
-                f"{self!r} is not open; use 'async with PostgresCheckpointer(url) as store:' "
-                "or 'store = await PostgresCheckpointer.open(url)'"
-            )
-        return self._pool
 
     async def _read(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         pool = self._require_open()
@@ -242,22 +182,7 @@ class PostgresCheckpointer:
     def _row(self, item: StoreItem) -> dict[str, Any]:
         value, path = item_to_record(item)
         blob = self._serde.dumps(value, path=path)
-        if isinstance(item, WriteAt):
-            return {
-                "thread_id": item.thread_id,
-                "checkpoint_id": item.checkpoint_id,
-                "node": item.write.node,
-                "payload": blob,
-            }
-        return {
-            "thread_id": item.thread_id,
-            "checkpoint_id": item.checkpoint_id,
-            "parent_id": item.parent_id,
-            "step": item.step,
-            "created_at": item.created_at,
-            "is_snapshot": item.snapshot is not None,
-            "record": blob,
-        }
+        return item_row(item, blob, flag=bool)
 
     # ------------------------------------------------------------------ the protocol
 
@@ -334,10 +259,7 @@ class PostgresCheckpointer:
             "AND checkpoint_id = %(c)s ORDER BY seq",
             {"t": thread_id, "c": checkpoint_id},
         )
-        return tuple(
-            PendingWrite(str(node), self._decode(payload, f"the write of node {node!r}"))
-            for node, payload in rows
-        )
+        return writes_from_rows(rows, self._decode)
 
     async def history(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
@@ -450,13 +372,7 @@ class PostgresCheckpointer:
         doomed = sorted(set(delete))
         rows = []
         for cp in replace:
-            if cp.thread_id != thread_id:
-                raise CheckpointError(
-                    f"a replacement for thread {thread_id!r} names thread {cp.thread_id!r}; "
-                    "rewrite one thread at a time"
-                )
-            if cp.checkpoint_id in doomed:
-                raise _not_in_thread(thread_id, cp.checkpoint_id)
+            check_replacement(thread_id, cp, doomed, _not_in_thread)
             rows.append(self._row(cp))
         async with self._tx("rewrite") as conn:
             for cid in doomed:

@@ -51,7 +51,15 @@ from flowcore.history.protocol import (
     check_lookup,
     check_record,
 )
-from flowcore.history.records import NodeRecord, RunRecord
+from flowcore.history.records import RunRecord
+from flowcore.history.rows import (
+    NODE_COLUMNS,
+    RUN_COLUMNS,
+    check_filters,
+    group_records,
+    record_from_rows,
+    record_to_rows,
+)
 
 __all__ = ["HISTORY_SCHEMA_VERSION", "SqliteRunHistory"]
 
@@ -106,16 +114,7 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
 HISTORY_SCHEMA_VERSION = len(_MIGRATIONS)
 """The run-history schema version this flowcore writes; older files are migrated on open."""
 
-_RUN_COLUMNS = (
-    "run_id, pipeline_id, pipeline_version, user_id, thread_id, status, started_at, duration, "
-    "input_tokens, output_tokens, inputs, errors, interrupts, source, final_state"
-)
-_NODE_COLUMNS = (
-    "run_id, position, node, status, pass_index, started_at, duration, attempts, "
-    "input_tokens, output_tokens, outputs, error, skip_reason"
-)
 _NEWEST_FIRST = "ORDER BY started_at DESC, run_id DESC"
-_FILTERS = ("pipeline_id", "user_id", "status", "thread_id")
 
 
 class SqliteRunHistory:
@@ -323,84 +322,10 @@ class SqliteRunHistory:
             raise RunHistoryStoreError(f"{self.path}: cannot decode {what}: {exc}") from exc
 
     def _rows(self, record: RunRecord) -> tuple[tuple[Any, ...], builtins.list[tuple[Any, ...]]]:
-        where = f"run {record.run_id!r}"
-        run_row = (
-            record.run_id,
-            record.pipeline_id,
-            record.pipeline_version,
-            record.user_id,
-            record.thread_id,
-            record.status,
-            record.started_at,
-            record.duration,
-            record.input_tokens,
-            record.output_tokens,
-            self._dump(dict(record.inputs), f"{where}.inputs"),
-            self._dump(list(record.errors), f"{where}.errors"),
-            self._dump(list(record.interrupts), f"{where}.interrupts"),
-            None if record.source is None else self._dump(dict(record.source), f"{where}.source"),
-            None
-            if record.final_state is None
-            else self._dump(dict(record.final_state), f"{where}.final_state"),
-        )
-        node_rows = [
-            (
-                record.run_id,
-                position,
-                n.node,
-                n.status,
-                n.pass_index,
-                n.started_at,
-                n.duration,
-                n.attempts,
-                n.input_tokens,
-                n.output_tokens,
-                None
-                if n.outputs is None
-                else self._dump(dict(n.outputs), f"{where}.nodes[{position}].outputs"),
-                n.error,
-                n.skip_reason,
-            )
-            for position, n in enumerate(record.nodes)
-        ]
-        return run_row, node_rows
+        return record_to_rows(record, self._dump)
 
     def _record(self, row: Sequence[Any], nodes: Iterable[Sequence[Any]]) -> RunRecord:
-        run_id = str(row[0])
-        where = f"run {run_id!r}"
-        return RunRecord(
-            run_id=run_id,
-            pipeline_id=row[1],
-            pipeline_version=row[2],
-            user_id=row[3],
-            thread_id=row[4],
-            status=row[5],
-            started_at=row[6],
-            duration=row[7],
-            input_tokens=row[8],
-            output_tokens=row[9],
-            inputs=self._load(row[10], f"the inputs of {where}") or {},
-            errors=tuple(self._load(row[11], f"the errors of {where}") or ()),
-            interrupts=tuple(self._load(row[12], f"the interrupts of {where}") or ()),
-            source=self._load(row[13], f"the source of {where}"),
-            final_state=self._load(row[14], f"the final state of {where}"),
-            nodes=tuple(
-                NodeRecord(
-                    node=n[2],
-                    status=n[3],
-                    pass_index=n[4],
-                    started_at=n[5],
-                    duration=n[6],
-                    attempts=n[7],
-                    input_tokens=n[8],
-                    output_tokens=n[9],
-                    outputs=self._load(n[10], f"the outputs of node {n[2]!r} in {where}"),
-                    error=n[11],
-                    skip_reason=n[12],
-                )
-                for n in nodes
-            ),
-        )
+        return record_from_rows(row, nodes, self._load)
 
     # ------------------------------------------------------------------ the protocol
 
@@ -422,12 +347,12 @@ class SqliteRunHistory:
         async def replace(conn: aiosqlite.Connection) -> None:
             await conn.execute_fetchall("DELETE FROM run_history_nodes WHERE run_id = ?", (run_id,))
             await conn.execute_fetchall(
-                f"INSERT OR REPLACE INTO run_history_runs ({_RUN_COLUMNS}) "
+                f"INSERT OR REPLACE INTO run_history_runs ({RUN_COLUMNS}) "
                 f"VALUES ({', '.join('?' * 15)})",
                 run_row,
             )
             await conn.executemany(
-                f"INSERT INTO run_history_nodes ({_NODE_COLUMNS}) VALUES ({', '.join('?' * 13)})",
+                f"INSERT INTO run_history_nodes ({NODE_COLUMNS}) VALUES ({', '.join('?' * 13)})",
                 node_rows,
             )
 
@@ -442,9 +367,9 @@ class SqliteRunHistory:
         check_lookup("run_id", run_id)
         runs, nodes = await self._read(
             [
-                (f"SELECT {_RUN_COLUMNS} FROM run_history_runs WHERE run_id = ?", (run_id,)),
+                (f"SELECT {RUN_COLUMNS} FROM run_history_runs WHERE run_id = ?", (run_id,)),
                 (
-                    f"SELECT {_NODE_COLUMNS} FROM run_history_nodes WHERE run_id = ? "
+                    f"SELECT {NODE_COLUMNS} FROM run_history_nodes WHERE run_id = ? "
                     "ORDER BY position",
                     (run_id,),
                 ),
@@ -469,37 +394,27 @@ class SqliteRunHistory:
             >>> # failed = await history.list(pipeline_id="digest", status="failed", limit=10)
         """
         cap = check_limit(limit)
-        for name, value in (
-            ("pipeline_id", pipeline_id),
-            ("user_id", user_id),
-            ("status", status),
-            ("thread_id", thread_id),
-        ):
-            check_lookup(name, value, optional=True)
-        given = dict(zip(_FILTERS, (pipeline_id, user_id, status, thread_id), strict=True))
-        clauses = [f"{column} = ?" for column, value in given.items() if value is not None]
-        params: builtins.list[Any] = [value for value in given.values() if value is not None]
+        given = check_filters(pipeline_id, user_id, status, thread_id)
+        clauses = [f"{column} = ?" for column in given]
+        params: builtins.list[Any] = list(given.values())
         where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
         picked = f"SELECT run_id FROM run_history_runs {where}{_NEWEST_FIRST} LIMIT ?"
         params.append(-1 if cap is None else cap)
         runs, nodes = await self._read(
             [
                 (
-                    f"SELECT {_RUN_COLUMNS} FROM run_history_runs WHERE run_id IN ({picked}) "
+                    f"SELECT {RUN_COLUMNS} FROM run_history_runs WHERE run_id IN ({picked}) "
                     f"{_NEWEST_FIRST}",
                     params,
                 ),
                 (
-                    f"SELECT {_NODE_COLUMNS} FROM run_history_nodes WHERE run_id IN ({picked}) "
+                    f"SELECT {NODE_COLUMNS} FROM run_history_nodes WHERE run_id IN ({picked}) "
                     "ORDER BY run_id, position",
                     params,
                 ),
             ]
         )
-        by_run: dict[str, builtins.list[Any]] = {}
-        for n in nodes:
-            by_run.setdefault(str(n[0]), []).append(n)
-        return [self._record(row, by_run.get(str(row[0]), ())) for row in runs]
+        return group_records(runs, nodes, self._record)
 
     async def delete(self, run_id: str) -> bool:
         """Remove the record of ``run_id`` and its node rows; True if there was one.

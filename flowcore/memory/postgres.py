@@ -11,22 +11,19 @@ Install the extra first: ``pip install 'flowcore[postgres]'``.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from flowcore._postgres import migrate, open_pool, redact_url, scrub
+from flowcore._postgres import redact_url
+from flowcore._postgres_store import PostgresStoreBase
 from flowcore.errors import FlowcoreError
-from flowcore.memory.sqlite import _decode, _encode
-from flowcore.memory.store import MemoryItem, Namespace, rank_items, to_json
+from flowcore.memory.rows import RankedSearch, item_rows, match_vectors
+from flowcore.memory.rows import encode_namespace as _encode
+from flowcore.memory.store import MemoryItem, Namespace, to_json
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection
-    from psycopg_pool import AsyncConnectionPool
-
     from flowcore.memory.semantic import SemanticRanker
     from flowcore.search.embedder import Embedder
 
@@ -52,7 +49,7 @@ def _like_prefix(encoded: str) -> str:
     return encoded.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-class PostgresStore:
+class PostgresStore(RankedSearch, PostgresStoreBase):
     """A :class:`~flowcore.memory.store.Store` in a Postgres database.
 
     Open it with ``async with`` or :meth:`open`; close it with :meth:`aclose`.
@@ -63,29 +60,26 @@ class PostgresStore:
         >>> #     await store.put(("users", "ada", "preferences"), "food", "tacos")
     """
 
+    _what = "PostgresStore"
+    _kind = "memory"
+    _migrations = _MIGRATIONS
+    _store_error = FlowcoreError
+    _failure = "memory store {where}: {doing} failed: {detail}"
+    _migrate_doing = "create tables"
+    _not_open_error = FlowcoreError
+    _not_open = (
+        "PostgresStore is not open; use 'async with PostgresStore(url)' or 'await store.open()'"
+    )
+
     def __init__(
         self, url: str, *, embedder: Embedder | None = None, max_connections: int = 5
     ) -> None:
-        self.url = url
+        super().__init__(url, max_connections=max_connections)
         self.embedder = embedder
-        self.max_connections = max_connections
-        self._pool: AsyncConnectionPool[AsyncConnection[Any]] | None = None
         self._ranker: SemanticRanker | None = None
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r})"
-
-    async def __aenter__(self) -> Self:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def open(self) -> None:
         """Connect and create the tables if they are new.
@@ -93,53 +87,11 @@ class PostgresStore:
         Example:
             >>> # await PostgresStore(url).open()
         """
-        if self._pool is not None:
-            return
-        pool = await open_pool(
-            self.url, what="PostgresStore", error=FlowcoreError, max_size=self.max_connections
-        )
-        try:
-            async with self._errors("create tables"), pool.connection() as conn:
-                await migrate(
-                    conn,
-                    store="memory",
-                    steps=_MIGRATIONS,
-                    error=FlowcoreError,
-                    where=redact_url(self.url),
-                )
-        except BaseException:
-            await pool.close()
-            raise
-        self._pool = pool
-
-    async def aclose(self) -> None:
-        """Close the pool.
-
-        Example:
-            >>> # await store.aclose()
-        """
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
-
-    @contextlib.asynccontextmanager
-    async def _errors(self, doing: str) -> AsyncIterator[None]:
-        import psycopg
-
-        try:
-            yield
-        except psycopg.Error as exc:
-            raise FlowcoreError(
-                f"memory store {redact_url(self.url)}: {doing} failed: {scrub(str(exc), self.url)}"
-            ) from None
+        await self._open()
 
     async def _run(self, doing: str, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        if self._pool is None:
-            raise FlowcoreError(
-                "PostgresStore is not open; use 'async with PostgresStore(url)' or "
-                "'await store.open()'"
-            )
-        async with self._errors(doing), self._pool.connection() as conn:
+        pool = self._require_open()
+        async with self._errors(doing), pool.connection() as conn:
             cur = await conn.execute(sql, params)
             if cur.description is None:
                 return [(cur.rowcount,)]
@@ -223,25 +175,8 @@ class PostgresStore:
             "SELECT namespace, key, value, updated_at FROM flowcore_memory WHERE namespace LIKE %s",
             (_like_prefix(_encode(prefix)),),
         )
-        items = [MemoryItem(_decode(r[0]), r[1], json.loads(r[2]), r[3]) for r in rows]
-        if self.embedder is None:
-            return rank_items(items, query, limit)
-        if self._ranker is None:
-            # Imported here: flowcore.search imports the blocks package, which imports memory.
-            from flowcore.memory.semantic import SemanticRanker
-
-            self._ranker = SemanticRanker(self.embedder, self)
-        return await self._ranker.rank(items, query, limit)
-
-    @property
-    def search_mode(self) -> str | None:
-        """What the last :meth:`search` ran: ``"hybrid"``, ``"text"``, or None (no embedder).
-
-        Example:
-            >>> PostgresStore("postgresql://localhost/x").search_mode is None
-            True
-        """
-        return None if self._ranker is None else self._ranker.mode
+        items = item_rows(rows)
+        return await self._rank(items, query, limit)
 
     async def load_vectors(
         self, keys: Sequence[tuple[Namespace, str]], embedder: str, dimensions: int
@@ -259,10 +194,7 @@ class PostgresStore:
             (embedder, dimensions, sorted({ns for ns, _ in wanted})),
         )
         found: dict[tuple[Namespace, str], tuple[str, bytes]] = {}
-        for ns, key, digest, blob in rows:
-            target = wanted.get((ns, key))
-            if target is not None:
-                found[target] = (str(digest), bytes(blob))
+        match_vectors(wanted, rows, found)
         return found
 
     async def save_vectors(

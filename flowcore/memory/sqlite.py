@@ -14,7 +14,9 @@ import aiosqlite
 
 from flowcore._sqlite import MIN_BUSY_TIMEOUT, connect
 from flowcore.errors import FlowcoreError
-from flowcore.memory.store import MemoryItem, Namespace, check_namespace, rank_items, to_json
+from flowcore.memory.rows import RankedSearch, item_rows, match_vectors
+from flowcore.memory.rows import encode_namespace as _encode
+from flowcore.memory.store import MemoryItem, Namespace, to_json
 
 if TYPE_CHECKING:
     from flowcore.memory.semantic import SemanticRanker
@@ -22,9 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SqliteStore"]
 
-# Namespace parts are joined with a separator that no sane part contains, and
-# every stored namespace ends with it, so a prefix match never splits a part.
-_SEP = "\x1f"
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS flowcore_memory ("
     " namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
@@ -40,18 +39,7 @@ _VECTORS = (
 _ROWS_PER_STATEMENT = 500  # parameters stay well under SQLite's limit
 
 
-def _encode(namespace: Namespace) -> str:
-    ns = check_namespace(namespace)
-    if any(_SEP in part for part in ns):
-        raise FlowcoreError(f"memory namespace {ns!r} contains a control character (\\x1f)")
-    return _SEP.join(ns) + _SEP
-
-
-def _decode(text: str) -> Namespace:
-    return tuple(text.split(_SEP)[:-1])
-
-
-class SqliteStore:
+class SqliteStore(RankedSearch):
     """A :class:`~flowcore.memory.store.Store` in a SQLite file (WAL, safe across processes).
 
     With an ``embedder`` (see :mod:`flowcore.search`), :meth:`search` also
@@ -194,25 +182,8 @@ class SqliteStore:
             (len(encoded), encoded),
         ) as cur:
             rows = await cur.fetchall()
-        items = [MemoryItem(_decode(r[0]), r[1], json.loads(r[2]), r[3]) for r in rows]
-        if self.embedder is None:
-            return rank_items(items, query, limit)
-        if self._ranker is None:
-            # Imported here: flowcore.search imports the blocks package, which imports memory.
-            from flowcore.memory.semantic import SemanticRanker
-
-            self._ranker = SemanticRanker(self.embedder, self)
-        return await self._ranker.rank(items, query, limit)
-
-    @property
-    def search_mode(self) -> str | None:
-        """What the last :meth:`search` ran: ``"hybrid"``, ``"text"``, or None (no embedder).
-
-        Example:
-            >>> SqliteStore("memory.db").search_mode is None
-            True
-        """
-        return None if self._ranker is None else self._ranker.mode
+        items = item_rows(rows)
+        return await self._rank(items, query, limit)
 
     async def load_vectors(
         self, keys: Sequence[tuple[Namespace, str]], embedder: str, dimensions: int
@@ -233,10 +204,7 @@ class SqliteStore:
                 f"WHERE embedder = ? AND dimensions = ? AND namespace IN ({marks})",
                 (embedder, dimensions, *chunk),
             ) as cur:
-                for ns, key, digest, blob in await cur.fetchall():
-                    target = wanted.get((ns, key))
-                    if target is not None:
-                        found[target] = (str(digest), bytes(blob))
+                match_vectors(wanted, await cur.fetchall(), found)
         return found
 
     async def save_vectors(
