@@ -73,6 +73,7 @@ from flowcore.checkpoint.records import (
     item_to_record,
 )
 from flowcore.checkpoint.serde import JsonSerializer, Serializer
+from flowcore.checkpoint.table_rows import check_replacement, item_row, writes_from_rows
 from flowcore.errors import (
     CheckpointError,
     CheckpointNotFoundError,
@@ -598,22 +599,7 @@ class SqliteCheckpointer:
         if blob is None:
             value, path = item_to_record(item)
             blob = self._serde.dumps(value, path=path)
-        if isinstance(item, WriteAt):
-            return {
-                "thread_id": item.thread_id,
-                "checkpoint_id": item.checkpoint_id,
-                "node": item.write.node,
-                "payload": blob,
-            }
-        return {
-            "thread_id": item.thread_id,
-            "checkpoint_id": item.checkpoint_id,
-            "parent_id": item.parent_id,
-            "step": item.step,
-            "created_at": item.created_at,
-            "is_snapshot": int(item.snapshot is not None),
-            "record": blob,
-        }
+        return item_row(item, blob)
 
     async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """A checkpoint by id, or the thread's latest (see :meth:`Checkpointer.get`).
@@ -644,10 +630,7 @@ class SqliteCheckpointer:
             "ORDER BY seq",
             {"t": thread_id, "c": checkpoint_id},
         )
-        return tuple(
-            PendingWrite(str(node), self._decode(payload, f"the write of node {node!r}"))
-            for node, payload in rows
-        )
+        return writes_from_rows(rows, self._decode)
 
     async def history(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
@@ -779,13 +762,7 @@ class SqliteCheckpointer:
         doomed = sorted(set(delete))
         rows = []
         for cp in replace:
-            if cp.thread_id != thread_id:
-                raise CheckpointError(
-                    f"a replacement for thread {thread_id!r} names thread {cp.thread_id!r}; "
-                    "rewrite one thread at a time"
-                )
-            if cp.checkpoint_id in doomed:
-                raise _not_replaceable(thread_id, cp.checkpoint_id)
+            check_replacement(thread_id, cp, doomed, _not_replaceable)
             blob = self._serde.dumps(checkpoint_to_record(cp), path="checkpoint")
             rows.append(
                 {

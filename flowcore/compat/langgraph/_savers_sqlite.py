@@ -15,22 +15,16 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Literal, Self, TypeVar
 
 import aiosqlite
 
 from flowcore.checkpoint import DEFAULT_LEASE_TTL, Serializer, SqliteCheckpointer
-from flowcore.checkpoint.lease import check_lease_ttl
-from flowcore.compat.langgraph._savers import CheckpointTuple
-from flowcore.compat.langgraph._savers_batch import SaveBatch
-from flowcore.compat.langgraph._savers_core import SaverCore
 from flowcore.compat.langgraph._savers_encoding import reusing
-from flowcore.compat.langgraph._savers_shell import Listing, Operation, SaverShell
-from flowcore.errors import CheckpointError
+from flowcore.compat.langgraph._savers_loop import LoopSaver, drain, next_or_end
 
 __all__ = ["AsyncSqliteSaver", "Target", "drain", "next_or_end", "sqlite3_file"]
 
@@ -52,7 +46,7 @@ async def _aiosqlite_file(conn: aiosqlite.Connection) -> str:
     return next((str(row[2] or "") for row in rows if row[1] == "main"), "")
 
 
-class AsyncSqliteSaver(SaverShell):
+class AsyncSqliteSaver(LoopSaver[SqliteCheckpointer]):
     """LangGraph's ``AsyncSqliteSaver``: threads in an SQLite file, for async code.
 
     Open it with ``async with AsyncSqliteSaver.from_conn_string(path) as saver``
@@ -82,6 +76,9 @@ class AsyncSqliteSaver(SaverShell):
         >>> #     await app.ainvoke(inputs, {"configurable": {"thread_id": "1"}})
     """
 
+    _saver_name = "AsyncSqliteSaver"
+    _sync_hint = ", or use SqliteSaver"
+
     def __init__(
         self,
         conn: Target,
@@ -91,18 +88,9 @@ class AsyncSqliteSaver(SaverShell):
         lease_ttl: float = DEFAULT_LEASE_TTL,
     ) -> None:
         self._target = conn
-        self._serializer = serializer
         self._synchronous: Literal["NORMAL", "FULL"] = synchronous
-        self._lease_ttl = check_lease_ttl(lease_ttl)
-        self._core: SaverCore | None = None
-        self._store: SqliteCheckpointer | None = None
         self._tmp: str | None = None
-        self._closed = False
-        self._setup_lock = asyncio.Lock()
-        try:
-            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self.loop = None
+        self._init_loop(serializer, lease_ttl)
 
     def __repr__(self) -> str:
         return f"AsyncSqliteSaver({self._store!r})"
@@ -120,29 +108,6 @@ class AsyncSqliteSaver(SaverShell):
         async with cls(conn_string, serializer=serializer) as saver:
             yield saver
 
-    async def __aenter__(self) -> Self:
-        await self.setup()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    @property
-    def store(self) -> SqliteCheckpointer:
-        """The flowcore store underneath (open after :meth:`setup`).
-
-        Example:
-            >>> # await saver.store.threads("langgraph/")
-        """
-        if self._store is None:
-            raise CheckpointError(f"{self!r} is not open; use 'async with' or 'await setup()'")
-        return self._store
-
     async def setup(self) -> None:
         """Open the database (created and migrated as needed); later calls do nothing.
 
@@ -154,25 +119,14 @@ class AsyncSqliteSaver(SaverShell):
         """
         await self._ready()
 
-    async def _ready(self) -> SaverCore:
-        if self._core is not None:
-            return self._core
-        async with self._setup_lock:
-            if self._core is not None:
-                return self._core
-            if self._closed:
-                raise CheckpointError(f"{self!r} has been closed; open a new saver")
-            path = await self._path()
-            store = await SqliteCheckpointer.open(
-                path,
-                # Each message encoded once, though a write and checkpoints hold it.
-                serializer=reusing(self._serializer),
-                synchronous=self._synchronous,
-                lease_ttl=self._lease_ttl,
-            )
-            self.loop = asyncio.get_running_loop()
-            self._store, self._core = store, SaverCore(store)
-            return self._core
+    async def _open_store(self) -> SqliteCheckpointer:
+        return await SqliteCheckpointer.open(
+            await self._path(),
+            # Each message encoded once, though a write and checkpoints hold it.
+            serializer=reusing(self._serializer),
+            synchronous=self._synchronous,
+            lease_ttl=self._lease_ttl,
+        )
 
     async def _path(self) -> str:
         target = self._target
@@ -202,65 +156,3 @@ class AsyncSqliteSaver(SaverShell):
             tmp, self._tmp = self._tmp, None
             if tmp is not None:
                 await asyncio.to_thread(shutil.rmtree, tmp, True)
-
-    # ------------------------------------------------------------------ how operations run
-
-    def _open_batch(self) -> SaveBatch | None:
-        cls = type(self)
-        # A subclass that changes how saves or operations run must see every save.
-        own = (
-            cls.aput is SaverShell.aput
-            and cls.aput_writes is SaverShell.aput_writes
-            and cls._run_async is AsyncSqliteSaver._run_async
-        )
-        if not own or self._core is None:
-            return None
-        return SaveBatch(self._core)
-
-    async def _run_async(self, op: Operation[T]) -> T:
-        return await op(await self._ready())
-
-    async def _iter_async(self, listing: Listing) -> AsyncIterator[CheckpointTuple]:
-        core = await self._ready()
-        async for item in listing(core):
-            yield item
-
-    def _run_sync(self, op: Operation[T]) -> T:
-        return self._blocking(self._run_async(op))
-
-    def _iter_sync(self, listing: Listing) -> Iterator[CheckpointTuple]:
-        return drain(self._iter_async(listing), self._blocking)
-
-    def _blocking(self, work: Coroutine[Any, Any, T]) -> T:
-        loop = self.loop
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if loop is None or (running is not None and running is loop):
-            work.close()
-            raise asyncio.InvalidStateError(
-                "synchronous calls to AsyncSqliteSaver only work from another thread while "
-                "its event loop runs; in async code use the async methods "
-                "(await saver.aget_tuple(...), await graph.ainvoke(...)), or use SqliteSaver"
-            )
-        return asyncio.run_coroutine_threadsafe(work, loop).result()
-
-
-async def next_or_end(items: AsyncIterator[T]) -> tuple[bool, T | None]:
-    """The next item of ``items`` as ``(True, item)``, or ``(False, None)`` at the end."""
-    try:
-        return True, await anext(items)
-    except StopAsyncIteration:
-        return False, None
-
-
-def drain(
-    items: AsyncIterator[T], run: Callable[[Coroutine[Any, Any, tuple[bool, T | None]]], Any]
-) -> Iterator[T]:
-    """Iterate an async iterator from sync code, one ``run`` call per item."""
-    while True:
-        more, item = run(next_or_end(items))
-        if not more:
-            return
-        yield item
