@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from flowcore._async_context import AsyncOpenClose
 from flowcore._postgres import migrate, open_pool, redact_url, scrub
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStoreBase"]
 
 
-class PostgresStoreBase:
+class PostgresStoreBase(AsyncOpenClose):
     """Pool, schema migration, error wrapping and close for one Postgres store.
 
     Subclasses set the class attributes and call :meth:`_open`.
@@ -66,17 +66,8 @@ class PostgresStoreBase:
         self._pool: AsyncConnectionPool[AsyncConnection[Any]] | None = None
         self._state: Literal["new", "open", "closed"] = "new"
 
-    async def __aenter__(self) -> Self:
+    async def _enter(self) -> None:
         await self._open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _open(self) -> None:
         """Open the pool and migrate; a no-op if open."""

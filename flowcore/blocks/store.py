@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import aiosqlite
 
+from flowcore._async_context import AsyncOpenClose
 from flowcore.blocks.builtins import builtin_blocks
 from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.exchange import (
@@ -108,7 +108,7 @@ class BlockStore(Protocol):
         ...
 
 
-class SqliteBlockStore:
+class SqliteBlockStore(AsyncOpenClose):
     """A :class:`BlockStore` in one SQLite file, seeded with the builtin blocks.
 
     Example:
@@ -121,17 +121,8 @@ class SqliteBlockStore:
         self.seed_builtins = seed_builtins
         self._conn: aiosqlite.Connection | None = None
 
-    async def __aenter__(self) -> Self:
+    async def _enter(self) -> None:
         await self.open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def open(self) -> None:
         """Open the file, create the tables, and seed builtins into a new store."""

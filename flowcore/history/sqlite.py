@@ -29,11 +29,11 @@ import os
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 import aiosqlite
 
+from flowcore._async_context import AsyncOpenClose
 from flowcore._sqlite import (
     MIN_BUSY_TIMEOUT,
     SqliteFile,
@@ -117,7 +117,7 @@ HISTORY_SCHEMA_VERSION = len(_MIGRATIONS)
 _NEWEST_FIRST = "ORDER BY started_at DESC, run_id DESC"
 
 
-class SqliteRunHistory:
+class SqliteRunHistory(AsyncOpenClose):
     """A :class:`~flowcore.history.protocol.RunHistory` in one SQLite file.
 
     Open it before use, with ``async with`` or :meth:`open`, and close it with
@@ -179,17 +179,8 @@ class SqliteRunHistory:
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def __aenter__(self) -> Self:
+    async def _enter(self) -> None:
         await self.open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def open(self) -> None:
         """Open the file, creating or migrating the history tables; a no-op if open.

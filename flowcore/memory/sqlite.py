@@ -7,11 +7,11 @@ import json
 import os
 import time
 from collections.abc import Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
+from flowcore._async_context import AsyncOpenClose
 from flowcore._sqlite import MIN_BUSY_TIMEOUT, connect
 from flowcore.errors import FlowcoreError
 from flowcore.memory.rows import RankedSearch, item_rows, match_vectors
@@ -39,7 +39,7 @@ _VECTORS = (
 _ROWS_PER_STATEMENT = 500  # parameters stay well under SQLite's limit
 
 
-class SqliteStore(RankedSearch):
+class SqliteStore(RankedSearch, AsyncOpenClose):
     """A :class:`~flowcore.memory.store.Store` in a SQLite file (WAL, safe across processes).
 
     With an ``embedder`` (see :mod:`flowcore.search`), :meth:`search` also
@@ -57,17 +57,8 @@ class SqliteStore(RankedSearch):
         self._conn: aiosqlite.Connection | None = None
         self._ranker: SemanticRanker | None = None
 
-    async def __aenter__(self) -> Self:
+    async def _enter(self) -> None:
         await self.open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def open(self) -> None:
         """Open the file and create the table if it is new.

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from types import TracebackType
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
+from flowcore._async_context import AsyncOpenClose
 from flowcore.checkpoint import MaintainableCheckpointer, Serializer
 from flowcore.checkpoint.lease import check_lease_ttl
 from flowcore.compat.langgraph._savers import CheckpointTuple
@@ -29,7 +29,7 @@ T = TypeVar("T")
 S = TypeVar("S", bound=MaintainableCheckpointer)
 
 
-class LoopSaver(SaverShell, Generic[S]):
+class LoopSaver(AsyncOpenClose, SaverShell, Generic[S]):
     """A :class:`SaverShell` whose operations run on the loop it was opened on.
 
     Subclasses call :meth:`_init_loop` from ``__init__`` and implement
@@ -96,17 +96,8 @@ class LoopSaver(SaverShell, Generic[S]):
             self._store, self._core = store, SaverCore(store)
             return self._core
 
-    async def __aenter__(self) -> Self:
+    async def _enter(self) -> None:
         await self.setup()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # ------------------------------------------------------------------ how operations run
 
