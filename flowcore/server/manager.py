@@ -89,14 +89,19 @@ class RunManager:
         store: RunStore,
         pipelines: PipelineStore | None = None,
         shutdown_grace: float = 10.0,
+        beat_every: float = 5.0,
+        stale_after: float = 30.0,
     ) -> None:
         self.executor = executor
         self.store = store
         self.pipelines = pipelines
         self.shutdown_grace = shutdown_grace
+        self.beat_every = beat_every
+        self.stale_after = stale_after
         self.stopping = False
         self._live: dict[str, LiveRun] = {}
         self._stopping_task: asyncio.Future[None] | None = None
+        self._beating: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------- reading
     def live(self, run_id: str) -> LiveRun | None:
@@ -420,6 +425,48 @@ class RunManager:
         # shield: the lifespan exit and the signal handler may both wait for this stop.
         await asyncio.shield(self._stopping_task)
 
+    async def begin(self, *, recover: bool = True) -> list[str]:
+        """Start beating (this process is alive) and, with ``recover``, continue orphaned runs.
+
+        While serving, the beat also sweeps every ``stale_after`` seconds for
+        runs a killed server process left behind (when ``recover``). Returns
+        the runs continued now.
+
+        Example:
+            >>> # resumed = await manager.begin()  # in the app's lifespan
+        """
+        await self.store.beat()
+        resumed = await self.recover() if recover else []
+        if self._beating is None:
+            self._beating = asyncio.get_running_loop().create_task(
+                self._beat(sweep=recover), name="flowcore-serve-beat"
+            )
+        return resumed
+
+    async def _beat(self, *, sweep: bool) -> None:
+        swept = time.monotonic()
+        while True:
+            await asyncio.sleep(self.beat_every)
+            try:
+                await self.store.beat()
+                if sweep and time.monotonic() - swept >= self.stale_after:
+                    swept = time.monotonic()
+                    resumed = await self.recover()
+                    if resumed:
+                        log.info("continuing %d run(s) a stopped server left", len(resumed))
+            except Exception as exc:
+                # A database that is briefly away must not end the server's heartbeat.
+                log.warning("server heartbeat failed: %s", type(exc).__name__)
+
+    async def _stop_beating(self) -> None:
+        task, self._beating = self._beating, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        with contextlib.suppress(Exception):  # the database may be gone already
+            await self.store.leave()
+
     async def _stop_runs(self) -> None:
         lives = list(self._live.values())
         for live in lives:
@@ -433,20 +480,28 @@ class RunManager:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        # Only now: the suspended runs are recorded, so another server may take them over.
+        await self._stop_beating()
 
     async def recover(self) -> list[str]:
-        """Continue the runs a previous server process left unfinished; returns their ids.
+        """Continue the runs a stopped server process left unfinished; returns their ids.
 
-        A run that cannot continue (no thread, its graph no longer
-        registered) is marked ``failed`` with the reason.
+        Only runs no live server holds are taken, each by one conditional
+        update (:meth:`RunStore.claim`), so of several servers starting at
+        once each run is continued by one. A run that cannot continue (no
+        thread, its graph no longer registered) is marked ``failed`` with the
+        reason.
 
         Example:
             >>> # resumed = await manager.recover()
         """
         resumed: list[str] = []
-        for row in await self.store.unfinished():
-            if row.run_id in self._live:
+        for found in await self.store.unfinished(stale_after=self.stale_after):
+            if found.run_id in self._live or self.stopping:
                 continue
+            row = await self.store.claim(found)
+            if row is None:
+                continue  # another server took it first
             try:
                 resolved = await self.resolve(row)
                 state = None
@@ -476,8 +531,7 @@ class RunManager:
                 interrupt_id = row.resume.get("interrupt_id")
                 value = row.resume.get("value")
                 resume = Resume(by_id={interrupt_id: value}) if interrupt_id else Resume(value)
-            running = replace(row, status="running")
-            await self.store.update(running)
+            running = row
             await self._launch(
                 row.user_id,
                 row.target,

@@ -1,4 +1,9 @@
-"""The server under test: ``open_server`` on a fresh database file, served over ASGI to httpx."""
+"""The server under test: ``open_server`` on a fresh database, served over ASGI to httpx.
+
+Every spec that takes ``server`` or ``make_server`` runs twice: on an SQLite
+file and on Postgres (a fresh schema of the throwaway cluster, tests/pg.py;
+skipped without Postgres unless ``FLOWCORE_REQUIRE_POSTGRES=1``).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from flowcore.llm.offline import OfflineProvider
 from flowcore.port.sse import parse_sse
 from flowcore.server import ServerSettings
 from flowcore.server.serve import open_server
+from flowcore.storage import DatabaseTarget
 from tests.server.graphs import Gate, approval_graph, echo_graph, gated_graph
 
 
@@ -26,6 +32,7 @@ class Server:
     app: Any
     path: Path
     gate: Gate
+    database: DatabaseTarget | None = None
     clients: dict[str, httpx.AsyncClient] = field(default_factory=dict)
     tokens: dict[str, str] = field(default_factory=dict)
 
@@ -62,8 +69,17 @@ def client_for(app: Any, token: str | None) -> httpx.AsyncClient:
 MakeServer = Callable[..., Awaitable[Server]]
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest) -> DatabaseTarget | None:
+    """Where the server keeps everything: None (the SQLite file) or a Postgres schema."""
+    if request.param == "sqlite":
+        return None
+    url: str = request.getfixturevalue("pg_schema_url")
+    return DatabaseTarget("postgres", url)
+
+
 @pytest.fixture
-async def make_server(tmp_path: Path) -> AsyncIterator[MakeServer]:
+async def make_server(tmp_path: Path, database: DatabaseTarget | None) -> AsyncIterator[MakeServer]:
     """Build a server (settings overridable); everything is closed after the test."""
     from contextlib import AsyncExitStack
 
@@ -78,6 +94,7 @@ async def make_server(tmp_path: Path) -> AsyncIterator[MakeServer]:
                 open_server(
                     settings,
                     db_path=path,
+                    database=database,
                     provider=OfflineProvider(),
                     graphs={},
                     recover=False,
@@ -93,7 +110,7 @@ async def make_server(tmp_path: Path) -> AsyncIterator[MakeServer]:
                 app.state.services.runs.executor.register(
                     name, graph.compile(checkpointer=checkpointer)
                 )
-            server = Server(app, path, gate)
+            server = Server(app, path, gate, database)
             for user in ("ada", "bob"):
                 _, token = await app.state.services.keys.create(user)
                 server.tokens[user] = token
