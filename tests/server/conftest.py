@@ -8,6 +8,7 @@ skipped without Postgres unless ``FLOWCORE_REQUIRE_POSTGRES=1``).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,46 +79,48 @@ def database(request: pytest.FixtureRequest) -> DatabaseTarget | None:
     return DatabaseTarget("postgres", url)
 
 
+async def start_server(
+    stack: AsyncExitStack, path: Path, database: DatabaseTarget | None, **overrides: Any
+) -> Server:
+    """A server on ``database`` (else the file at ``path``), closed when ``stack`` closes."""
+    redactor = overrides.pop("redactor", None)
+    settings = ServerSettings(**overrides)
+    gate = Gate()
+    app = await stack.enter_async_context(
+        open_server(
+            settings,
+            db_path=path,
+            database=database,
+            provider=OfflineProvider(),
+            graphs={},
+            recover=False,
+            redactor=redactor,
+        )
+    )
+    checkpointer = app.state.services.runs.executor.runner.checkpointer
+    for name, graph in {
+        "echo": echo_graph(checkpointer),
+        "approval": approval_graph(),
+        "gated": gated_graph(gate),
+    }.items():
+        app.state.services.runs.executor.register(name, graph.compile(checkpointer=checkpointer))
+    server = Server(app, path, gate, database)
+    for user in ("ada", "bob"):
+        _, token = await app.state.services.keys.create(user)
+        server.tokens[user] = token
+        server.clients[user] = await stack.enter_async_context(client_for(app, token))
+    server.clients["anonymous"] = await stack.enter_async_context(client_for(app, None))
+    stack.push_async_callback(_open_gate, gate)
+    return server
+
+
 @pytest.fixture
 async def make_server(tmp_path: Path, database: DatabaseTarget | None) -> AsyncIterator[MakeServer]:
     """Build a server (settings overridable); everything is closed after the test."""
-    from contextlib import AsyncExitStack
-
     async with AsyncExitStack() as stack:
 
         async def make(**overrides: Any) -> Server:
-            redactor = overrides.pop("redactor", None)
-            settings = ServerSettings(**overrides)
-            gate = Gate()
-            path = tmp_path / "flowcore.db"
-            app = await stack.enter_async_context(
-                open_server(
-                    settings,
-                    db_path=path,
-                    database=database,
-                    provider=OfflineProvider(),
-                    graphs={},
-                    recover=False,
-                    redactor=redactor,
-                )
-            )
-            checkpointer = app.state.services.runs.executor.runner.checkpointer
-            for name, graph in {
-                "echo": echo_graph(checkpointer),
-                "approval": approval_graph(),
-                "gated": gated_graph(gate),
-            }.items():
-                app.state.services.runs.executor.register(
-                    name, graph.compile(checkpointer=checkpointer)
-                )
-            server = Server(app, path, gate, database)
-            for user in ("ada", "bob"):
-                _, token = await app.state.services.keys.create(user)
-                server.tokens[user] = token
-                server.clients[user] = await stack.enter_async_context(client_for(app, token))
-            server.clients["anonymous"] = await stack.enter_async_context(client_for(app, None))
-            stack.push_async_callback(_open_gate, gate)
-            return server
+            return await start_server(stack, tmp_path / "flowcore.db", database, **overrides)
 
         yield make
 
