@@ -31,7 +31,7 @@ from flowcore.port.inproc import InProcExecutor, InProcRunHandle
 from flowcore.port.protocol import UNSET, Caller, RunOptions, RunOutcome, RunRequest
 from flowcore.server.errors import BadRequestError, ConflictError, NotFoundError, UnavailableError
 from flowcore.server.pipeline_store import PipelineStore
-from flowcore.server.run_store import RunRow, RunStore, ended
+from flowcore.server.run_store import ACTIVE, RunRow, RunStore, ended
 from flowcore.server.targets import ResolvedTarget, resolve_target
 
 __all__ = ["LiveRun", "RunManager"]
@@ -91,6 +91,7 @@ class RunManager:
         shutdown_grace: float = 10.0,
         beat_every: float = 5.0,
         stale_after: float = 30.0,
+        poll_every: float = 0.25,
     ) -> None:
         self.executor = executor
         self.store = store
@@ -98,6 +99,7 @@ class RunManager:
         self.shutdown_grace = shutdown_grace
         self.beat_every = beat_every
         self.stale_after = stale_after
+        self.poll_every = poll_every
         self.stopping = False
         self._live: dict[str, LiveRun] = {}
         self._stopping_task: asyncio.Future[None] | None = None
@@ -139,10 +141,16 @@ class RunManager:
     async def follow(self, user_id: str, run_id: str) -> AsyncIterator[AiEvent]:
         """The run's events from the first: what happened so far, then live, ending after ``done``.
 
+        A run another server process is running (same database) is followed
+        from the database: its events arrive once it ends there.
+
         Example:
             >>> # async for event in manager.follow("ada", "r1"): ...
         """
         await self.get(user_id, run_id)
+        if run_id not in self._live:
+            # Running on another server process: its events are stored when it ends.
+            await self._wait_elsewhere(run_id)
         live = self._live.get(run_id)
         if live is None:
             for event in await self.store.events(run_id):
@@ -159,6 +167,16 @@ class RunManager:
             if live.finished:
                 return
             await live.changed.wait()
+
+    async def _wait_elsewhere(self, run_id: str) -> None:
+        """Wait while another live server process runs ``run_id`` (or until it runs here)."""
+        while not self.stopping and run_id not in self._live:
+            row = await self.store.get(run_id)
+            if row is None or row.status not in ACTIVE or row.server_id == self.store.server_id:
+                return
+            if not await self.store.alive(row.server_id, stale_after=self.stale_after):
+                return  # nobody runs it: what was stored is all there is, for now
+            await asyncio.sleep(self.poll_every)
 
     async def wait(self, user_id: str, run_id: str) -> RunRow:
         """Wait until the run has ended (or been suspended); its final record.

@@ -258,6 +258,20 @@ class RunStore:
             (self.server_id, time.time()),
         )
 
+    async def alive(self, server_id: str | None, *, stale_after: float = 30.0) -> bool:
+        """Whether the server ``server_id`` has beaten within ``stale_after`` seconds.
+
+        Example:
+            >>> # await store.alive(row.server_id)
+        """
+        if server_id is None:
+            return False
+        row = await self.db.fetchone(
+            "SELECT 1 FROM flowcore_server_instances WHERE server_id = ? AND beat_at > ?",
+            (server_id, time.time() - stale_after),
+        )
+        return row is not None
+
     async def leave(self) -> None:
         """Remove this process's beat (a clean stop): its suspended runs may continue elsewhere.
 

@@ -148,3 +148,24 @@ async def test_a_run_is_taken_over_only_once_its_server_has_stopped(
     assert detail["status"] == "completed"
     assert detail["output"]["upper"] == "WAITED"
     assert first.gate.opened.is_set() is False
+
+
+async def test_a_stream_read_on_the_other_server_ends_with_the_run(
+    pair: tuple[Server, Server],
+) -> None:
+    first, second = pair
+    await first.manager.begin(recover=False)
+    started = (await first.ada.post("/api/runs", json={"target": {"graph": "gated"}})).json()
+    run_id = started["run_id"]
+    await asyncio.wait_for(first.gate.entered.wait(), 30)
+    async with client_for(second.app, first.tokens["ada"]) as ada_on_second:
+        # Asked while the run is going on the first server: the answer waits for its end.
+        reading = asyncio.ensure_future(ada_on_second.get(f"/api/runs/{run_id}/events"))
+        await asyncio.sleep(0.3)
+        assert not reading.done()
+        first.gate.opened.set()
+        events = parse_sse((await asyncio.wait_for(reading, 30)).text)
+    assert events[0].type == "run_start"
+    assert [e.type for e in events].count("done") == 1
+    assert events[-1].type == "done"
+    assert getattr(events[-1], "status", None) == "completed"
