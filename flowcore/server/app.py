@@ -20,11 +20,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from flowcore.blocks.store import BlockStore
 from flowcore.history import RunHistory
 from flowcore.memory.store import Store
-from flowcore.port.inproc import InProcExecutor, Target
+from flowcore.port.inproc import Target
 from flowcore.secrets import NO_REDACTION, Redactor, scrub_error
 from flowcore.server import blocks, executions, memory, pipelines, runs, thinker, viewer
 from flowcore.server.clarify_store import ClarifyStore
 from flowcore.server.errors import ApiError, RateLimitedError, status_of
+from flowcore.server.executor import ServerExecutor
 from flowcore.server.keys import ApiKeys
 from flowcore.server.limits import BodyLimitMiddleware, RateLimiter
 from flowcore.server.manager import RunManager
@@ -130,7 +131,7 @@ def create_app(
     settings: ServerSettings,
     *,
     db: ServerDb,
-    executor: InProcExecutor,
+    executor: ServerExecutor,
     blocks_store: BlockStore,
     history: RunHistory | None = None,
     memory_store: Store | None = None,
@@ -143,8 +144,9 @@ def create_app(
     ``db`` holds the server's own tables (keys, runs, pipelines, clarifying
     threads): a :class:`~flowcore.server.db.ServerDatabase` (SQLite) or a
     :class:`~flowcore.server.postgres_db.PostgresServerDatabase`. ``executor``
-    runs every run the API starts; any executor port with ``run``,
-    ``register``, ``graphs`` and ``runner`` will do.
+    runs every run the API starts: any
+    :class:`~flowcore.server.executor.ServerExecutor` (passed in, never
+    built here, so a queue's executor is one argument away).
 
     ``graphs`` registers graphs by name (native compiled graphs, compiled
     LangGraph-style graphs, Pipelines, TaskPlans); the Thinker routes use

@@ -27,9 +27,9 @@ from flowcore.errors import ResumeError
 from flowcore.interrupts import Resume
 from flowcore.pipeline.runner import check_run_inputs
 from flowcore.port.events import AiEvent, json_safe
-from flowcore.port.inproc import InProcExecutor, InProcRunHandle
-from flowcore.port.protocol import UNSET, Caller, RunOptions, RunOutcome, RunRequest
+from flowcore.port.protocol import UNSET, Caller, RunHandle, RunOptions, RunOutcome, RunRequest
 from flowcore.server.errors import BadRequestError, ConflictError, NotFoundError, UnavailableError
+from flowcore.server.executor import ServerExecutor
 from flowcore.server.pipeline_store import PipelineStore
 from flowcore.server.run_store import ACTIVE, RunRow, RunStore, ended
 from flowcore.server.targets import ResolvedTarget, resolve_target
@@ -45,7 +45,7 @@ class LiveRun:
 
     row: RunRow
     resolved: ResolvedTarget
-    handle: InProcRunHandle
+    handle: RunHandle
     log: list[AiEvent] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     finished: bool = False
@@ -85,7 +85,7 @@ class RunManager:
     def __init__(
         self,
         *,
-        executor: InProcExecutor,
+        executor: ServerExecutor,
         store: RunStore,
         pipelines: PipelineStore | None = None,
         shutdown_grace: float = 10.0,

@@ -28,13 +28,14 @@ from flowcore.pipeline.runner import PipelineRunner
 from flowcore.port.inproc import InProcExecutor
 from flowcore.secrets import NO_REDACTION, Redactor, SecretRedactor
 from flowcore.server.db import open_server_database
+from flowcore.server.executor import ServerExecutor
 from flowcore.server.settings import ServerSettings
 from flowcore.storage import DatabaseTarget
 from flowcore.tools.runner import Tool
 
 __all__ = ["ExecutorFactory", "inproc_executor", "load_graphs", "open_server", "serve"]
 
-ExecutorFactory = Callable[[Workspace, PipelineRunner, Redactor], InProcExecutor]
+ExecutorFactory = Callable[[Workspace, PipelineRunner, Redactor], ServerExecutor]
 """Makes the executor the runs API submits to, from the open workspace, its runner, the redactor."""
 
 

@@ -38,6 +38,7 @@ from flowcore.search.block_search import BlockSearch
 from flowcore.secrets import NO_REDACTION, Redactor
 from flowcore.server.clarify_store import ClarifyStore, ClarifyThread
 from flowcore.server.errors import ConflictError, NotFoundError
+from flowcore.server.executor import ServerExecutor
 from flowcore.thinker.api import ClarifyResult, Thinker, ThinkerRunError
 from flowcore.thinker.clarifier import user_messages
 from flowcore.thinker.setup import default_search, thinker_model
@@ -203,7 +204,7 @@ def _thinker_providers(registry: ProviderRegistry) -> ProviderRegistry:
 
 def build_thinker_service(
     blocks: BlockStore,
-    executor: InProcExecutor,
+    executor: ServerExecutor,
     *,
     threads: ClarifyStore,
     history: RunHistory | None = None,
