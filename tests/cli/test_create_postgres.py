@@ -11,40 +11,26 @@ FLOWCORE_REQUIRE_POSTGRES=1.
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from flowcore.cli import main
-
-from .conftest import Outcome
+from .conftest import Outcome, Project
 
 
 @pytest.fixture
 def pg_cli(
-    tmp_path: Path, pg_schema_url: str, monkeypatch: pytest.MonkeyPatch
+    env_cli: Callable[..., Outcome], pg_schema_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> Callable[..., Outcome]:
     """The CLI with no --db: the database is the Postgres schema the environment names."""
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FLOWCORE_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-    for var in ("FLOWCORE_PROVIDER", "FLOWCORE_MODEL"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("FLOWCORE_DB", str(tmp_path / "default.db"))
     monkeypatch.setenv("FLOWCORE_DATABASE_URL", pg_schema_url)
-
-    def call(*argv: str) -> Outcome:
-        out, err = io.StringIO(), io.StringIO()
-        code = main(list(argv), stdout=out, stderr=err)
-        return Outcome(code, out.getvalue(), err.getvalue())
-
-    return call
+    return env_cli
 
 
 def test_create_saves_its_blocks_and_runs_in_postgres(
-    pg_cli: Callable[..., Outcome], tmp_path: Path
+    pg_cli: Callable[..., Outcome], project: Project, tmp_path: Path
 ) -> None:
     output = tmp_path / "poem.json"
     created = pg_cli(
@@ -64,11 +50,11 @@ def test_create_saves_its_blocks_and_runs_in_postgres(
     ran = pg_cli("run", str(output), "--input", "text=one\ntwo\nthree")
     assert ran.code == 0, ran.err
     assert "completed: run " in ran.out
-    assert not (tmp_path / "default.db").exists()
+    assert not project.db.exists()
 
 
 def test_automate_creates_then_runs_in_postgres(
-    pg_cli: Callable[..., Outcome], tmp_path: Path
+    pg_cli: Callable[..., Outcome], project: Project
 ) -> None:
     done = pg_cli(
         "automate",
@@ -92,4 +78,4 @@ def test_automate_creates_then_runs_in_postgres(
     assert again.code == 0, again.err
     assert "saved average_numbers" not in again.out
     assert re.search(r'n2 +completed .*\{"mean": 2\.0\}', again.out)
-    assert not (tmp_path / "default.db").exists()
+    assert not project.db.exists()

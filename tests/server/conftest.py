@@ -7,7 +7,7 @@ skipped without Postgres unless ``FLOWCORE_REQUIRE_POSTGRES=1``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +24,7 @@ from flowcore.server import ServerSettings
 from flowcore.server.serve import open_server
 from flowcore.storage import DatabaseTarget
 from tests.server.graphs import Gate, approval_graph, echo_graph, gated_graph
+from tests.server.live import Served
 
 
 @dataclass
@@ -133,3 +134,12 @@ async def _open_gate(gate: Gate) -> None:
 async def server(make_server: MakeServer) -> Server:
     """A server with default settings."""
     return await make_server()
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Served]]:
+    """Real ``flowcore serve`` processes a spec starts (tests/server/live.py); ended after it."""
+    started: list[Served] = []
+    yield started
+    for served in started:
+        served.kill()

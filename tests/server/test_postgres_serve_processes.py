@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +24,6 @@ import pytest
 pytest.importorskip("uvicorn")
 
 from tests.server.live import GUARD, ROOT, Served, new_key
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Served]]:
-    started: list[Served] = []
-    yield started
-    for served in started:
-        served.kill()
 
 
 def test_two_serve_processes_on_postgres_share_keys_and_runs_and_a_third_finishes_a_run(
