@@ -31,6 +31,7 @@ from flowcore.port.protocol import UNSET, Caller, RunHandle, RunOptions, RunOutc
 from flowcore.server.errors import BadRequestError, ConflictError, NotFoundError, UnavailableError
 from flowcore.server.executor import ServerExecutor
 from flowcore.server.pipeline_store import PipelineStore
+from flowcore.server.presence import Presence
 from flowcore.server.run_store import ACTIVE, RunRow, RunStore, ended
 from flowcore.server.targets import ResolvedTarget, resolve_target
 
@@ -92,18 +93,24 @@ class RunManager:
         beat_every: float = 5.0,
         stale_after: float = 30.0,
         poll_every: float = 0.25,
+        tick: float = 1.0,
     ) -> None:
         self.executor = executor
         self.store = store
         self.pipelines = pipelines
         self.shutdown_grace = shutdown_grace
-        self.beat_every = beat_every
         self.stale_after = stale_after
         self.poll_every = poll_every
+        self.presence = Presence(
+            store,
+            cancel=self._cancel_requested,
+            beat_every=beat_every,
+            stale_after=stale_after,
+            tick=tick,
+        )
         self.stopping = False
         self._live: dict[str, LiveRun] = {}
         self._stopping_task: asyncio.Future[None] | None = None
-        self._beating: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------- reading
     def live(self, run_id: str) -> LiveRun | None:
@@ -303,12 +310,19 @@ class RunManager:
     async def cancel(self, user_id: str, run_id: str) -> RunRow:
         """Stop a running run; it ends ``cancelled`` (with its ``done`` event).
 
+        A run going on another server process (same database) is asked to
+        stop through the database; that process cancels it within a
+        ``tick`` of its :class:`~flowcore.server.presence.Presence`.
+
         Example:
             >>> # await manager.cancel("ada", "r1")
         """
         row = await self.get(user_id, run_id)
         live = self._live.get(run_id)
         if live is None:
+            # Going on another server process: it sees the request on its next tick.
+            if row.status in ("queued", "running") and await self.store.request_cancel(run_id):
+                return row
             raise ConflictError(f"run {run_id!r} already ended ({row.status}); nothing to cancel")
         live.handle.cancel()
         return live.row
@@ -321,10 +335,19 @@ class RunManager:
         owner = await self.store.thread_owner(thread_id)
         if owner is not None and owner != user_id:
             raise NotFoundError(f"no thread {thread_id!r} for this API key's user")
-        busy = [r for r in self._live.values() if r.row.thread_id == thread_id]
+        busy = [r.row for r in self._live.values() if r.row.thread_id == thread_id]
+        if not busy:
+            # ... or on another live server process of the same database.
+            for row in await self.store.list(thread_id=thread_id, limit=20):
+                if (
+                    row.status in ("queued", "running")
+                    and row.server_id != self.store.server_id
+                    and await self.store.alive(row.server_id, stale_after=self.stale_after)
+                ):
+                    busy.append(row)
         if busy:
             raise ConflictError(
-                f"thread {thread_id!r} has run {busy[0].row.run_id!r} going; wait for it to end "
+                f"thread {thread_id!r} has run {busy[0].run_id!r} going; wait for it to end "
                 "or cancel it first"
             )
 
@@ -444,46 +467,25 @@ class RunManager:
         await asyncio.shield(self._stopping_task)
 
     async def begin(self, *, recover: bool = True) -> list[str]:
-        """Start beating (this process is alive) and, with ``recover``, continue orphaned runs.
+        """Say this process is alive and, with ``recover``, continue orphaned runs.
 
-        While serving, the beat also sweeps every ``stale_after`` seconds for
-        runs a killed server process left behind (when ``recover``). Returns
-        the runs continued now.
+        Starts the :class:`~flowcore.server.presence.Presence` (the beat, and
+        cancel requests from other processes); with ``recover`` its sweeps
+        continue orphaned runs later too. Returns the runs continued now.
 
         Example:
             >>> # resumed = await manager.begin()  # in the app's lifespan
         """
-        await self.store.beat()
+        await self.store.beat()  # before recovering: the runs it claims must look alive
         resumed = await self.recover() if recover else []
-        if self._beating is None:
-            self._beating = asyncio.get_running_loop().create_task(
-                self._beat(sweep=recover), name="flowcore-serve-beat"
-            )
+        self.presence.sweep = self.recover if recover else None
+        await self.presence.start()
         return resumed
 
-    async def _beat(self, *, sweep: bool) -> None:
-        swept = time.monotonic()
-        while True:
-            await asyncio.sleep(self.beat_every)
-            try:
-                await self.store.beat()
-                if sweep and time.monotonic() - swept >= self.stale_after:
-                    swept = time.monotonic()
-                    resumed = await self.recover()
-                    if resumed:
-                        log.info("continuing %d run(s) a stopped server left", len(resumed))
-            except Exception as exc:
-                # A database that is briefly away must not end the server's heartbeat.
-                log.warning("server heartbeat failed: %s", type(exc).__name__)
-
-    async def _stop_beating(self) -> None:
-        task, self._beating = self._beating, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        with contextlib.suppress(Exception):  # the database may be gone already
-            await self.store.leave()
+    def _cancel_requested(self, run_id: str) -> None:
+        live = self._live.get(run_id)
+        if live is not None:
+            live.handle.cancel()
 
     async def _stop_runs(self) -> None:
         lives = list(self._live.values())
@@ -499,7 +501,7 @@ class RunManager:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         # Only now: the suspended runs are recorded, so another server may take them over.
-        await self._stop_beating()
+        await self.presence.stop()
 
     async def recover(self) -> list[str]:
         """Continue the runs a stopped server process left unfinished; returns their ids.

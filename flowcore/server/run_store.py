@@ -258,6 +258,32 @@ class RunStore:
             (self.server_id, time.time()),
         )
 
+    async def request_cancel(self, run_id: str) -> bool:
+        """Ask whichever server runs ``run_id`` to cancel it; False if it is not going.
+
+        Example:
+            >>> # await store.request_cancel("r1")  # the owner cancels it within a second
+        """
+        changed = await self.db.execute(
+            "UPDATE flowcore_server_runs SET cancel_requested = ? "
+            "WHERE run_id = ? AND status IN ('queued', 'running')",
+            (time.time(), run_id),
+        )
+        return changed == 1
+
+    async def cancels_requested(self) -> builtins.list[str]:
+        """This server's going runs that someone asked (through any server) to cancel.
+
+        Example:
+            >>> # for run_id in await store.cancels_requested(): ...
+        """
+        rows = await self.db.fetchall(
+            "SELECT run_id FROM flowcore_server_runs WHERE server_id = ? "
+            "AND cancel_requested IS NOT NULL AND status IN ('queued', 'running')",
+            (self.server_id,),
+        )
+        return [str(r[0]) for r in rows]
+
     async def alive(self, server_id: str | None, *, stale_after: float = 30.0) -> bool:
         """Whether the server ``server_id`` has beaten within ``stale_after`` seconds.
 

@@ -49,7 +49,8 @@ _TEMPLATE = (
         continues TEXT,
         continued_by TEXT,
         resume TEXT,
-        server_id TEXT)""",
+        server_id TEXT,
+        cancel_requested {real})""",
     "CREATE INDEX IF NOT EXISTS flowcore_server_runs_user ON flowcore_server_runs "
     "(user_id, started_at)",
     "CREATE INDEX IF NOT EXISTS flowcore_server_runs_thread ON flowcore_server_runs (thread_id)",
@@ -82,7 +83,10 @@ _TYPES = {
     "postgres": {"key": 'TEXT COLLATE "C"', "real": "DOUBLE PRECISION", "int": "BIGINT"},
 }
 
-LATER_COLUMNS = (("flowcore_server_runs", "server_id", "TEXT"),)
+LATER_COLUMNS = (
+    ("flowcore_server_runs", "server_id", "TEXT"),
+    ("flowcore_server_runs", "cancel_requested", "REAL"),
+)
 """Columns added after a table was first released: an older SQLite file gets them on open."""
 
 

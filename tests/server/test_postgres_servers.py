@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +40,16 @@ async def pair(tmp_path: Path, pg_schema_url: str) -> AsyncIterator[tuple[Server
         yield first, second
     assert not (tmp_path / "first.db").exists()
     assert not (tmp_path / "second.db").exists()
+
+
+async def _gated_run_going(server: Server) -> dict[str, Any]:
+    """``server`` beats (alive to the others) and runs ada's gated run, held in ``wait``."""
+    assert await server.manager.begin(recover=False) == []
+    started = await server.ada.post("/api/runs", json={"target": {"graph": "gated"}})
+    assert started.status_code == 201, started.text
+    await asyncio.wait_for(server.gate.entered.wait(), 30)
+    body: dict[str, Any] = started.json()
+    return body
 
 
 async def test_a_key_from_one_server_opens_the_other_and_a_revoke_reaches_both(
@@ -126,11 +137,8 @@ async def test_a_run_is_taken_over_only_once_its_server_has_stopped(
     pair: tuple[Server, Server],
 ) -> None:
     first, second = pair
-    assert await first.manager.begin(recover=False) == []
     assert await second.manager.begin(recover=False) == []
-    started = (await first.ada.post("/api/runs", json={"target": {"graph": "gated"}})).json()
-    run_id = started["run_id"]
-    await asyncio.wait_for(first.gate.entered.wait(), 30)
+    run_id = (await _gated_run_going(first))["run_id"]
 
     # The first server beats: the second leaves its run alone.
     assert await second.manager.recover() == []
@@ -154,10 +162,7 @@ async def test_a_stream_read_on_the_other_server_ends_with_the_run(
     pair: tuple[Server, Server],
 ) -> None:
     first, second = pair
-    await first.manager.begin(recover=False)
-    started = (await first.ada.post("/api/runs", json={"target": {"graph": "gated"}})).json()
-    run_id = started["run_id"]
-    await asyncio.wait_for(first.gate.entered.wait(), 30)
+    run_id = (await _gated_run_going(first))["run_id"]
     async with client_for(second.app, first.tokens["ada"]) as ada_on_second:
         # Asked while the run is going on the first server: the answer waits for its end.
         reading = asyncio.ensure_future(ada_on_second.get(f"/api/runs/{run_id}/events"))
@@ -169,3 +174,29 @@ async def test_a_stream_read_on_the_other_server_ends_with_the_run(
     assert [e.type for e in events].count("done") == 1
     assert events[-1].type == "done"
     assert getattr(events[-1], "status", None) == "completed"
+
+
+async def test_a_run_going_on_one_server_is_cancelled_and_its_thread_guarded_through_the_other(
+    pair: tuple[Server, Server],
+) -> None:
+    first, second = pair
+    started = await _gated_run_going(first)
+    run_id, thread = started["run_id"], started["thread_id"]
+    async with client_for(second.app, first.tokens["ada"]) as ada_on_second:
+        # The thread is busy on the first server: the second refuses a run on it.
+        busy = await ada_on_second.post(
+            "/api/runs", json={"target": {"graph": "gated"}, "thread_id": thread}
+        )
+        assert busy.status_code == 409
+        assert run_id in busy.json()["error"]["message"]
+
+        cancelled = await ada_on_second.post(f"/api/runs/{run_id}/cancel")
+        assert cancelled.status_code == 202, cancelled.text
+        events = parse_sse((await ada_on_second.get(f"/api/runs/{run_id}/events")).text)
+        assert events[-1].type == "done"
+        assert getattr(events[-1], "status", None) == "cancelled"
+        detail = (await ada_on_second.get(f"/api/runs/{run_id}")).json()
+        assert detail["status"] == "cancelled"
+        again = await ada_on_second.post(f"/api/runs/{run_id}/cancel")
+        assert again.status_code == 409
+    assert not first.gate.opened.is_set()
