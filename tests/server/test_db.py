@@ -139,3 +139,34 @@ async def test_a_runs_own_server_may_continue_it(db: ServerDb) -> None:
     await store.beat()
     await store.insert(replace(_running("r2"), started_at=time.time()))
     assert [r.run_id for r in await store.unfinished()] == ["r2"]
+
+
+async def test_a_file_from_before_server_ownership_gains_its_columns(tmp_path: Path) -> None:
+    import sqlite3
+
+    from flowcore.server.db import ServerDatabase
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:  # the runs table as an older flowcore made it
+        conn.execute(
+            "CREATE TABLE flowcore_server_runs (run_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, "
+            "thread_id TEXT, target TEXT NOT NULL, target_name TEXT NOT NULL, input TEXT, "
+            "status TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL, "
+            "input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0, "
+            "error TEXT, interrupts TEXT NOT NULL DEFAULT '[]', output TEXT, continues TEXT, "
+            "continued_by TEXT, resume TEXT)"
+        )
+        conn.execute(
+            "INSERT INTO flowcore_server_runs (run_id, user_id, target, target_name, status, "
+            "started_at) VALUES ('old', 'ada', '{\"graph\": \"g\"}', 'g', 'suspended', 1.0)"
+        )
+    conn.close()
+    async with ServerDatabase(path) as db:
+        store = RunStore(db)
+        [left] = await store.unfinished()
+        assert (left.run_id, left.server_id) == ("old", None)
+        claimed = await store.claim(left)
+        assert claimed is not None
+        assert claimed.server_id == store.server_id
+        assert await store.request_cancel("old")
+        assert await store.cancels_requested() == ["old"]
