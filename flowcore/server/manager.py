@@ -110,6 +110,7 @@ class RunManager:
         )
         self.stopping = False
         self._live: dict[str, LiveRun] = {}
+        self._recovering: set[str] = set()  # claimed here, not yet live
         self._stopping_task: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------- reading
@@ -178,6 +179,9 @@ class RunManager:
     async def _wait_elsewhere(self, run_id: str) -> None:
         """Wait while another live server process runs ``run_id`` (or until it runs here)."""
         while not self.stopping and run_id not in self._live:
+            if run_id in self._recovering:
+                await asyncio.sleep(self.poll_every)
+                continue
             row = await self.store.get(run_id)
             if row is None or row.status not in ACTIVE or row.server_id == self.store.server_id:
                 return
@@ -519,50 +523,57 @@ class RunManager:
         for found in await self.store.unfinished(stale_after=self.stale_after):
             if found.run_id in self._live or self.stopping:
                 continue
-            row = await self.store.claim(found)
-            if row is None:
-                continue  # another server took it first
+            # Marked before the claim: a reader of this run waits until it is live here.
+            self._recovering.add(found.run_id)
             try:
-                resolved = await self.resolve(row)
-                state = None
-                if row.thread_id is not None and resolved.checkpointed:
-                    with contextlib.suppress(ResumeError):  # no checkpoint yet: state None
-                        state = await resolved.state(self.executor.runner, row.thread_id)
-            except Exception as exc:
-                # One run that cannot be read again must not keep the server from starting.
-                await self.store.update(
-                    ended(row, "failed", error=f"the server restarted and cannot resume: {exc}")
-                )
-                continue
-            if row.thread_id is None or not resolved.checkpointed:
-                await self.store.update(
-                    ended(
-                        row,
-                        "failed",
-                        error="the server stopped during the run, which had no thread to resume",
-                    )
-                )
-                continue
-            log = await self.store.events(row.run_id)
-            resume: Any = UNSET
-            # Stopped before its first checkpoint: start it again with its own input.
-            run_input = dict(row.input or {}) if state is None and row.resume is None else None
-            if row.resume is not None and state is not None and state.waiting:
-                interrupt_id = row.resume.get("interrupt_id")
-                value = row.resume.get("value")
-                resume = Resume(by_id={interrupt_id: value}) if interrupt_id else Resume(value)
-            running = row
-            await self._launch(
-                row.user_id,
-                row.target,
-                resolved,
-                run_input,
-                row.thread_id,
-                resume=resume,
-                continues=row.continues,
-                run_id=row.run_id,
-                log=log,
-                row=running,
-            )
-            resumed.append(row.run_id)
+                row = await self.store.claim(found)
+                if row is not None and await self._continue(row):
+                    resumed.append(row.run_id)
+            finally:
+                self._recovering.discard(found.run_id)
         return resumed
+
+    async def _continue(self, row: RunRow) -> bool:
+        """Launch a claimed run again from its thread; False (and marked failed) if it cannot."""
+        try:
+            resolved = await self.resolve(row)
+            state = None
+            if row.thread_id is not None and resolved.checkpointed:
+                with contextlib.suppress(ResumeError):  # no checkpoint yet: state None
+                    state = await resolved.state(self.executor.runner, row.thread_id)
+        except Exception as exc:
+            # One run that cannot be read again must not keep the server from starting.
+            await self.store.update(
+                ended(row, "failed", error=f"the server restarted and cannot resume: {exc}")
+            )
+            return False
+        if row.thread_id is None or not resolved.checkpointed:
+            await self.store.update(
+                ended(
+                    row,
+                    "failed",
+                    error="the server stopped during the run, which had no thread to resume",
+                )
+            )
+            return False
+        log = await self.store.events(row.run_id)
+        resume: Any = UNSET
+        # Stopped before its first checkpoint: start it again with its own input.
+        run_input = dict(row.input or {}) if state is None and row.resume is None else None
+        if row.resume is not None and state is not None and state.waiting:
+            interrupt_id = row.resume.get("interrupt_id")
+            value = row.resume.get("value")
+            resume = Resume(by_id={interrupt_id: value}) if interrupt_id else Resume(value)
+        await self._launch(
+            row.user_id,
+            row.target,
+            resolved,
+            run_input,
+            row.thread_id,
+            resume=resume,
+            continues=row.continues,
+            run_id=row.run_id,
+            log=log,
+            row=row,
+        )
+        return True
