@@ -207,7 +207,8 @@ def check_spec(cron: str, timezone: str, description: str | None = None) -> Sche
     """
     if not isinstance(cron, str) or not cron.strip():
         raise InvalidScheduleError(
-            "cron_expression", 'it is empty; give five fields, e.g. "0 13 * * TUE", or a macro such as @daily'
+            "cron_expression",
+            'it is empty; give five fields, e.g. "0 13 * * TUE", or a macro such as @daily',
         )
     try:
         parse_cron(cron)

@@ -2,9 +2,13 @@
 
 The twin of :class:`~flowcore.schedules.sqlite.SqliteScheduleStore`, with the
 same tables and the same contract suite. A tick (:meth:`claim_due`) is one
-transaction that locks the enabled schedules ``FOR UPDATE SKIP LOCKED``:
-schedulers on several machines split the schedules between them instead of
-queueing on each other, and a schedule is decided by one of them at a time.
+transaction that locks the enabled schedules ``FOR UPDATE`` (always in id
+order, so two ticks never deadlock): a schedule is decided by one scheduler at
+a time, and the next one sees the cursor it moved. A tick only decides and
+inserts claims (the runs happen after it commits), so the wait is short.
+``SKIP LOCKED`` is not used on purpose: a scheduler that skipped a locked
+schedule would decide it later from its own clock and could count a slot the
+holder was about to fire as missed.
 The UNIQUE ``(schedule_id, slot)`` key of ``schedule_slots`` is the last
 word: a slot's claim row is inserted ``ON CONFLICT DO NOTHING``.
 
@@ -256,8 +260,7 @@ class PostgresScheduleStore(PostgresStoreBase):
         self, conn: AsyncConnection[Any], now: datetime, grace: float, claimed_by: str
     ) -> builtins.list[DueSlot]:
         cur = await conn.execute(
-            f"SELECT {SCHEDULE_COLUMNS} FROM schedule_defs WHERE enabled {_BY_ID} "
-            "FOR UPDATE SKIP LOCKED"
+            f"SELECT {SCHEDULE_COLUMNS} FROM schedule_defs WHERE enabled {_BY_ID} FOR UPDATE"
         )
         won: builtins.list[DueSlot] = []
         claimed_at = now.timestamp()

@@ -165,7 +165,8 @@ class ScheduleStoreContract:
         await store.set_enabled("h", False, now=at(0).timestamp())
         assert await store.claim_due(at(3), grace=60, claimed_by="s1") == []
         enabled = await store.set_enabled("h", True, now=at(3.5).timestamp())
-        assert enabled.enabled and enabled.cursor == at(3.5).timestamp()
+        assert enabled.enabled
+        assert enabled.cursor == at(3.5).timestamp()
         assert await store.claim_due(at(3.75), grace=60, claimed_by="s1") == []
         [due] = await store.claim_due(at(4), grace=60, claimed_by="s1")
         assert due.claim.slot_time == at(4)
