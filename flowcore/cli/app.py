@@ -19,6 +19,7 @@ from flowcore.cli.commands import COMMANDS
 from flowcore.cli.create_commands import THINKER_COMMANDS, add_thinker_commands
 from flowcore.cli.redaction import redacted_output
 from flowcore.cli.render import one_line
+from flowcore.cli.schedule_commands import SCHEDULE_COMMANDS, add_schedule_commands
 from flowcore.cli.server_commands import SERVER_COMMANDS
 from flowcore.cli.workspace import PROVIDERS, CliError, default_db_path
 from flowcore.errors import FlowcoreError
@@ -143,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         _common(p)
 
     add_thinker_commands(command)
+    add_schedule_commands(command, common=_common, model_options=_model_options)
 
     runs = command("runs", "the run history")
     rsub = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION")
@@ -216,6 +218,7 @@ def main(
             command = (
                 COMMANDS.get(args.command)
                 or SERVER_COMMANDS.get(args.command)
+                or SCHEDULE_COMMANDS.get(args.command)
                 or THINKER_COMMANDS[args.command]
             )
             return asyncio.run(command(args, out))

@@ -33,6 +33,7 @@ from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.plan import TaskPlan, as_pipeline, load_definition
 from flowcore.pipeline.runner import check_run_inputs
 from flowcore.pipeline.schedule import ScheduleError, ScheduleSpec, _zone, parse_cron
+from flowcore.schedules.slots import library_problem
 
 __all__ = [
     "MISSED_SLOT_POLICIES",
@@ -218,6 +219,13 @@ def check_spec(cron: str, timezone: str, description: str | None = None) -> Sche
             f"{cron!r} is invalid: {'; '.join(exc.problems)}; write five fields "
             'minute hour day-of-month month day-of-week, e.g. "30 1 * * *" for 01:30 daily',
         ) from None
+    problem = library_problem(cron)
+    if problem is not None:
+        raise InvalidScheduleError(
+            "cron_expression",
+            f"{cron!r} is not read by the cron library ({problem}); write a day range that "
+            "does not wrap past Saturday as a list, e.g. FRI,SAT,SUN instead of FRI-SUN",
+        )
     if not isinstance(timezone, str) or not timezone.strip():
         raise InvalidScheduleError(
             "timezone", "it is empty; give an IANA name such as 'Europe/Paris' or 'UTC'"

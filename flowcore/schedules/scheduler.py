@@ -34,6 +34,7 @@ from flowcore.schedules.store import DueSlot, ScheduleStore, check_grace
 
 if TYPE_CHECKING:
     from flowcore.pipeline.runner import PipelineRunner
+    from flowcore.result import RunResult
 
 __all__ = [
     "Clock",
@@ -151,14 +152,22 @@ class RunnerSink:
     Args:
         runner: The runner (blocks, executor, checkpointer, history).
         store: Where :meth:`ScheduleStore.finish_slot` notes the run id and status.
+        on_run: Called with each slot and the result of its run (a CLI prints it).
 
     Example:
         >>> # sink = RunnerSink(workspace.runner(provider, model, tools), store)
     """
 
-    def __init__(self, runner: PipelineRunner, store: ScheduleStore) -> None:
+    def __init__(
+        self,
+        runner: PipelineRunner,
+        store: ScheduleStore,
+        *,
+        on_run: Callable[[DueSlot, RunResult], None] | None = None,
+    ) -> None:
         self.runner = runner
         self.store = store
+        self.on_run = on_run
 
     async def fire(self, due: DueSlot) -> None:
         """Run the schedule's pipeline for its user on the slot's thread; note the outcome.
@@ -182,6 +191,8 @@ class RunnerSink:
         await self.store.finish_slot(
             schedule.schedule_id, claim.slot, run_id=result.run_id, status=result.status
         )
+        if self.on_run is not None:
+            self.on_run(due, result)
 
 
 ErrorCallback = Callable[[DueSlot, BaseException], None]

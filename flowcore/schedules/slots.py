@@ -32,7 +32,16 @@ from flowcore.errors import InvalidInputError
 if TYPE_CHECKING:
     from flowcore.schedules.model import Schedule
 
-__all__ = ["Decision", "decide", "latest_slot", "next_slot", "slot_instant", "slots_between"]
+__all__ = [
+    "Decision",
+    "decide",
+    "five_fields",
+    "latest_slot",
+    "library_problem",
+    "next_slot",
+    "slot_instant",
+    "slots_between",
+]
 
 # Clock changes move wall time by at most two hours (Antarctica/Troll); walks start this
 # far before the instant asked about, so no wall time whose instant lies after it is missed.
@@ -82,9 +91,54 @@ def slot_instant(wall: datetime, zone: tzinfo) -> datetime:
     return high.replace(microsecond=0)
 
 
+# cronsim reads five fields only; the macros ScheduleSpec accepts are spelled out for it.
+_MACROS = {
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+}
+
+
+def five_fields(cron: str) -> str:
+    """``cron`` with a macro spelled out as five fields, as cronsim reads it.
+
+    Example:
+        >>> five_fields("@hourly"), five_fields("30 1 * * *")
+        ('0 * * * *', '30 1 * * *')
+    """
+    text = cron.strip()
+    return _MACROS.get(text.lower(), text)
+
+
+def library_problem(cron: str) -> str | None:
+    """Why cronsim refuses ``cron`` (None if it accepts it, or if cronsim is not installed).
+
+    ScheduleSpec's own parser has checked the expression first; this catches
+    the few spellings it allows and cronsim does not (a day range that wraps
+    past Saturday, such as ``FRI-SUN``).
+
+    Example:
+        >>> library_problem("0 9 * * MON-FRI") is None
+        True
+    """
+    try:
+        from cronsim import CronSim, CronSimError
+    except ImportError:
+        return None
+    try:
+        CronSim(five_fields(cron), datetime(2000, 1, 1))
+    except CronSimError as exc:
+        return str(exc)
+    return None
+
+
 def _walls(cron: str, start: datetime, *, reverse: bool = False) -> Iterator[datetime]:
     """Wall-clock matches of ``cron`` strictly after (or before) the naive ``start``."""
-    return iter(_cronsim()(cron, start, reverse=reverse))
+    return iter(_cronsim()(five_fields(cron), start, reverse=reverse))
 
 
 def _zone_of(schedule: Schedule) -> tzinfo:

@@ -26,6 +26,7 @@ READS_DOC: dict[str, Any] = {
         ("0 13 * * FUNDAY", "'FUNDAY' is not a number or a day name"),
         ("@fortnightly", "unknown macro '@fortnightly'"),
         ("", "it is empty"),
+        ("0 9 * * FRI-SUN", "is not read by the cron library (Bad day-of-week)"),
     ],
 )
 def test_a_bad_cron_expression_names_the_field_and_the_fix(cron: str, says: str) -> None:
