@@ -32,12 +32,6 @@ Example:
     ['2024-03-31T01:00:00+00:00', '2024-04-01T00:30:00+00:00']
 """
 
-from __future__ import annotations
-
-import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 from flowcore.schedules.model import (
     MISSED_SLOT_POLICIES,
     InvalidScheduleError,
@@ -49,6 +43,7 @@ from flowcore.schedules.model import (
     SlotClaim,
     new_schedule,
 )
+from flowcore.schedules.opening import open_schedule_store
 from flowcore.schedules.postgres import PostgresScheduleStore
 from flowcore.schedules.scheduler import (
     Clock,
@@ -62,7 +57,6 @@ from flowcore.schedules.scheduler import (
 from flowcore.schedules.slots import Decision, decide, latest_slot, next_slot, slot_instant
 from flowcore.schedules.sqlite import SqliteScheduleStore
 from flowcore.schedules.store import DueSlot, ScheduleStore
-from flowcore.storage import DatabaseTarget, parse_database_url
 
 __all__ = [
     "MISSED_SLOT_POLICIES",
@@ -92,23 +86,3 @@ __all__ = [
     "slot_instant",
     "slot_thread_id",
 ]
-
-
-@asynccontextmanager
-async def open_schedule_store(
-    database: str | os.PathLike[str] | DatabaseTarget,
-) -> AsyncIterator[SqliteScheduleStore | PostgresScheduleStore]:
-    """The schedule store on ``database`` (a file path, ``sqlite:///``, or ``postgresql://``).
-
-    Example:
-        >>> # async with open_schedule_store(os.environ["FLOWCORE_DATABASE_URL"]) as store:
-        >>> #     print(await store.list())
-    """
-    target = database if isinstance(database, DatabaseTarget) else parse_database_url(database)
-    store: SqliteScheduleStore | PostgresScheduleStore = (
-        PostgresScheduleStore(target.location)
-        if target.kind == "postgres"
-        else SqliteScheduleStore(target.location)
-    )
-    async with store:
-        yield store
