@@ -291,6 +291,9 @@ async def cmd_scheduler(args: argparse.Namespace, out: TextIO) -> int:
             grace=args.grace,
             max_running=args.max_running,
             on_error=failed,
+            on_tick_error=lambda exc: out.write(
+                f"tick failed, trying again in {args.poll:g}s: {one_line(str(exc))}\n"
+            ),
         )
         enabled = await store.list(enabled=True)
         out.write(

@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from flowcore.errors import InvalidInputError
+from flowcore.schedules.model import ScheduleStoreError
 from flowcore.schedules.store import DueSlot, ScheduleStore, check_grace
 
 if TYPE_CHECKING:
@@ -211,6 +212,9 @@ class Scheduler:
         name: This scheduler's name in the claims (default host, pid and a random tag).
         max_running: Slots fired concurrently at most; more wait their turn.
         on_error: Called with a slot whose run failed to start or raised.
+        on_tick_error: Called when a tick's database transaction fails (the
+            database restarts, say); the loop goes on at the next poll, and
+            nothing was claimed by the failed tick.
 
     Example:
         >>> # scheduler = Scheduler(store, RunnerSink(runner, store))
@@ -229,6 +233,7 @@ class Scheduler:
         name: str | None = None,
         max_running: int = 8,
         on_error: ErrorCallback | None = None,
+        on_tick_error: Callable[[ScheduleStoreError], object] | None = None,
     ) -> None:
         if isinstance(poll_interval, bool) or not poll_interval > 0:
             raise InvalidInputError(f"poll_interval must be > 0 seconds, got {poll_interval!r}")
@@ -241,8 +246,10 @@ class Scheduler:
         self.grace = check_grace(grace)
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.on_error = on_error
+        self.on_tick_error = on_tick_error
         self.fired = 0
         self.failed = 0
+        self.tick_errors = 0
         self._slots = asyncio.Semaphore(max_running)
         self._running: set[asyncio.Task[None]] = set()
 
@@ -269,7 +276,14 @@ class Scheduler:
         done = 0
         try:
             while not (stop is not None and stop.is_set()) and (ticks is None or done < ticks):
-                await self.tick()
+                try:
+                    await self.tick()
+                except ScheduleStoreError as exc:
+                    # The transaction rolled back whole: no slot was claimed, so the next
+                    # tick decides the same slots again (late ones under the missed policy).
+                    self.tick_errors += 1
+                    if self.on_tick_error is not None:
+                        self.on_tick_error(exc)
                 done += 1
                 if ticks is not None and done >= ticks:
                     break

@@ -22,6 +22,7 @@ from flowcore.schedules import (
     ManualClock,
     RunnerSink,
     Scheduler,
+    ScheduleStoreError,
     SlotSink,
     SqliteScheduleStore,
     SystemClock,
@@ -184,3 +185,43 @@ async def test_bad_loop_settings_are_refused(stores: tuple[Workspace, SqliteSche
     with pytest.raises(InvalidInputError, match="timezone-aware"):
         await store.claim_due(datetime(2024, 1, 1), grace=60, claimed_by="x")
     assert SystemClock().now().tzinfo is UTC
+
+
+async def test_a_failed_tick_is_reported_and_the_loop_goes_on(
+    stores: tuple[Workspace, SqliteScheduleStore],
+) -> None:
+    _, store = stores
+    await store.add(
+        new_schedule(
+            DIGEST, cron="* * * * *", schedule_id="m", inputs={"doc": "d"}, now=START.timestamp()
+        )
+    )
+
+    class Flaky:
+        """The real store, whose second tick fails as a database restart would."""
+
+        calls = 0
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(store, name)
+
+        async def claim_due(self, *args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            if self.calls == 2:
+                raise ScheduleStoreError("tick in schedules failed: server closed the connection")
+            return await store.claim_due(*args, **kwargs)
+
+    seen: list[str] = []
+    sink = Recorder()
+    scheduler = Scheduler(
+        Flaky(),  # type: ignore[arg-type]
+        sink,
+        clock=ManualClock(START + timedelta(seconds=30)),
+        poll_interval=30,
+        on_tick_error=lambda exc: seen.append(str(exc)),
+    )
+    await scheduler.run(ticks=6)  # 00:30 .. 03:00, the tick at 01:00 fails
+    assert seen == ["tick in schedules failed: server closed the connection"]
+    assert scheduler.tick_errors == 1
+    # The 01:00 slot is decided by the next tick (30 s late, within the grace) and fires once.
+    assert [d.claim.slot_time.strftime("%H:%M") for d in sink.fired] == ["12:01", "12:02", "12:03"]
