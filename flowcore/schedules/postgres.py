@@ -32,13 +32,14 @@ from flowcore.schedules.model import (
     SlotClaim,
     check_schedule,
 )
-from flowcore.schedules.slots import decide
 from flowcore.schedules.store import (
     SCHEDULE_COLUMNS,
     SLOT_COLUMNS,
     DueSlot,
     check_grace,
     check_now,
+    due_at,
+    plan_tick,
     schedule_from_row,
     schedule_to_row,
     slot_from_row,
@@ -63,7 +64,8 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             enabled BOOLEAN NOT NULL,
             missed TEXT NOT NULL,
             created_at DOUBLE PRECISION NOT NULL,
-            cursor DOUBLE PRECISION NOT NULL
+            cursor DOUBLE PRECISION NOT NULL,
+            due_at DOUBLE PRECISION NOT NULL
         )""",
         """CREATE TABLE IF NOT EXISTS schedule_slots (
             schedule_id TEXT NOT NULL,
@@ -77,6 +79,8 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             UNIQUE (schedule_id, slot)
         )""",
         "CREATE INDEX IF NOT EXISTS schedule_defs_user ON schedule_defs (user_id, schedule_id)",
+        # A tick reads only what is due: enabled schedules whose next slot has come.
+        "CREATE INDEX IF NOT EXISTS schedule_defs_due ON schedule_defs (enabled, due_at)",
     ),
 )
 _CLAIM = (
@@ -133,10 +137,11 @@ class PostgresScheduleStore(PostgresStoreBase):
         Example:
             >>> # await store.add(new_schedule(plan, user_id="ada"))
         """
-        row = schedule_to_row(check_schedule(schedule))
+        row = (*schedule_to_row(check_schedule(schedule)), due_at(schedule, schedule.cursor))
         got = await self._rows(
             "add",
-            f"INSERT INTO schedule_defs ({SCHEDULE_COLUMNS}) VALUES ({', '.join(['%s'] * 12)}) "
+            f"INSERT INTO schedule_defs ({SCHEDULE_COLUMNS}, due_at) "
+            f"VALUES ({', '.join(['%s'] * 13)}) "
             "ON CONFLICT (schedule_id) DO NOTHING RETURNING schedule_id",
             row,
         )
@@ -202,19 +207,29 @@ class PostgresScheduleStore(PostgresStoreBase):
         Example:
             >>> # await store.set_enabled("lunch-tuesday", False, now=time.time())
         """
-        if enabled:
-            await self._rows(
-                "enable",
-                "UPDATE schedule_defs SET enabled = TRUE, cursor = GREATEST(cursor, %s) "
-                "WHERE schedule_id = %s AND NOT enabled",
-                (float(now), schedule_id),
-            )
-        else:
-            await self._rows(
-                "disable",
-                "UPDATE schedule_defs SET enabled = FALSE WHERE schedule_id = %s",
+        pool = self._require_open()
+        async with self._errors("enable"), pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                f"SELECT {SCHEDULE_COLUMNS} FROM schedule_defs WHERE schedule_id = %s FOR UPDATE",
                 (schedule_id,),
             )
+            row = await cur.fetchone()
+            if row is None:
+                raise ScheduleNotFoundError(schedule_id)
+            found = schedule_from_row(row)
+            if not enabled:
+                await conn.execute(
+                    "UPDATE schedule_defs SET enabled = FALSE WHERE schedule_id = %s",
+                    (schedule_id,),
+                )
+            elif not found.enabled:
+                # The time it was off is not "missed": start from now.
+                cursor = max(found.cursor, float(now))
+                await conn.execute(
+                    "UPDATE schedule_defs SET enabled = TRUE, cursor = %s, due_at = %s "
+                    "WHERE schedule_id = %s",
+                    (cursor, due_at(found, cursor), schedule_id),
+                )
         return await self.get(schedule_id)
 
     # ------------------------------------------------------------------ slots
@@ -260,24 +275,16 @@ class PostgresScheduleStore(PostgresStoreBase):
         self, conn: AsyncConnection[Any], now: datetime, grace: float, claimed_by: str
     ) -> builtins.list[DueSlot]:
         cur = await conn.execute(
-            f"SELECT {SCHEDULE_COLUMNS} FROM schedule_defs WHERE enabled {_BY_ID} FOR UPDATE"
+            f"SELECT {SCHEDULE_COLUMNS} FROM schedule_defs WHERE enabled AND due_at <= %s "
+            f"{_BY_ID} FOR UPDATE",
+            (now.timestamp(),),
         )
         won: builtins.list[DueSlot] = []
-        claimed_at = now.timestamp()
         for row in await cur.fetchall():
             schedule = schedule_from_row(row)
-            decision = decide(schedule, now, grace=grace)
-            if decision is None:
-                continue
-            if decision.fire is not None:
-                claim = SlotClaim(
-                    schedule.schedule_id,
-                    decision.fire.timestamp(),
-                    decision.kind,
-                    decision.skipped,
-                    claimed_by,
-                    claimed_at,
-                )
+            plan = plan_tick(schedule, now, grace=grace, claimed_by=claimed_by)
+            claim = plan.claim
+            if claim is not None:
                 got = await conn.execute(
                     _CLAIM,
                     (
@@ -285,15 +292,15 @@ class PostgresScheduleStore(PostgresStoreBase):
                         claim.slot,
                         claim.kind,
                         claim.missed,
-                        claimed_by,
-                        claimed_at,
+                        claim.claimed_by,
+                        claim.claimed_at,
                     ),
                 )
                 if await got.fetchall():
                     won.append(DueSlot(schedule, claim))
             await conn.execute(
-                "UPDATE schedule_defs SET cursor = GREATEST(cursor, %s) WHERE schedule_id = %s",
-                (decision.cursor, schedule.schedule_id),
+                "UPDATE schedule_defs SET cursor = %s, due_at = %s WHERE schedule_id = %s",
+                (plan.cursor, plan.due_at, schedule.schedule_id),
             )
         return won
 

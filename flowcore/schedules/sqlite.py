@@ -38,13 +38,14 @@ from flowcore.schedules.model import (
     SlotClaim,
     check_schedule,
 )
-from flowcore.schedules.slots import decide
 from flowcore.schedules.store import (
     SCHEDULE_COLUMNS,
     SLOT_COLUMNS,
     DueSlot,
     check_grace,
     check_now,
+    due_at,
+    plan_tick,
     schedule_from_row,
     schedule_to_row,
     slot_from_row,
@@ -69,7 +70,8 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             enabled INTEGER NOT NULL,
             missed TEXT NOT NULL,
             created_at REAL NOT NULL,
-            cursor REAL NOT NULL
+            cursor REAL NOT NULL,
+            due_at REAL NOT NULL
         )""",
         # The at-most-once guarantee: one row per schedule and slot, ever.
         """CREATE TABLE schedule_slots (
@@ -84,6 +86,8 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             UNIQUE (schedule_id, slot)
         )""",
         "CREATE INDEX schedule_defs_user ON schedule_defs (user_id, schedule_id)",
+        # A tick reads only what is due: enabled schedules whose next slot has come.
+        "CREATE INDEX schedule_defs_due ON schedule_defs (enabled, due_at)",
     ),
 )
 _VERSION = len(_MIGRATIONS)
@@ -231,12 +235,12 @@ class SqliteScheduleStore(AsyncOpenClose):
         Example:
             >>> # await store.add(new_schedule(plan, user_id="ada"))
         """
-        row = schedule_to_row(check_schedule(schedule))
+        row = (*schedule_to_row(check_schedule(schedule)), due_at(schedule, schedule.cursor))
 
         async def insert(conn: aiosqlite.Connection) -> bool:
             rows = await conn.execute_fetchall(
-                f"INSERT INTO schedule_defs ({SCHEDULE_COLUMNS}) VALUES "
-                f"({', '.join('?' * 12)}) ON CONFLICT (schedule_id) DO NOTHING "
+                f"INSERT INTO schedule_defs ({SCHEDULE_COLUMNS}, due_at) VALUES "
+                f"({', '.join('?' * 13)}) ON CONFLICT (schedule_id) DO NOTHING "
                 "RETURNING schedule_id",
                 row,
             )
@@ -301,19 +305,26 @@ class SqliteScheduleStore(AsyncOpenClose):
         """
 
         async def update(conn: aiosqlite.Connection) -> bool:
-            sql = (
-                "UPDATE schedule_defs SET enabled = 1, cursor = MAX(cursor, ?) "
-                "WHERE schedule_id = ? AND enabled = 0 RETURNING schedule_id"
-                if enabled
-                else "UPDATE schedule_defs SET enabled = 0 WHERE schedule_id = ? "
-                "RETURNING schedule_id"
+            rows = await conn.execute_fetchall(
+                f"SELECT {SCHEDULE_COLUMNS} FROM schedule_defs WHERE schedule_id = ?",
+                (schedule_id,),
             )
-            params = (float(now), schedule_id) if enabled else (schedule_id,)
-            await conn.execute_fetchall(sql, params)
-            found = await conn.execute_fetchall(
-                "SELECT 1 FROM schedule_defs WHERE schedule_id = ?", (schedule_id,)
-            )
-            return bool(list(found))
+            if not rows:
+                return False
+            found = schedule_from_row(next(iter(rows)))
+            if not enabled:
+                await conn.execute_fetchall(
+                    "UPDATE schedule_defs SET enabled = 0 WHERE schedule_id = ?", (schedule_id,)
+                )
+            elif not found.enabled:
+                # The time it was off is not "missed": start from now.
+                cursor = max(found.cursor, float(now))
+                await conn.execute_fetchall(
+                    "UPDATE schedule_defs SET enabled = 1, cursor = ?, due_at = ? "
+                    "WHERE schedule_id = ?",
+                    (cursor, due_at(found, cursor), schedule_id),
+                )
+            return True
 
         if not await self._write(update):
             raise ScheduleNotFoundError(schedule_id)
@@ -354,28 +365,19 @@ class SqliteScheduleStore(AsyncOpenClose):
         """
         check_now(now)
         grace = check_grace(grace)
-        claimed_at = now.timestamp()
 
         async def tick(conn: aiosqlite.Connection) -> builtins.list[DueSlot]:
             rows = await conn.execute_fetchall(
                 f"SELECT {SCHEDULE_COLUMNS} FROM schedule_defs WHERE enabled = 1 "
-                "ORDER BY schedule_id"
+                "AND due_at <= ? ORDER BY schedule_id",
+                (now.timestamp(),),
             )
             won: builtins.list[DueSlot] = []
             for row in rows:
                 schedule = schedule_from_row(row)
-                decision = decide(schedule, now, grace=grace)
-                if decision is None:
-                    continue
-                if decision.fire is not None:
-                    claim = SlotClaim(
-                        schedule.schedule_id,
-                        decision.fire.timestamp(),
-                        decision.kind,
-                        decision.skipped,
-                        claimed_by,
-                        claimed_at,
-                    )
+                plan = plan_tick(schedule, now, grace=grace, claimed_by=claimed_by)
+                claim = plan.claim
+                if claim is not None:
                     got = await conn.execute_fetchall(
                         _CLAIM,
                         (
@@ -383,15 +385,15 @@ class SqliteScheduleStore(AsyncOpenClose):
                             claim.slot,
                             claim.kind,
                             claim.missed,
-                            claimed_by,
-                            claimed_at,
+                            claim.claimed_by,
+                            claim.claimed_at,
                         ),
                     )
                     if list(got):
                         won.append(DueSlot(schedule, claim))
                 await conn.execute_fetchall(
-                    "UPDATE schedule_defs SET cursor = MAX(cursor, ?) WHERE schedule_id = ?",
-                    (decision.cursor, schedule.schedule_id),
+                    "UPDATE schedule_defs SET cursor = ?, due_at = ? WHERE schedule_id = ?",
+                    (plan.cursor, plan.due_at, schedule.schedule_id),
                 )
             return won
 

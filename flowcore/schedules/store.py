@@ -20,19 +20,23 @@ import builtins
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from flowcore.errors import InvalidInputError
 from flowcore.schedules.model import Schedule, SlotClaim, check_spec
+from flowcore.schedules.slots import decide, next_slot
 
 __all__ = [
     "SCHEDULE_COLUMNS",
     "SLOT_COLUMNS",
     "DueSlot",
     "ScheduleStore",
+    "TickPlan",
     "check_grace",
     "check_now",
+    "due_at",
+    "plan_tick",
     "schedule_from_row",
     "schedule_to_row",
     "slot_from_row",
@@ -58,6 +62,69 @@ class DueSlot:
 
     schedule: Schedule
     claim: SlotClaim
+
+
+# A due_at for a schedule that never fires again (no cron slot left before year 9999).
+_NEVER = 253402300799.0
+
+
+def due_at(schedule: Schedule, cursor: float) -> float:
+    """When ``schedule`` next needs a tick: its first slot after ``cursor`` (epoch seconds).
+
+    Stores keep it in an indexed column, so a tick reads only the schedules
+    that are due instead of every schedule.
+
+    Example:
+        >>> from flowcore.schedules.model import new_schedule
+        >>> due_at(new_schedule({"id": "p", "name": "P", "nodes": []}, cron="@hourly",
+        ...                     now=0.0), 0.0)
+        3600.0
+    """
+    upcoming = next_slot(schedule, datetime.fromtimestamp(cursor, UTC))
+    return _NEVER if upcoming is None else upcoming.timestamp()
+
+
+@dataclass(frozen=True, slots=True)
+class TickPlan:
+    """What a tick writes for one schedule: the claim to insert (if any), cursor and due_at.
+
+    Example:
+        >>> TickPlan(None, 60.0, 120.0).claim is None
+        True
+    """
+
+    claim: SlotClaim | None
+    cursor: float
+    due_at: float
+
+
+def plan_tick(schedule: Schedule, now: datetime, *, grace: float, claimed_by: str) -> TickPlan:
+    """The pure part of a tick for one schedule (see :func:`~flowcore.schedules.slots.decide`).
+
+    Example:
+        >>> from flowcore.schedules.model import new_schedule
+        >>> s = new_schedule({"id": "p", "name": "P", "nodes": []}, cron="@hourly", now=0.0)
+        >>> plan = plan_tick(s, datetime.fromtimestamp(3610, UTC), grace=60, claimed_by="s1")
+        >>> (plan.claim.slot, plan.cursor, plan.due_at)
+        (3600.0, 3600.0, 7200.0)
+    """
+    decision = decide(schedule, now, grace=grace)
+    if decision is None:
+        return TickPlan(None, schedule.cursor, due_at(schedule, schedule.cursor))
+    cursor = max(schedule.cursor, decision.cursor)
+    claim = (
+        None
+        if decision.fire is None
+        else SlotClaim(
+            schedule.schedule_id,
+            decision.fire.timestamp(),
+            decision.kind,
+            decision.skipped,
+            claimed_by,
+            now.timestamp(),
+        )
+    )
+    return TickPlan(claim, cursor, due_at(schedule, cursor))
 
 
 @runtime_checkable
