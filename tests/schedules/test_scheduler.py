@@ -225,3 +225,28 @@ async def test_a_failed_tick_is_reported_and_the_loop_goes_on(
     assert scheduler.tick_errors == 1
     # The 01:00 slot is decided by the next tick (30 s late, within the grace) and fires once.
     assert [d.claim.slot_time.strftime("%H:%M") for d in sink.fired] == ["12:01", "12:02", "12:03"]
+
+
+async def test_the_loop_fires_the_fall_back_day_0130_slot_once(
+    stores: tuple[Workspace, SqliteScheduleStore],
+) -> None:
+    _, store = stores
+    start = datetime(2024, 10, 26, 12, 0, tzinfo=UTC)
+    await store.add(
+        new_schedule(
+            DIGEST,
+            cron="30 1 * * *",
+            timezone="Europe/London",
+            schedule_id="nightly",
+            inputs={"doc": "d"},
+            missed="catch_up_once",
+            now=start.timestamp(),
+        )
+    )
+    sink = Recorder()
+    # Two days a minute a tick, through 01:30 BST and the repeated 01:30 GMT an hour later.
+    await Scheduler(store, sink, clock=ManualClock(start), poll_interval=60).run(ticks=2 * 1440)
+    assert [(d.claim.slot_time, d.claim.kind) for d in sink.fired] == [
+        (datetime(2024, 10, 27, 0, 30, tzinfo=UTC), "on_time"),  # 01:30 BST
+        (datetime(2024, 10, 28, 1, 30, tzinfo=UTC), "on_time"),  # 01:30 GMT, the next day
+    ]
