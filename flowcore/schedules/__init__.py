@@ -52,6 +52,7 @@ from flowcore.schedules.scheduler import (
     Scheduler,
     SlotSink,
     SystemClock,
+    run_slot,
     slot_thread_id,
 )
 from flowcore.schedules.slots import Decision, decide, latest_slot, next_slot, slot_instant
@@ -83,6 +84,7 @@ __all__ = [
     "new_schedule",
     "next_slot",
     "open_schedule_store",
+    "run_slot",
     "slot_instant",
     "slot_thread_id",
 ]

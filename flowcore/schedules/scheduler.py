@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from flowcore.errors import InvalidInputError
-from flowcore.schedules.model import ScheduleStoreError
+from flowcore.schedules.model import Schedule, ScheduleStoreError
 from flowcore.schedules.store import DueSlot, ScheduleStore, check_grace
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ __all__ = [
     "Scheduler",
     "SlotSink",
     "SystemClock",
+    "run_slot",
     "slot_thread_id",
 ]
 
@@ -176,24 +177,39 @@ class RunnerSink:
         Example:
             >>> # await sink.fire(due)
         """
-        schedule, claim = due.schedule, due.claim
-        try:
-            result = await self.runner.run(
-                schedule.definition(),
-                dict(schedule.inputs),
-                user_id=schedule.user_id,
-                thread_id=slot_thread_id(schedule.schedule_id, claim.slot),
-            )
-        except Exception as exc:
-            await self.store.finish_slot(
-                schedule.schedule_id, claim.slot, run_id="", status=f"error: {exc}"[:500]
-            )
-            raise
-        await self.store.finish_slot(
-            schedule.schedule_id, claim.slot, run_id=result.run_id, status=result.status
-        )
+        result = await run_slot(self.runner, self.store, due.schedule, due.claim.slot)
         if self.on_run is not None:
             self.on_run(due, result)
+
+
+async def run_slot(
+    runner: PipelineRunner, store: ScheduleStore, schedule: Schedule | str, slot: float
+) -> RunResult:
+    """Run one claimed slot of ``schedule`` and note its run on the claim; the result.
+
+    The run is the schedule's pipeline, for its user, with its input, on
+    thread :func:`slot_thread_id`, recorded in the runner's history. This is
+    what :class:`RunnerSink` does in the scheduler's process, and what a
+    queue worker's job does with the ``(schedule_id, slot)`` a queueing sink
+    sent it (``schedule`` may be given by id; it is then read from ``store``).
+    A run that cannot start is noted as ``error: ...`` and re-raised.
+
+    Example:
+        >>> # result = await run_slot(runner, store, job["schedule_id"], job["slot"])
+    """
+    found = schedule if isinstance(schedule, Schedule) else await store.get(schedule)
+    try:
+        result = await runner.run(
+            found.definition(),
+            dict(found.inputs),
+            user_id=found.user_id,
+            thread_id=slot_thread_id(found.schedule_id, slot),
+        )
+    except Exception as exc:
+        await store.finish_slot(found.schedule_id, slot, run_id="", status=f"error: {exc}"[:500])
+        raise
+    await store.finish_slot(found.schedule_id, slot, run_id=result.run_id, status=result.status)
+    return result
 
 
 ErrorCallback = Callable[[DueSlot, BaseException], None]

@@ -27,6 +27,7 @@ from flowcore.schedules import (
     SqliteScheduleStore,
     SystemClock,
     new_schedule,
+    run_slot,
     slot_thread_id,
 )
 
@@ -250,3 +251,41 @@ async def test_the_loop_fires_the_fall_back_day_0130_slot_once(
         (datetime(2024, 10, 27, 0, 30, tzinfo=UTC), "on_time"),  # 01:30 BST
         (datetime(2024, 10, 28, 1, 30, tzinfo=UTC), "on_time"),  # 01:30 GMT, the next day
     ]
+
+
+async def test_a_queue_worker_runs_a_claimed_slot_by_schedule_id_and_slot(
+    stores: tuple[Workspace, SqliteScheduleStore],
+) -> None:
+    ws, store = stores
+    await store.add(
+        new_schedule(
+            DIGEST,
+            cron="0 * * * *",
+            schedule_id="h",
+            user_id="ada",
+            inputs={"doc": "d"},
+            now=START.timestamp(),
+        )
+    )
+
+    class Queue:
+        """A sink that only enqueues (schedule_id, slot), as a job queue's would."""
+
+        def __init__(self) -> None:
+            self.jobs: list[tuple[str, float]] = []
+
+        async def fire(self, due: DueSlot) -> None:
+            self.jobs.append((due.claim.schedule_id, due.claim.slot))
+
+    queue = Queue()
+    await Scheduler(store, queue, clock=ManualClock(START + timedelta(hours=1))).run(ticks=1)
+    [(sid, slot)] = queue.jobs
+    assert await store.slots("h") == [c for c in await store.slots("h") if c.run_id is None]
+
+    # The worker's side: run the job.
+    result = await run_slot(ws.runner(OfflineProvider(), None, []), store, sid, slot)
+
+    [claim] = await store.slots("h")
+    assert (claim.run_id, claim.status) == (result.run_id, "completed")
+    record = await ws.history.get(result.run_id)
+    assert (record.thread_id, record.user_id) == (slot_thread_id("h", slot), "ada")
