@@ -35,6 +35,7 @@ PUBLIC_MODULES = [
     "flowcore.memory",
     "flowcore.sandbox",
     "flowcore.pipeline",
+    "flowcore.schedules",
     "flowcore.history",
     "flowcore.cli",
     "flowcore.compat.langgraph",
@@ -45,7 +46,6 @@ PUBLIC_MODULES = [
     "flowcore.budgets",
     "flowcore.server",
     "flowcore.search",
-    "flowcore.schedules",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

@@ -144,7 +144,6 @@ def build_parser() -> argparse.ArgumentParser:
         _common(p)
 
     add_thinker_commands(command)
-    add_schedule_commands(command, common=_common, model_options=_model_options)
 
     runs = command("runs", "the run history")
     rsub = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION")
@@ -187,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     k_revoke.add_argument("key_id", metavar="KEY_ID")
     for p in (k_create, k_list, k_revoke):
         _common(p)
+    add_schedule_commands(command, common=_common, model_options=_model_options)
     return parser
 
 
@@ -216,9 +216,9 @@ def main(
             _choose_database(args)
             _check_text_arguments(args)
             command = (
-                COMMANDS.get(args.command)
+                SCHEDULE_COMMANDS.get(args.command)
+                or COMMANDS.get(args.command)
                 or SERVER_COMMANDS.get(args.command)
-                or SCHEDULE_COMMANDS.get(args.command)
                 or THINKER_COMMANDS[args.command]
             )
             return asyncio.run(command(args, out))
