@@ -36,6 +36,7 @@ DOC_PAGES_WITH_RUNNABLE_CODE = [
     "thinker.md",
     "ai-sdk.md",
     "search.md",
+    "schedules.md",
 ]
 
 

@@ -35,6 +35,7 @@ PUBLIC_MODULES = [
     "flowcore.memory",
     "flowcore.sandbox",
     "flowcore.pipeline",
+    "flowcore.schedules",
     "flowcore.history",
     "flowcore.cli",
     "flowcore.compat.langgraph",

@@ -19,6 +19,7 @@ from flowcore.cli.commands import COMMANDS
 from flowcore.cli.create_commands import THINKER_COMMANDS, add_thinker_commands
 from flowcore.cli.redaction import redacted_output
 from flowcore.cli.render import one_line
+from flowcore.cli.schedule_commands import SCHEDULE_COMMANDS, add_schedule_commands
 from flowcore.cli.server_commands import SERVER_COMMANDS
 from flowcore.cli.workspace import PROVIDERS, CliError, default_db_path
 from flowcore.errors import FlowcoreError
@@ -185,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     k_revoke.add_argument("key_id", metavar="KEY_ID")
     for p in (k_create, k_list, k_revoke):
         _common(p)
+    add_schedule_commands(command, common=_common, model_options=_model_options)
     return parser
 
 
@@ -214,7 +216,8 @@ def main(
             _choose_database(args)
             _check_text_arguments(args)
             command = (
-                COMMANDS.get(args.command)
+                SCHEDULE_COMMANDS.get(args.command)
+                or COMMANDS.get(args.command)
                 or SERVER_COMMANDS.get(args.command)
                 or THINKER_COMMANDS[args.command]
             )
