@@ -90,6 +90,13 @@ def test_table_sorts_langgraph_modules(module: str, kind: str) -> None:
             "missing",
             "InMemorySaver.__init__(serde=)",
         ),
+        (
+            "AttributeError",
+            "<module 'langgraph.pregel.remote' (<langgraph_suite.redirect._RedirectLoader "
+            "object at 0x…>)> has no attribute '_merge_tracing_headers'",
+            "internals",
+            "langgraph.pregel.remote._merge_tracing_headers",
+        ),
         ("TypeError", "f() got an unexpected keyword argument 'x'", "behaviour", ""),
         ("AttributeError", "'dict' object has no attribute 'foo'", "behaviour", ""),
         ("ModuleNotFoundError", "No module named 'redis'", "environment", "redis"),
