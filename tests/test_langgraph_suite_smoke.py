@@ -10,6 +10,7 @@ made its venv once on this machine (it needs PyPI for that).
 from __future__ import annotations
 
 import json
+import operator
 import subprocess
 import sys
 import textwrap
@@ -88,6 +89,13 @@ def test_table_sorts_langgraph_modules(module: str, kind: str) -> None:
             "InMemorySaver.__init__() got an unexpected keyword argument 'serde'",
             "missing",
             "InMemorySaver.__init__(serde=)",
+        ),
+        (
+            "AttributeError",
+            "<module 'langgraph.pregel.remote' (<langgraph_suite.redirect._RedirectLoader "
+            "object at 0x…>)> has no attribute '_merge_tracing_headers'",
+            "internals",
+            "langgraph.pregel.remote._merge_tracing_headers",
         ),
         ("TypeError", "f() got an unexpected keyword argument 'x'", "behaviour", ""),
         ("AttributeError", "'dict' object has no attribute 'foo'", "behaviour", ""),
@@ -205,6 +213,18 @@ def test_import_hook_answers_langgraph_names_from_flowcore_and_nothing_falls_thr
     # A data module is LangGraph's own, loaded for real, and is not its runtime.
     assert out["pull"] == "__pregel_pull"
     assert out["built"] == []
+
+
+def test_a_placeholder_read_as_a_number_is_charged_to_the_name_it_stands_for() -> None:
+    # `int(DEFAULT_RECURSION_LIMIT)` at a test module's top: the error names the private
+    # name (internals), not a TypeError that would count as flowcore behaving differently.
+    from langgraph_suite import redirect
+
+    dotted = "langgraph._internal._config.DEFAULT_RECURSION_LIMIT"
+    for read in (int, float, operator.index):
+        with pytest.raises(redirect.MissingName) as caught:
+            read(redirect.Placeholder(dotted))
+        assert classify.classify("MissingName", str(caught.value)) == ("internals", dotted)
 
 
 DATA_CHECK_SCRIPT = textwrap.dedent(

@@ -34,7 +34,8 @@ CAUSES = ("missing", "behaviour", "internals", "timeout", "environment")
 _CANNOT_IMPORT = re.compile(r"cannot import name '([^']+)' from '(langgraph[\w.]*)'")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 _DOES_NOT_PROVIDE = re.compile(r"does not provide (langgraph[\w.]*)")
-_MODULE_ATTR = re.compile(r"module '(langgraph[\w.]*)' has no attribute '(\w+)'")
+# Also monkeypatch's wording, which shows the module's repr: "<module 'x' (<loader>)> has ...".
+_MODULE_ATTR = re.compile(r"module '(langgraph[\w.]*)'[^']*? has no attribute '(\w+)'")
 _UNEXPECTED_KW = re.compile(r"(\w+)\.(\w+)\(\) got an unexpected keyword argument '(\w+)'")
 _OBJECT_ATTR = re.compile(
     r"'(\w+)' object has no attribute '(\w+)'|type object '(\w+)' has no attribute '(\w+)'"

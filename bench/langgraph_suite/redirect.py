@@ -72,8 +72,9 @@ class MissingName(ImportError):
 class Placeholder:
     """What the suite's code gets for a name flowcore lacks: usable in annotations only.
 
-    Calling it, reading an attribute of it, iterating it, subclassing and
-    instantiating it or using it in ``isinstance`` raises ``MissingName``;
+    Calling it, reading an attribute of it, iterating it, reading it as a
+    number, subclassing and instantiating it or using it in ``isinstance``
+    raises ``MissingName``;
     subscripting it (``Durability[...]``, ``X | None``) gives it back, so type
     annotations still evaluate.
 
@@ -108,6 +109,14 @@ class Placeholder:
 
     def __iter__(self) -> Any:
         raise MissingName(self._dotted)
+
+    # Read as a number (``int(DEFAULT_RECURSION_LIMIT)`` at a module's top): without
+    # these the error would be a TypeError that names no LangGraph name.
+    def __int__(self) -> int:
+        raise MissingName(self._dotted)
+
+    __float__ = __int__
+    __index__ = __int__
 
     def __or__(self, other: Any) -> Placeholder:
         return self

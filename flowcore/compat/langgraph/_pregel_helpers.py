@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from flowcore.compat.langgraph._channel_api import is_one_step
 from flowcore.compat.langgraph._channels import (
@@ -340,12 +343,21 @@ def _messages_in(result: Any) -> list[Any]:
         return [m for item in result for m in _messages_in(item)]
     if isinstance(result, dict):
         values = list(result.values())
+    elif isinstance(result, BaseModel) and not _is_message(result):
+        # A pydantic state (a node's input, or a model it returns): its fields, as LangGraph.
+        values = [getattr(result, name) for name in type(result).model_fields]
+    elif dataclasses.is_dataclass(result) and not isinstance(result, type):
+        values = [getattr(result, f.name) for f in dataclasses.fields(result)]
     for value in values:
         items = value if isinstance(value, list) else [value]
         for item in items:
             if hasattr(item, "type") and hasattr(item, "content") and not isinstance(item, dict):
                 found.append(item)
     return found
+
+
+def _is_message(value: Any) -> bool:
+    return hasattr(value, "type") and hasattr(value, "content")
 
 
 def _in_running_loop() -> bool:

@@ -51,7 +51,9 @@ from typing import Any
 from flowcore.checkpoint import JsonSerializer, Serializer
 from flowcore.checkpoint.plain_json import encoder_with, is_plain_json_or, to_json
 from flowcore.compat.langgraph import _messages
+from flowcore.compat.langgraph._local_classes import dumps_with_local_fields
 from flowcore.compat.langgraph._messages import BaseMessage
+from flowcore.errors import SerializationError
 
 __all__ = ["MAX_REUSED_BYTES", "SPLICE_DEPTH", "ReusingSerializer", "reusing"]
 
@@ -145,7 +147,11 @@ class ReusingSerializer:
             >>> ReusingSerializer(JsonSerializer()).dumps({"writes": []})
             b'{"writes":[]}'
         """
-        return self._dumps(value, path, None)
+        try:
+            return self._dumps(value, path, None)
+        except SerializationError as refused:
+            # LangGraph stores an object of a class defined in a function as its fields.
+            return dumps_with_local_fields(self, value, path, refused)  # type: ignore[no-any-return]
 
     def dumps_many(self, values: Sequence[tuple[Any, str]]) -> list[bytes]:
         """:meth:`dumps` of each ``(value, path)``, looking at each message object once.
@@ -165,7 +171,12 @@ class ReusingSerializer:
             True
         """
         seen: dict[int, tuple[Any, bytes | None]] = {}
-        return [self._dumps(value, path, seen) for value, path in values]
+        try:
+            return [self._dumps(value, path, seen) for value, path in values]
+        except SerializationError:
+            # One by one: a record holding local-class objects is stored as their fields
+            # (see dumps); any other refusal is raised again by the record it comes from.
+            return [self.dumps(value, path=path) for value, path in values]
 
     def _dumps(
         self, value: Any, path: str, seen: dict[int, tuple[Any, bytes | None]] | None

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from flowcore.checkpoint import DEFAULT_LEASE_TTL, ThreadLease
 from flowcore.checkpoint.copying import CopyCodec
 from flowcore.checkpoint.lease import LeaseTable
+from flowcore.compat.langgraph._local_classes import dumps_with_local_fields
 from flowcore.compat.langgraph._savers import CheckpointTuple, RunnableConfig
 from flowcore.compat.langgraph._savers_layout import (
     MAX_CHAIN,
@@ -284,8 +285,12 @@ class MemoryCore:
         if tail:
             parts["tails"] = tail
         # Serialized before anything changes: a value that cannot be stored stores nothing.
+        try:
+            data = self.codec.dumps(parts, path="checkpoint")
+        except SerializationError as refused:
+            data = dumps_with_local_fields(self.codec, parts, "checkpoint", refused)
         saved = _Saved(
-            self.codec.dumps(parts, path="checkpoint"),
+            data,
             parent_id,
             dict(checkpoint.get("channel_versions") or _NO_VERSIONS),
             blob_at,
@@ -330,7 +335,11 @@ class MemoryCore:
                 return
             entries = [merged[i] for i in sorted(merged)]
         if entries:
-            saved.writes[task_id] = self.codec.dumps(entries, path=f"writes of task {task_id!r}")
+            where = f"writes of task {task_id!r}"
+            try:
+                saved.writes[task_id] = self.codec.dumps(entries, path=where)
+            except SerializationError as refused:
+                saved.writes[task_id] = dumps_with_local_fields(self.codec, entries, where, refused)
 
     async def put(
         self,
