@@ -409,6 +409,20 @@ class QueueExecutor:
         await handle.submitted
         return handle
 
+    async def enqueue(
+        self, request: RunRequest, *, strategy: MultitaskStrategy | None = None
+    ) -> str:
+        """Queue the run without following it; returns its run id (``attach`` follows it).
+
+        Raises :class:`ThreadBusyRejectedError` if strategy ``reject`` refuses it.
+
+        Example:
+            >>> # run_id = await executor.enqueue(request)
+        """
+        run_id = uuid.uuid4().hex
+        await self._submit(request, run_id, strategy)
+        return run_id
+
     def attach(self, run_id: str) -> QueueRunHandle:
         """Follow a run queued earlier (by any process): all its events from the first.
 
@@ -443,17 +457,16 @@ class QueueExecutor:
                 if chosen in ("interrupt", "rollback"):
                     to_stop = active
             await tables.insert_run(
-                conn,
-                run_id=run_id,
-                thread_id=thread_id,
-                target=job.target_name,
-                strategy=chosen,
+                conn, run_id=run_id, thread_id=thread_id, target=job.target_name, strategy=chosen
+            )
+            # The job goes in with the run's row, in one transaction: never one without the other.
+            deferrer = self._app.configure_task(TASK_NAME, lock=thread_id, connection=conn)
+            job_id = await deferrer.defer_async(job=job.to_json())
+            await conn.execute(
+                "UPDATE flowcore_queue_runs SET job_id = %s WHERE run_id = %s", (job_id, run_id)
             )
         for row in to_stop:
             await self._stop_run(row.run_id, chosen, run_id)
-        deferrer = self._app.configure_task(TASK_NAME, lock=thread_id)
-        job_id = await deferrer.defer_async(job=job.to_json())
-        await tables.set_job(run_id, int(job_id))
 
     async def _stop_run(self, run_id: str, reason: str, by: str | None) -> None:
         """Stop a run: a queued one ends here, a running one is aborted in its worker."""

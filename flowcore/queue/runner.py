@@ -73,6 +73,12 @@ _INFRA_ERRORS = (
 )
 
 
+def _infra_exception(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from a store or the database, not from the run itself."""
+    name = type(exc).__name__
+    return name in _INFRA_ERRORS or name.endswith("StoreError") or isinstance(exc, OSError)
+
+
 def _infra_failure(outcome: RunOutcome) -> bool:
     if outcome.status != "failed" or not outcome.error:
         return False
@@ -166,10 +172,33 @@ class JobRunner:
     async def __call__(self, context: Any, job: Mapping[str, Any]) -> str:
         """Run the job; return the run's final status (procrastinate logs it).
 
+        A database failure anywhere (before, during or after the run) makes
+        the job retried (:class:`RunNeedsRetry`); any other error ends the
+        run ``failed`` with it.
+
         Example:
             >>> # status = await runner(context, job=RunJob(...).to_json())
         """
+        from procrastinate.exceptions import JobAborted
+
         run_job = RunJob.from_json(job)
+        try:
+            return await self._execute(context, run_job)
+        except (RunNeedsRetry, JobAborted):
+            raise
+        except asyncio.CancelledError:
+            await self._aborted_outside_run(context, run_job)
+            raise
+        except Exception as exc:
+            if _infra_exception(exc):
+                raise RunNeedsRetry(f"{type(exc).__name__}: {exc}") from None
+            _log.exception("flowcore queue: run %s failed outside its graph", run_job.run_id)
+            row = await self.tables.get_run(run_job.run_id)
+            if row is not None and row.active:
+                await self._fail_unstarted(run_job, row, exc)
+            return "failed"
+
+    async def _execute(self, context: Any, run_job: RunJob) -> str:
         try:
             target, checkpointed = await self._resolve(run_job)
         except Exception as exc:  # the job cannot run here: it ends failed, not retried
@@ -185,7 +214,7 @@ class JobRunner:
             return row.status if row is not None else "unknown"
         thread_id = row.thread_id or thread_id
         if row.stop_reason is not None:
-            await self._end_unstarted(run_job, row, target, "cancelled", row.stop_reason)
+            await self._end_unstarted(run_job, row, row.stop_reason)
             return "cancelled"
         continuing = False
         if thread_id is not None and checkpointed:
@@ -277,6 +306,21 @@ class JobRunner:
         )
         raise JobAborted
 
+    async def _aborted_outside_run(self, context: Any, job: RunJob) -> None:
+        """Aborted while not running its graph: a stop request ends the run here."""
+        from procrastinate.exceptions import JobAborted
+        from procrastinate.job_context import AbortReason
+
+        if context.abort_reason() != AbortReason.USER_REQUEST:
+            return  # the worker stops: the job is retried
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        row = await self.tables.get_run(job.run_id)
+        if row is not None and row.active:
+            await self._end_unstarted(job, row, row.stop_reason or "cancel")
+        raise JobAborted
+
     # ------------------------------------------------------------- resolving
     async def _resolve(self, job: RunJob) -> tuple[Any, bool]:
         """The target to hand the executor, and whether its runs keep checkpoints."""
@@ -364,11 +408,8 @@ class JobRunner:
         )
         await self._end_with(job, row, ids, outcome, (type(exc).__name__, message))
 
-    async def _end_unstarted(
-        self, job: RunJob, row: RunRow, target: Any, status: str, reason: str
-    ) -> None:
-        graph = await self._graph_of(target)
-        ids = self._ids(job, getattr(graph, "name", job.target_name), _version(graph))
+    async def _end_unstarted(self, job: RunJob, row: RunRow, reason: str) -> None:
+        ids = self._ids(job, job.target_name, "")
         note = f"run stopped before it started ({reason})"
         outcome = RunOutcome(
             run_id=job.run_id, status="cancelled", error=note, thread_id=row.thread_id
