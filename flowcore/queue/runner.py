@@ -103,10 +103,14 @@ class _Pump:
         self._at_boundary = False
 
     def stop_at_boundary(self) -> None:
-        """Cancel the run as soon as no node is running (now, if none is)."""
+        """Cancel the run when its next superstep begins (its last checkpoint is saved then).
+
+        The engine saves a superstep's checkpoint before it starts any node of
+        the next one, so the first ``node_start`` seen with no node running
+        marks the boundary; that node is cancelled before it does anything
+        that counts (its start is not published).
+        """
         self._at_boundary = True
-        if self.open_nodes == 0:
-            self.handle.cancel()
 
     def _number(self, data: dict[str, Any]) -> dict[str, Any]:
         data["seq"] = self.seq
@@ -122,12 +126,14 @@ class _Pump:
                 self.held.append(data)  # numbered once the outcome is settled
                 continue
             if event.type == "node_start":
+                if self._at_boundary and self.open_nodes == 0:
+                    # A new superstep begins: the last one's checkpoint is saved. Stop here.
+                    self.handle.cancel()
+                    continue
                 self.open_nodes += 1
             elif event.type in ("node_end", "node_error"):
                 self.open_nodes -= 1
             await self.tables.append(self.handle.run_id, [self._number(data)])
-            if self._at_boundary and self.open_nodes == 0:
-                self.handle.cancel()
         return await self.handle.final
 
     def ending(self, outcome: RunOutcome, note: str | None = None) -> list[dict[str, Any]]:
@@ -291,15 +297,15 @@ class JobRunner:
             handle.cancel()
         outcome = await pumping
         note = None
-        if reason in ("interrupt", "rollback") and thread_id is not None:
-            if reason == "rollback":
-                await drop_run_checkpoints(self.checkpointer, thread_id, job.run_id)
-                note = f"run rolled back: run {by} was submitted with multitask strategy rollback"
-            else:
-                await cut_thread(self.checkpointer, thread_id, job.run_id)
-                note = f"run interrupted: run {by} was submitted with multitask strategy interrupt"
-            if outcome.status != "cancelled":
-                outcome = dataclasses.replace(outcome, status="cancelled")
+        if reason == "rollback" and thread_id is not None:
+            # Rolled back whatever it reached: its checkpoints go, so it never happened.
+            await drop_run_checkpoints(self.checkpointer, thread_id, job.run_id)
+            note = f"run rolled back: run {by} was submitted with multitask strategy rollback"
+            outcome = dataclasses.replace(outcome, status="cancelled", output=None, error=note)
+        elif reason == "interrupt" and thread_id is not None and outcome.status == "cancelled":
+            # Stopped at a step boundary: its saved steps stay, its remainder is dropped.
+            await cut_thread(self.checkpointer, thread_id, job.run_id)
+            note = f"run interrupted: run {by} was submitted with multitask strategy interrupt"
             outcome = dataclasses.replace(outcome, error=note)
         await self.tables.append(
             job.run_id, pump.ending(outcome, note), outcome=outcome_to_json(outcome)
