@@ -3,7 +3,8 @@
 ``start -> a -> (b, c in parallel) -> d -> end``. Every node appends one
 JSON line ``{"run", "node", "pid", "t"}`` to the file ``FLOWCORE_FAULT_LOG``
 names *when it starts* (an append of one short line is atomic), sleeps a
-little, and returns a value the bench can recompute from the run's input
+little (up to ``FLOWCORE_FAULT_SLEEP`` seconds, 0.25 by default; the
+throughput bench sets 0), and returns a value the bench can recompute from the run's input
 ``x``. So the bench counts every execution of every node, by process, and
 checks every result in the final state.
 
@@ -59,7 +60,9 @@ def _log(run: str, node: str) -> None:
 def _node(name: str, compute: Callable[[Mapping[str, Any]], int]) -> Any:
     async def node(state: Mapping[str, Any]) -> dict[str, Any]:
         await asyncio.to_thread(_log, str(state.get("run", "")), name)
-        await asyncio.sleep(random.uniform(0.05, 0.25))
+        top = float(os.environ.get("FLOWCORE_FAULT_SLEEP", "0.25"))
+        if top > 0:  # the fault test: nodes long enough to be killed mid-way
+            await asyncio.sleep(random.uniform(top / 5, top))
         return {name: compute(state)}
 
     node.__name__ = f"fault_{name}"
