@@ -45,6 +45,7 @@ PUBLIC_MODULES = [
     "flowcore.budgets",
     "flowcore.server",
     "flowcore.search",
+    "flowcore.queue",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

@@ -18,7 +18,6 @@ Example:
     'enqueue'
 """
 
-from __future__ import annotations
 
 import typing as _typing
 
