@@ -381,18 +381,24 @@ class QueueExecutor:
 
     # ------------------------------------------------------------ the port
     def run(
-        self, request: RunRequest, *, strategy: MultitaskStrategy | None = None
+        self,
+        request: RunRequest,
+        *,
+        strategy: MultitaskStrategy | None = None,
+        run_id: str | None = None,
     ) -> QueueRunHandle:
         """Queue the run and return its handle at once (see ``GraphExecutorPort.run``).
 
         A refused run (strategy ``reject``, a target that cannot be queued)
         ends ``failed`` with the reason, like any run that could not start.
+        ``run_id`` names the run (default: a new random id), as for
+        ``InProcExecutor.run``.
 
         Example:
             >>> # handle = executor.run(request)
         """
         self.tables  # noqa: B018 - fails at once, naming the fix, when not open
-        handle = QueueRunHandle(self, uuid.uuid4().hex, request)
+        handle = QueueRunHandle(self, run_id or uuid.uuid4().hex, request)
         self._handles.add(handle)
         handle._start(strategy)
         return handle
