@@ -18,7 +18,6 @@ Example:
     'enqueue'
 """
 
-
 import typing as _typing
 
 from flowcore.queue.errors import QueueConfigError, QueueStoreError, ThreadBusyRejectedError
