@@ -46,6 +46,7 @@ from flowcore.graph.compiled import CompiledGraph
 from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.plan import TaskPlan, as_pipeline
 from flowcore.pipeline.validation import load_checked_definition
+from flowcore.port.errors import UnknownTargetError
 from flowcore.port.events import DoneAiEvent, ErrorAiEvent, RunStartAiEvent, event_to_dict
 from flowcore.port.inproc import InProcExecutor, InProcRunHandle
 from flowcore.port.protocol import UNSET, Caller, RunOptions, RunOutcome, RunRequest
@@ -332,7 +333,7 @@ class JobRunner:
         """The target to hand the executor, and whether its runs keep checkpoints."""
         if "graph" in job.target:
             name = str(job.target["graph"])
-            graph = self.executor._resolve(name)  # raises UnknownTargetError naming the known
+            graph = self._registered(name)
             if isinstance(graph, Pipeline | TaskPlan):
                 return graph, True
             return name, getattr(graph, "checkpointer", None) is not None
@@ -350,7 +351,17 @@ class JobRunner:
             runner = self.executor.runner
             assert runner is not None
             return await runner.compile(as_pipeline(target))
-        return self.executor._resolve(target) if isinstance(target, str) else target
+        return self._registered(target) if isinstance(target, str) else target
+
+    def _registered(self, name: str) -> Any:
+        graph = self.executor.graphs.get(name)
+        if graph is None:
+            known = ", ".join(sorted(self.executor.graphs)) or "none"
+            raise UnknownTargetError(
+                f"no graph named {name!r} is registered with this worker (registered: {known}); "
+                "start the workers with flowcore worker --graphs module:attr naming it"
+            )
+        return graph
 
     async def _wait_for_lease(self, thread_id: str) -> None:
         """Wait until no run holds the thread (a crashed run's lease lapses on its own)."""

@@ -38,9 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["EVENTS_CHANNEL", "QueueTables", "RunRow"]
 
 EVENTS_CHANNEL: Final = "flowcore_queue_events"
-"""The NOTIFY channel a worker signals new events (and stop requests) on; payload: the run id."""
-STOP_CHANNEL: Final = "flowcore_queue_stops"
-"""The NOTIFY channel of stop requests; payload: the run id."""
+"""The NOTIFY channel a worker signals a run's new events on; payload: the run id."""
 
 ACTIVE = ("queued", "running")
 
@@ -190,18 +188,6 @@ class QueueTables(PostgresStoreBase):
             row = await cur.fetchone()
         return None if row is None else _row(row)
 
-    async def set_job(self, run_id: str, job_id: int) -> None:
-        """Remember which procrastinate job carries the run.
-
-        Example:
-            >>> # await tables.set_job("r1", 42)
-        """
-        pool = self._require_open()
-        async with self._errors("record a job id"), pool.connection() as conn:
-            await conn.execute(
-                "UPDATE flowcore_queue_runs SET job_id = %s WHERE run_id = %s", (job_id, run_id)
-            )
-
     async def claim(self, run_id: str, thread_id: str | None) -> RunRow | None:
         """Mark the run ``running`` (again, after a crash) and count the attempt.
 
@@ -230,10 +216,11 @@ class QueueTables(PostgresStoreBase):
             return row
 
     async def request_stop(self, run_id: str, reason: str, by: str | None = None) -> RunRow | None:
-        """Ask a run to stop (``cancel``, ``interrupt``, ``rollback``); tell its worker.
+        """Record a stop request (``cancel``, ``interrupt``, ``rollback``) and who made it.
 
-        Returns the run's row (None if unknown). A queued run that no worker
-        has taken is not touched here: :meth:`finish_unstarted` ends it.
+        Returns the run's row (None if unknown). The worker running it reads
+        the reason when procrastinate aborts its job; a worker that has not
+        started it yet ends it at once.
 
         Example:
             >>> # await tables.request_stop("r1", "cancel")
@@ -247,7 +234,6 @@ class QueueTables(PostgresStoreBase):
                 (reason, by, time.time(), run_id),
             )
             found = await cur.fetchone()
-            await conn.execute("SELECT pg_notify(%s, %s)", (STOP_CHANNEL, run_id))
         return None if found is None else _row(found)
 
     async def stop_reason(self, run_id: str) -> tuple[str | None, str | None]:
