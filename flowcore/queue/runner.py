@@ -49,7 +49,14 @@ from flowcore.pipeline.validation import load_checked_definition
 from flowcore.port.errors import UnknownTargetError
 from flowcore.port.events import DoneAiEvent, ErrorAiEvent, RunStartAiEvent, event_to_dict
 from flowcore.port.inproc import InProcExecutor, InProcRunHandle
-from flowcore.port.protocol import UNSET, Caller, RunOptions, RunOutcome, RunRequest
+from flowcore.port.protocol import (
+    UNSET,
+    Caller,
+    PendingQuestion,
+    RunOptions,
+    RunOutcome,
+    RunRequest,
+)
 from flowcore.queue.app import RunNeedsRetry, outcome_to_json
 from flowcore.queue.errors import QueueStoreError
 from flowcore.queue.jobs import RunJob
@@ -209,6 +216,8 @@ class JobRunner:
         try:
             target, checkpointed = await self._resolve(run_job)
         except Exception as exc:  # the job cannot run here: it ends failed, not retried
+            if _infra_exception(exc):
+                raise
             row = await self.tables.claim(run_job.run_id, run_job.thread_id)
             if row is not None and row.active:
                 await self._fail_unstarted(run_job, row, exc)
@@ -227,7 +236,8 @@ class JobRunner:
         if thread_id is not None and checkpointed:
             latest = await self.checkpointer.get(thread_id)
             if latest is not None and latest.metadata.get("run_id") == run_job.run_id:
-                if latest.cursor is None:
+                if latest.cursor is None or await self._waits_for_answer(target, thread_id):
+                    # It had ended (or paused for a human) when its worker died.
                     return await self._finish_from_checkpoint(run_job, row, target, thread_id)
                 continuing = True
             await self._wait_for_lease(thread_id)
@@ -433,6 +443,13 @@ class JobRunner:
         )
         await self._end_with(job, row, ids, outcome, ("RunStopped", note))
 
+    async def _waits_for_answer(self, target: Any, thread_id: str) -> bool:
+        graph = await self._graph_of(target)
+        get_state = getattr(graph, "get_state", None)
+        if get_state is None:
+            return False
+        return bool(getattr(await get_state(thread_id), "interrupts", ()))
+
     async def _finish_from_checkpoint(
         self, job: RunJob, row: RunRow, target: Any, thread_id: str
     ) -> str:
@@ -441,13 +458,19 @@ class JobRunner:
         snapshot = await graph.get_state(thread_id)
         latest = await self.checkpointer.get(thread_id)
         status = str((latest.metadata if latest else {}).get("status") or "completed")
+        if getattr(snapshot, "interrupts", ()):
+            status = "interrupted"
         if status not in ("completed", "failed", "interrupted", "cancelled"):
             status = "completed"
         values = dict(getattr(snapshot, "values", {}) or {})
+        asked = tuple(
+            PendingQuestion(i.id, i.node, i.value) for i in getattr(snapshot, "interrupts", ())
+        )
         outcome = RunOutcome(
             run_id=job.run_id,
             status=status,  # type: ignore[arg-type]
             output=values if status in ("completed", "interrupted") else None,
+            interrupts=asked if status == "interrupted" else (),
             thread_id=thread_id,
         )
         ids = self._ids(job, getattr(graph, "name", job.target_name), _version(graph))
