@@ -455,7 +455,7 @@ class QueueExecutor:
             if thread_id is not None:
                 # One submitter at a time per thread decides against its active runs.
                 await conn.execute(
-                    "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"flowcore:{thread_id}",)
+                    "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"flowcore-thread:{thread_id}",)
                 )
                 active = await tables.active_runs(conn, thread_id)
                 if active and chosen == "reject":
