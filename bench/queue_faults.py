@@ -17,6 +17,10 @@ Then it checks:
 
 * every run completed, with the right value from every node in its final
   state (``lost results`` counts a node result missing or wrong);
+* the first ``--follow`` runs (10) are followed live by ``QueueExecutor``
+  handles through all of it (LISTEN/NOTIFY, replay from the events table):
+  each stream must be whole (``seq`` 0, 1, 2, ..., one ``run_start``, one
+  ``done``, completed);
 * every re-execution of a node is explained: an execution followed by
   another of the same node of the same run must have been cut short, by a
   SIGKILL of the worker process that ran it (after it started), or by a
@@ -24,7 +28,8 @@ Then it checks:
 
 Prints runs, kills, restarts, lost results and re-executions
 (explained / unexplained) and exits 1 if any run did not complete right,
-any result was lost, or any re-execution is unexplained.
+any result was lost, any followed stream was broken, or any re-execution
+is unexplained.
 
 Run: ``python bench/queue_faults.py`` (about 1-3 minutes on 2 cores).
 """
@@ -178,6 +183,8 @@ async def main(args: argparse.Namespace) -> int:
     restarts: list[tuple[float, float]] = []
     inputs: dict[str, int] = {}
     threads: dict[str, str] = {}
+    followers: list[asyncio.Future[str | None]] = []
+    streams: list[str | None] = []
     try:
         async with QueueExecutor(cluster.url) as executor:
             batches = max(args.kills, args.restarts * 4, 1)
@@ -201,6 +208,8 @@ async def main(args: argparse.Namespace) -> int:
                     inputs[run_id] = x
                     threads[thread] = run_id
                     submitted += 1
+                    if len(followers) < args.follow:
+                        followers.append(asyncio.ensure_future(follow(executor, run_id)))
                 await asyncio.sleep(args.kill_every * random.uniform(0.6, 1.4))
                 if len(workers.kills) < args.kills:
                     recent = {e["pid"] for e in read_log(log)[-12:]}
@@ -216,6 +225,8 @@ async def main(args: argparse.Namespace) -> int:
                 restarts.append((start, time.time()))
                 await asyncio.sleep(1.0)
             deadline = time.monotonic() + args.timeout
+            async with asyncio.timeout(args.timeout):
+                streams = list(await asyncio.gather(*followers))
             while True:
                 rows = await retrying("reading the runs", lambda: statuses(cluster.url))
                 pending = [
@@ -228,7 +239,28 @@ async def main(args: argparse.Namespace) -> int:
         workers.stop()
     wall = time.time() - began
     executions = [dict(e, run=threads.get(e["run"], e["run"])) for e in read_log(log)]
-    return report(args, inputs, rows, executions, workers.kills, restarts, wall, cluster, tmp)
+    broken = [problem for problem in streams if problem is not None]
+    for problem in broken:
+        print(f"broken stream: {problem}")
+    whole = len(streams) - len(broken)
+    print(f"streams followed live through the faults: {len(streams)}, whole: {whole}")
+    code = report(args, inputs, rows, executions, workers.kills, restarts, wall, cluster, tmp)
+    return code or (1 if broken else 0)
+
+
+async def follow(executor: QueueExecutor, run_id: str) -> str | None:
+    """Follow one run live (LISTEN/NOTIFY, replay); None if its stream was whole, else why not."""
+    handle = executor.attach(run_id)
+    events = [event async for event in handle]
+    outcome = await handle.final
+    types = [e.type for e in events]
+    if [e.seq for e in events] != list(range(len(events))):
+        return f"run {run_id}: seq {[e.seq for e in events]}"
+    if types.count("run_start") != 1 or types.count("done") != 1 or types[-1] != "done":
+        return f"run {run_id}: events {types}"
+    if outcome.status != "completed" or getattr(events[-1], "status", None) != "completed":
+        return f"run {run_id}: ended {outcome.status} ({outcome.error})"
+    return None
 
 
 def report(
@@ -306,6 +338,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--kill-every", type=float, default=1.5, help="seconds between kills")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds to wait at the end")
     parser.add_argument("--url", help="use this Postgres instead of a throwaway cluster")
+    parser.add_argument(
+        "--follow", type=int, default=10, help="runs whose event streams are followed live"
+    )
     return parser.parse_args(argv)
 
 

@@ -56,7 +56,7 @@ from flowcore.port.events import (
 )
 from flowcore.port.protocol import UNSET, RunOutcome, RunRequest
 from flowcore.queue.app import build_app, outcome_from_json, outcome_to_json
-from flowcore.queue.errors import QueueConfigError, ThreadBusyRejectedError
+from flowcore.queue.errors import QueueConfigError, QueueStoreError, ThreadBusyRejectedError
 from flowcore.queue.jobs import TASK_NAME, MultitaskStrategy, RunJob, check_strategy
 from flowcore.queue.tables import EVENTS_CHANNEL, QueueTables, RunRow
 from flowcore.queue.worker import check_queue_url
@@ -243,12 +243,18 @@ class QueueRunHandle:
         try:
             while True:
                 wake.clear()
-                rows = await tables.events_after(self.run_id, last)
+                try:
+                    rows = await tables.events_after(self.run_id, last)
+                    ending = rows and rows[-1]["type"] == "done"
+                    row = await tables.get_run(self.run_id) if ending else None
+                except QueueStoreError:
+                    # The database is away (a restart): the run goes on in its worker.
+                    await asyncio.sleep(self._executor.poll_interval)
+                    continue
                 for data in rows:
                     last = int(data["seq"])
                     event = event_from_dict(data)
                     if event.type == "done":
-                        row = await tables.get_run(self.run_id)
                         self._final_from(row, event)
                     self._queue.put_nowait(event)
                     if event.type == "done":
