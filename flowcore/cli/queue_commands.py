@@ -63,6 +63,12 @@ def add_queue_commands(command: Any) -> None:
         help="seconds a crashed run keeps its thread (default 10)",
     )
     worker.add_argument("--name", help="the worker's name in logs (default: host and pid)")
+    worker.add_argument(
+        "--init-schema",
+        action="store_true",
+        help="create the queue's tables (and procrastinate's) and exit; workers and "
+        "submitters also create them on first use",
+    )
     for flag, help_text in (
         ("--provider", "the model provider for LLM blocks (as for flowcore run)"),
         ("--model", "the model name"),
@@ -114,10 +120,16 @@ async def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     from flowcore.server.serve import load_graphs
     from flowcore.storage import Backends
 
+    if args.init_schema:
+        from flowcore.queue.tables import QueueTables
+
+        async with QueueTables(url):
+            pass
+        out.write(f"queue tables ready in {args.database.display}\n")
+        return EXIT_OK
     provider, choice = choose_provider(args.provider, args.model)
     tools = load_tools(args.tools)
     redactor = getattr(args, "redactor", None)
-    names: list[str] = []
 
     def build(backends: Backends) -> InProcExecutor:
         ws = Workspace(
@@ -129,7 +141,6 @@ async def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
             redactor,
         )
         graphs = load_graphs(args.graphs, backends.checkpoints)
-        names[:] = sorted(graphs)
         return InProcExecutor(
             graphs=graphs,
             runner=ws.runner(provider, choice.model, tools),

@@ -190,6 +190,8 @@ class QueueWorker:
                     fetch_job_polling_interval=min(2.0, self.heartbeat),
                     shutdown_graceful_timeout=self.shutdown_grace,
                     listen_notify=True,
+                    # A finished run's record is flowcore_queue_runs; its job row is spent.
+                    delete_jobs="successful",
                 )
             )
             sweeper = asyncio.ensure_future(self._sweep(app))

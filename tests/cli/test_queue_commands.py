@@ -65,6 +65,25 @@ def test_submit_takes_a_file_or_a_graph_not_both(
     assert "give a pipeline FILE.json or --graph NAME (one of the two)" in refused.err
 
 
+def test_worker_init_schema_creates_the_queue_tables_and_exits(
+    cli: Callable[..., Outcome], pg_schema_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    monkeypatch.setenv("FLOWCORE_DATABASE_URL", pg_schema_url)
+
+    ready = cli("worker", "--init-schema")
+
+    assert ready.code == 0, ready.err
+    assert ready.out.startswith("queue tables ready in postgresql://")
+    with psycopg.connect(pg_schema_url) as conn:
+        found = conn.execute(
+            "SELECT to_regclass('flowcore_queue_runs'), to_regclass('procrastinate_jobs')"
+        ).fetchone()
+    assert found is not None
+    assert None not in found
+
+
 @pytest.fixture
 def worker_process(pg_schema_url: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     env = {**os.environ, "FLOWCORE_DATABASE_URL": pg_schema_url}
