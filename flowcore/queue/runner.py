@@ -99,6 +99,11 @@ class _Pump:
 
     ``base`` is the run's next free ``seq`` (non-zero after a crash); a
     continued run's second ``run_start`` is dropped so a subscriber sees one.
+
+    Writes are group-committed: an event is written at once when no write is
+    in flight, and the events that arrive meanwhile go together in the next
+    transaction (one ``NOTIFY`` for them all). A subscriber waits no longer,
+    and a busy worker makes far fewer round trips.
     """
 
     def __init__(self, tables: QueueTables, handle: InProcRunHandle, base: int) -> None:
@@ -109,6 +114,29 @@ class _Pump:
         self.held: list[dict[str, Any]] = []
         self.open_nodes = 0
         self._at_boundary = False
+        self._buffer: list[dict[str, Any]] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    def _send(self, data: dict[str, Any]) -> None:
+        self._buffer.append(self._number(data))
+        writer = self._writer
+        if writer is not None and writer.done():
+            writer.result()  # a failed write fails the pump (the job is then retried)
+            writer = None
+        if writer is None:
+            self._writer = asyncio.ensure_future(self._write())
+
+    async def _write(self) -> None:
+        while self._buffer:
+            batch, self._buffer = self._buffer, []
+            await self.tables.append(self.handle.run_id, batch)
+
+    async def _drain(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            await writer
+        if self._buffer:
+            await self._write()
 
     def stop_at_boundary(self) -> None:
         """Cancel the run when its next superstep begins (its last checkpoint is saved then).
@@ -126,22 +154,32 @@ class _Pump:
         return data
 
     async def run(self) -> RunOutcome:
-        async for event in self.handle:
-            data = event_to_dict(event)
-            if event.type == "run_start" and self.skip_start:
-                continue
-            if event.type in ("error", "done"):
-                self.held.append(data)  # numbered once the outcome is settled
-                continue
-            if event.type == "node_start":
-                if self._at_boundary and self.open_nodes == 0:
-                    # A new superstep begins: the last one's checkpoint is saved. Stop here.
-                    self.handle.cancel()
+        try:
+            async for event in self.handle:
+                data = event_to_dict(event)
+                if event.type == "run_start" and self.skip_start:
                     continue
-                self.open_nodes += 1
-            elif event.type in ("node_end", "node_error"):
-                self.open_nodes -= 1
-            await self.tables.append(self.handle.run_id, [self._number(data)])
+                if event.type in ("error", "done"):
+                    self.held.append(data)  # numbered once the outcome is settled
+                    continue
+                if event.type == "node_start":
+                    if self._at_boundary and self.open_nodes == 0:
+                        # A new superstep begins: the last one's checkpoint is saved. Stop here.
+                        self.handle.cancel()
+                        continue
+                    self.open_nodes += 1
+                elif event.type in ("node_end", "node_error"):
+                    self.open_nodes -= 1
+                self._send(data)
+            await self._drain()
+        except BaseException:
+            self.handle.cancel()
+            writer = self._writer
+            if writer is not None and not writer.done():
+                writer.cancel()
+                with contextlib.suppress(BaseException):
+                    await writer
+            raise
         return await self.handle.final
 
     def ending(self, outcome: RunOutcome, note: str | None = None) -> list[dict[str, Any]]:
