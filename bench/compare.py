@@ -2,7 +2,7 @@
 
 Run from the repository root (LangGraph must be installed: it is in the ``test`` extra)::
 
-    python bench/compare.py                          # full run, 7 rounds per workload
+    python bench/compare.py                          # full run, 15 rounds per workload
     python bench/compare.py --rounds 3 --only a,b,c  # fewer rounds, some workloads
     python bench/compare.py --smoke                  # tiny sizes, one round (a few seconds)
     python bench/compare.py --json bench/results/compare.json
@@ -1071,7 +1071,7 @@ def _langgraph_version() -> str:
 async def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="flowcore vs LangGraph benchmark")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one round")
-    parser.add_argument("--rounds", type=int, default=7, help="timed rounds per workload")
+    parser.add_argument("--rounds", type=int, default=15, help="timed rounds per workload")
     parser.add_argument("--only", default="", help="workloads to run, e.g. a,b,c")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)

@@ -6,7 +6,10 @@ Thinker's progress is printed stage by stage, created blocks are saved in
 the database's registry, and the pipeline is written to a JSON file that
 ``flowcore run`` runs. ``automate`` does the same, then runs the pipeline
 on the ``--input`` values. With no API key the Thinker's offline model
-answers (see :class:`~flowcore.thinker.ThinkerModel`).
+answers (see :class:`~flowcore.thinker.ThinkerModel`). Both work on the
+CLI's database: the SQLite file, or Postgres when ``FLOWCORE_DATABASE_URL``
+names one (blocks, the Thinker's checkpoints and the runs all go there; the
+block search is then Postgres' full text).
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from flowcore.blocks.store import SqliteBlockStore
 from flowcore.cli.commands import RunInputError, _finish, parse_inputs
 from flowcore.cli.render import ProgressPrinter, short
 from flowcore.cli.workspace import CliError, Workspace, choose_provider, load_tools, open_workspace
@@ -73,12 +75,6 @@ def add_thinker_commands(command: Any) -> None:
 
 
 def _thinker(args: argparse.Namespace, ws: Workspace, out: TextIO) -> Thinker:
-    if not isinstance(ws.blocks, SqliteBlockStore):
-        # Its block search keeps vectors beside the blocks in SQLite; not on Postgres yet.
-        raise CliError(
-            f"flowcore {args.command} needs the SQLite database for now; unset "
-            "FLOWCORE_DATABASE_URL (or pass --db FILE) to run it"
-        )
     provider, choice = choose_provider(args.provider, args.model)
     runner = ws.runner(thinker_model(provider), choice.model, load_tools([]))
     if not args.json:

@@ -1,7 +1,8 @@
 """The CLI's server commands: ``flowcore serve`` and ``flowcore keys create|list|revoke``.
 
 ``serve`` needs the ``server`` extra; without it the command says how to
-install it. ``keys`` works without it: keys live in the CLI's database.
+install it. ``keys`` works without it: keys live in the CLI's database
+(``--db``, or Postgres when ``FLOWCORE_DATABASE_URL`` names it, as for serve).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TextIO
 
 from flowcore.cli.render import table
 from flowcore.cli.workspace import CliError, choose_provider, load_tools
-from flowcore.server.db import ServerDatabase
+from flowcore.server.db import open_server_database
 from flowcore.server.keys import ApiKeys
 from flowcore.server.settings import ServerSettings
 
@@ -44,9 +45,11 @@ async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     )
     provider, choice = choose_provider(args.provider, args.model)
     tools = load_tools(args.tools)
+    database = getattr(args, "database", None)
     async with open_server(
         settings,
         db_path=args.db,
+        database=database,
         provider=provider,
         model=choice.model,
         tools=tools,
@@ -55,7 +58,8 @@ async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     ) as app:
         graphs = sorted(app.state.services.runs.executor.graphs)
         out.write(
-            f"flowcore serve · db {args.db} · model {choice.name}: {choice.reason} · "
+            f"flowcore serve · db {database.display if database else args.db} · "
+            f"model {choice.name}: {choice.reason} · "
             f"graphs: {', '.join(graphs) or 'none'}\n"
         )
         out.flush()
@@ -70,7 +74,7 @@ async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
 
 async def cmd_keys(args: argparse.Namespace, out: TextIO) -> int:
     """Create, list or revoke API keys in the database."""
-    async with ServerDatabase(args.db) as db:
+    async with open_server_database(args.db, getattr(args, "database", None)) as db:
         keys = ApiKeys(db)
         if args.keys_command == "create":
             key, token = await keys.create(args.user)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from flowcore.blocks.definition import BlockDefinition
+from flowcore.blocks.postgres_store import PostgresBlockStore
 from flowcore.blocks.store import BlockNotFoundError, SqliteBlockStore
 from flowcore.errors import InvalidInputError
 from flowcore.search.block_vectors import BlockVectors
@@ -59,7 +60,12 @@ class SearchHit:
 
 
 class BlockSearch:
-    """Finds blocks in a :class:`~flowcore.blocks.SqliteBlockStore` by meaning and by words.
+    """Finds blocks in a block registry by meaning and by words.
+
+    On a :class:`~flowcore.blocks.SqliteBlockStore` both searches run; on a
+    :class:`~flowcore.blocks.postgres_store.PostgresBlockStore` full text
+    only (Postgres' own text search): its vectors are kept in SQLite, so an
+    embedder is refused there.
 
     ``embedder`` None searches full text only. ``pool`` is how many
     candidates each search contributes before fusion and validation. In
@@ -75,7 +81,7 @@ class BlockSearch:
 
     def __init__(
         self,
-        store: SqliteBlockStore,
+        store: SqliteBlockStore | PostgresBlockStore,
         embedder: Embedder | None = None,
         *,
         rrf_k: int = RRF_K,
@@ -94,7 +100,14 @@ class BlockSearch:
         self.embedder = embedder
         self.rrf_k = rrf_k
         self.pool = pool
-        self.vectors = BlockVectors(store, embedder) if embedder is not None else None
+        self.vectors: BlockVectors | None = None
+        if embedder is not None:
+            if not isinstance(store, SqliteBlockStore):
+                raise InvalidInputError(
+                    "BlockSearch keeps block vectors in SQLite: on a Postgres registry pass no "
+                    "embedder (full-text search), or search a SqliteBlockStore"
+                )
+            self.vectors = BlockVectors(store, embedder)
         self._fallback_logged = False
 
     async def index(self) -> int:

@@ -16,6 +16,8 @@ import typing
 
 from flowcore.server.db import ServerDatabase, ServerStoreError
 from flowcore.server.keys import ApiKey, ApiKeys, KeyNotFoundError
+from flowcore.server.postgres_db import PostgresServerDatabase
+from flowcore.server.schema import ServerDb
 from flowcore.server.settings import ServerSettings
 
 if typing.TYPE_CHECKING:
@@ -25,7 +27,9 @@ __all__ = [
     "ApiKey",
     "ApiKeys",
     "KeyNotFoundError",
+    "PostgresServerDatabase",
     "ServerDatabase",
+    "ServerDb",
     "ServerSettings",
     "ServerStoreError",
     "create_app",

@@ -20,17 +20,19 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from flowcore.blocks.store import BlockStore
 from flowcore.history import RunHistory
 from flowcore.memory.store import Store
-from flowcore.port.inproc import InProcExecutor, Target
+from flowcore.port.inproc import Target
 from flowcore.secrets import NO_REDACTION, Redactor, scrub_error
 from flowcore.server import blocks, executions, memory, pipelines, runs, thinker, viewer
-from flowcore.server.db import ServerDatabase
+from flowcore.server.clarify_store import ClarifyStore
 from flowcore.server.errors import ApiError, RateLimitedError, status_of
+from flowcore.server.executor import ServerExecutor
 from flowcore.server.keys import ApiKeys
 from flowcore.server.limits import BodyLimitMiddleware, RateLimiter
 from flowcore.server.manager import RunManager
 from flowcore.server.models import Health
 from flowcore.server.pipeline_store import PipelineStore
 from flowcore.server.run_store import RunStore
+from flowcore.server.schema import ServerDb
 from flowcore.server.services import Services
 from flowcore.server.settings import ServerSettings
 from flowcore.server.shutdown import StoppingMiddleware
@@ -128,8 +130,8 @@ def _install_handlers(app: FastAPI, redactor: Redactor) -> None:
 def create_app(
     settings: ServerSettings,
     *,
-    db: ServerDatabase,
-    executor: InProcExecutor,
+    db: ServerDb,
+    executor: ServerExecutor,
     blocks_store: BlockStore,
     history: RunHistory | None = None,
     memory_store: Store | None = None,
@@ -138,6 +140,13 @@ def create_app(
     recover: bool = True,
 ) -> FastAPI:
     """The HTTP app: every route of docs/serve.md, on the stores and executor given.
+
+    ``db`` holds the server's own tables (keys, runs, pipelines, clarifying
+    threads): a :class:`~flowcore.server.db.ServerDatabase` (SQLite) or a
+    :class:`~flowcore.server.postgres_db.PostgresServerDatabase`. ``executor``
+    runs every run the API starts: any
+    :class:`~flowcore.server.executor.ServerExecutor` (passed in, never
+    built here, so a queue's executor is one argument away).
 
     ``graphs`` registers graphs by name (native compiled graphs, compiled
     LangGraph-style graphs, Pipelines, TaskPlans); the Thinker routes use
@@ -169,15 +178,16 @@ def create_app(
         redactor=redactor,
         limiter=RateLimiter(settings.rate_limit, settings.rate_window),
         # One Thinker per app, on the same registry, runner, checkpoints and history.
-        thinker=build_thinker_service(blocks_store, executor, history=history, redactor=redactor),
+        thinker=build_thinker_service(
+            blocks_store, executor, threads=ClarifyStore(db), history=history, redactor=redactor
+        ),
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if recover:
-            resumed = await manager.recover()
-            if resumed:
-                log.info("continuing %d run(s) the last server left unfinished", len(resumed))
+        resumed = await manager.begin(recover=recover)
+        if resumed:
+            log.info("continuing %d run(s) the last server left unfinished", len(resumed))
         try:
             yield
         finally:

@@ -1,9 +1,9 @@
-"""The server's own tables in the CLI's database: API keys, runs, run events, pipelines.
+"""The server's own tables in an SQLite file: API keys, runs, run events, pipelines, threads.
 
-One connection, opened once per server (or per ``flowcore keys`` command),
-shared by :class:`~flowcore.server.keys.ApiKeys`,
-:class:`~flowcore.server.run_store.RunStore` and
-:class:`~flowcore.server.pipeline_store.PipelineStore`. Statements run on
+The SQLite twin of :class:`~flowcore.server.postgres_db.PostgresServerDatabase`
+(both serve :class:`~flowcore.server.schema.ServerDb`, so every server store
+runs on either). One connection, opened once per server (or per ``flowcore
+keys`` command), shared by the stores. Statements run on
 aiosqlite's thread, never on the event loop; each write is one statement or
 one ``BEGIN IMMEDIATE`` transaction, and writes take turns (a lock): on one
 shared connection, a second ``BEGIN`` while a transaction is open fails
@@ -16,55 +16,21 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import aiosqlite
 
 from flowcore._sqlite import MIN_BUSY_TIMEOUT, connect
 from flowcore.errors import FlowcoreError
+from flowcore.server.schema import LATER_COLUMNS, FetchOne, ServerDb, server_schema
 
-__all__ = ["ServerDatabase", "ServerStoreError"]
+if TYPE_CHECKING:
+    from flowcore.storage import DatabaseTarget
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS flowcore_api_keys (
-        key_id TEXT PRIMARY KEY,
-        user_id TEXT NOT NULL,
-        token_hash TEXT NOT NULL UNIQUE,
-        created_at REAL NOT NULL,
-        revoked_at REAL)""",
-    """CREATE TABLE IF NOT EXISTS flowcore_server_runs (
-        run_id TEXT PRIMARY KEY,
-        user_id TEXT NOT NULL,
-        thread_id TEXT,
-        target TEXT NOT NULL,
-        target_name TEXT NOT NULL,
-        input TEXT,
-        status TEXT NOT NULL,
-        started_at REAL NOT NULL,
-        ended_at REAL,
-        input_tokens INTEGER NOT NULL DEFAULT 0,
-        output_tokens INTEGER NOT NULL DEFAULT 0,
-        error TEXT,
-        interrupts TEXT NOT NULL DEFAULT '[]',
-        output TEXT,
-        continues TEXT,
-        continued_by TEXT,
-        resume TEXT)""",
-    "CREATE INDEX IF NOT EXISTS flowcore_server_runs_user ON flowcore_server_runs "
-    "(user_id, started_at)",
-    "CREATE INDEX IF NOT EXISTS flowcore_server_runs_thread ON flowcore_server_runs (thread_id)",
-    """CREATE TABLE IF NOT EXISTS flowcore_server_events (
-        run_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        event TEXT NOT NULL,
-        PRIMARY KEY (run_id, seq))""",
-    """CREATE TABLE IF NOT EXISTS flowcore_server_pipelines (
-        pipeline_id TEXT PRIMARY KEY,
-        definition TEXT NOT NULL,
-        saved_at REAL NOT NULL)""",
-)
+__all__ = ["ServerDatabase", "ServerStoreError", "open_server_database"]
 
 
 class ServerStoreError(FlowcoreError):
@@ -78,7 +44,7 @@ class ServerStoreError(FlowcoreError):
     code = "server-store"
 
 
-class ServerDatabase:
+class ServerDatabase(FetchOne):
     """An open connection to the database file, with the server's tables created.
 
     Example:
@@ -117,8 +83,9 @@ class ServerDatabase:
             raise ServerStoreError(f"cannot open the database {self.path!r}: {exc}") from exc
         try:
             await conn.execute("PRAGMA journal_mode=WAL")
-            for statement in _SCHEMA:
+            for statement in server_schema("sqlite"):
                 await conn.execute(statement)
+            await _add_later_columns(conn)
         except Exception as exc:
             await conn.close()
             raise ServerStoreError(
@@ -169,15 +136,6 @@ class ServerDatabase:
         rows = await self.conn.execute_fetchall(sql, tuple(params))
         return [tuple(row) for row in rows]
 
-    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> tuple[Any, ...] | None:
-        """The first row of one query, or None.
-
-        Example:
-            >>> # row = await db.fetchone("SELECT 1")
-        """
-        rows = await self.fetchall(sql, params)
-        return rows[0] if rows else None
-
     async def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None:
         """One statement for many rows, in one transaction.
 
@@ -199,3 +157,34 @@ class ServerDatabase:
         if self._writing is None:  # only before open(); self.conn has already refused
             raise ServerStoreError("the server database is not open")
         return self._writing
+
+
+async def _add_later_columns(conn: aiosqlite.Connection) -> None:
+    """Add the columns a file made by an older flowcore lacks (SQLite has no ADD IF NOT EXISTS)."""
+    for table, column, kind in LATER_COLUMNS:
+        rows = await conn.execute_fetchall(f"PRAGMA table_info({table})")
+        if column not in {str(row[1]) for row in rows}:
+            await conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
+@asynccontextmanager
+async def open_server_database(
+    path: str | os.PathLike[str], database: DatabaseTarget | None = None
+) -> AsyncIterator[ServerDb]:
+    """The server's tables: in Postgres when ``database`` is a Postgres target, else at ``path``.
+
+    ``database`` is what ``FLOWCORE_DATABASE_URL`` names (the CLI reads it);
+    psycopg is imported only for Postgres.
+
+    Example:
+        >>> # async with open_server_database(Path("flowcore.db")) as db:
+        >>> #     keys = ApiKeys(db)
+    """
+    if database is not None and database.kind == "postgres":
+        from flowcore.server.postgres_db import PostgresServerDatabase
+
+        async with PostgresServerDatabase(database.location) as pg:
+            yield pg
+        return
+    async with ServerDatabase(path) as db:
+        yield db

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from flowcore.errors import FlowcoreError, InvalidInputError
-from flowcore.server.db import ServerDatabase
+from flowcore.server.schema import ServerDb
 
 __all__ = ["ApiKey", "ApiKeys", "KeyNotFoundError", "hash_token"]
 
@@ -82,7 +82,7 @@ class ApiKeys:
         >>> # (await ApiKeys(db).verify(token)).user_id  -> 'ada'
     """
 
-    def __init__(self, db: ServerDatabase) -> None:
+    def __init__(self, db: ServerDb) -> None:
         self.db = db
 
     async def create(self, user_id: str) -> tuple[ApiKey, str]:

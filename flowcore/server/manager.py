@@ -27,11 +27,12 @@ from flowcore.errors import ResumeError
 from flowcore.interrupts import Resume
 from flowcore.pipeline.runner import check_run_inputs
 from flowcore.port.events import AiEvent, json_safe
-from flowcore.port.inproc import InProcExecutor, InProcRunHandle
-from flowcore.port.protocol import UNSET, Caller, RunOptions, RunOutcome, RunRequest
+from flowcore.port.protocol import UNSET, Caller, RunHandle, RunOptions, RunOutcome, RunRequest
 from flowcore.server.errors import BadRequestError, ConflictError, NotFoundError, UnavailableError
+from flowcore.server.executor import ServerExecutor
 from flowcore.server.pipeline_store import PipelineStore
-from flowcore.server.run_store import RunRow, RunStore, ended
+from flowcore.server.presence import Presence
+from flowcore.server.run_store import ACTIVE, RunRow, RunStore, ended
 from flowcore.server.targets import ResolvedTarget, resolve_target
 
 __all__ = ["LiveRun", "RunManager"]
@@ -45,7 +46,7 @@ class LiveRun:
 
     row: RunRow
     resolved: ResolvedTarget
-    handle: InProcRunHandle
+    handle: RunHandle
     log: list[AiEvent] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     finished: bool = False
@@ -85,17 +86,31 @@ class RunManager:
     def __init__(
         self,
         *,
-        executor: InProcExecutor,
+        executor: ServerExecutor,
         store: RunStore,
         pipelines: PipelineStore | None = None,
         shutdown_grace: float = 10.0,
+        beat_every: float = 5.0,
+        stale_after: float = 30.0,
+        poll_every: float = 0.25,
+        tick: float = 1.0,
     ) -> None:
         self.executor = executor
         self.store = store
         self.pipelines = pipelines
         self.shutdown_grace = shutdown_grace
+        self.stale_after = stale_after
+        self.poll_every = poll_every
+        self.presence = Presence(
+            store,
+            cancel=self._cancel_requested,
+            beat_every=beat_every,
+            stale_after=stale_after,
+            tick=tick,
+        )
         self.stopping = False
         self._live: dict[str, LiveRun] = {}
+        self._recovering: set[str] = set()  # claimed here, not yet live
         self._stopping_task: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------- reading
@@ -134,10 +149,16 @@ class RunManager:
     async def follow(self, user_id: str, run_id: str) -> AsyncIterator[AiEvent]:
         """The run's events from the first: what happened so far, then live, ending after ``done``.
 
+        A run another server process is running (same database) is followed
+        from the database: its events arrive once it ends there.
+
         Example:
             >>> # async for event in manager.follow("ada", "r1"): ...
         """
         await self.get(user_id, run_id)
+        if run_id not in self._live:
+            # Running on another server process: its events are stored when it ends.
+            await self._wait_elsewhere(run_id)
         live = self._live.get(run_id)
         if live is None:
             for event in await self.store.events(run_id):
@@ -154,6 +175,19 @@ class RunManager:
             if live.finished:
                 return
             await live.changed.wait()
+
+    async def _wait_elsewhere(self, run_id: str) -> None:
+        """Wait while another live server process runs ``run_id`` (or until it runs here)."""
+        while not self.stopping and run_id not in self._live:
+            if run_id in self._recovering:
+                await asyncio.sleep(self.poll_every)
+                continue
+            row = await self.store.get(run_id)
+            if row is None or row.status not in ACTIVE or row.server_id == self.store.server_id:
+                return
+            if not await self.store.alive(row.server_id, stale_after=self.stale_after):
+                return  # nobody runs it: what was stored is all there is, for now
+            await asyncio.sleep(self.poll_every)
 
     async def wait(self, user_id: str, run_id: str) -> RunRow:
         """Wait until the run has ended (or been suspended); its final record.
@@ -280,12 +314,19 @@ class RunManager:
     async def cancel(self, user_id: str, run_id: str) -> RunRow:
         """Stop a running run; it ends ``cancelled`` (with its ``done`` event).
 
+        A run going on another server process (same database) is asked to
+        stop through the database; that process cancels it within a
+        ``tick`` of its :class:`~flowcore.server.presence.Presence`.
+
         Example:
             >>> # await manager.cancel("ada", "r1")
         """
         row = await self.get(user_id, run_id)
         live = self._live.get(run_id)
         if live is None:
+            # Going on another server process: it sees the request on its next tick.
+            if row.status in ("queued", "running") and await self.store.request_cancel(run_id):
+                return row
             raise ConflictError(f"run {run_id!r} already ended ({row.status}); nothing to cancel")
         live.handle.cancel()
         return live.row
@@ -298,10 +339,19 @@ class RunManager:
         owner = await self.store.thread_owner(thread_id)
         if owner is not None and owner != user_id:
             raise NotFoundError(f"no thread {thread_id!r} for this API key's user")
-        busy = [r for r in self._live.values() if r.row.thread_id == thread_id]
+        busy = [r.row for r in self._live.values() if r.row.thread_id == thread_id]
+        if not busy:
+            # ... or on another live server process of the same database.
+            for row in await self.store.list(thread_id=thread_id, limit=20):
+                if (
+                    row.status in ("queued", "running")
+                    and row.server_id != self.store.server_id
+                    and await self.store.alive(row.server_id, stale_after=self.stale_after)
+                ):
+                    busy.append(row)
         if busy:
             raise ConflictError(
-                f"thread {thread_id!r} has run {busy[0].row.run_id!r} going; wait for it to end "
+                f"thread {thread_id!r} has run {busy[0].run_id!r} going; wait for it to end "
                 "or cancel it first"
             )
 
@@ -420,6 +470,27 @@ class RunManager:
         # shield: the lifespan exit and the signal handler may both wait for this stop.
         await asyncio.shield(self._stopping_task)
 
+    async def begin(self, *, recover: bool = True) -> list[str]:
+        """Say this process is alive and, with ``recover``, continue orphaned runs.
+
+        Starts the :class:`~flowcore.server.presence.Presence` (the beat, and
+        cancel requests from other processes); with ``recover`` its sweeps
+        continue orphaned runs later too. Returns the runs continued now.
+
+        Example:
+            >>> # resumed = await manager.begin()  # in the app's lifespan
+        """
+        await self.store.beat()  # before recovering: the runs it claims must look alive
+        resumed = await self.recover() if recover else []
+        self.presence.sweep = self.recover if recover else None
+        await self.presence.start()
+        return resumed
+
+    def _cancel_requested(self, run_id: str) -> None:
+        live = self._live.get(run_id)
+        if live is not None:
+            live.handle.cancel()
+
     async def _stop_runs(self) -> None:
         lives = list(self._live.values())
         for live in lives:
@@ -433,62 +504,76 @@ class RunManager:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        # Only now: the suspended runs are recorded, so another server may take them over.
+        await self.presence.stop()
 
     async def recover(self) -> list[str]:
-        """Continue the runs a previous server process left unfinished; returns their ids.
+        """Continue the runs a stopped server process left unfinished; returns their ids.
 
-        A run that cannot continue (no thread, its graph no longer
-        registered) is marked ``failed`` with the reason.
+        Only runs no live server holds are taken, each by one conditional
+        update (:meth:`RunStore.claim`), so of several servers starting at
+        once each run is continued by one. A run that cannot continue (no
+        thread, its graph no longer registered) is marked ``failed`` with the
+        reason.
 
         Example:
             >>> # resumed = await manager.recover()
         """
         resumed: list[str] = []
-        for row in await self.store.unfinished():
-            if row.run_id in self._live:
+        for found in await self.store.unfinished(stale_after=self.stale_after):
+            if found.run_id in self._live or self.stopping:
                 continue
+            # Marked before the claim: a reader of this run waits until it is live here.
+            self._recovering.add(found.run_id)
             try:
-                resolved = await self.resolve(row)
-                state = None
-                if row.thread_id is not None and resolved.checkpointed:
-                    with contextlib.suppress(ResumeError):  # no checkpoint yet: state None
-                        state = await resolved.state(self.executor.runner, row.thread_id)
-            except Exception as exc:
-                # One run that cannot be read again must not keep the server from starting.
-                await self.store.update(
-                    ended(row, "failed", error=f"the server restarted and cannot resume: {exc}")
-                )
-                continue
-            if row.thread_id is None or not resolved.checkpointed:
-                await self.store.update(
-                    ended(
-                        row,
-                        "failed",
-                        error="the server stopped during the run, which had no thread to resume",
-                    )
-                )
-                continue
-            log = await self.store.events(row.run_id)
-            resume: Any = UNSET
-            # Stopped before its first checkpoint: start it again with its own input.
-            run_input = dict(row.input or {}) if state is None and row.resume is None else None
-            if row.resume is not None and state is not None and state.waiting:
-                interrupt_id = row.resume.get("interrupt_id")
-                value = row.resume.get("value")
-                resume = Resume(by_id={interrupt_id: value}) if interrupt_id else Resume(value)
-            running = replace(row, status="running")
-            await self.store.update(running)
-            await self._launch(
-                row.user_id,
-                row.target,
-                resolved,
-                run_input,
-                row.thread_id,
-                resume=resume,
-                continues=row.continues,
-                run_id=row.run_id,
-                log=log,
-                row=running,
-            )
-            resumed.append(row.run_id)
+                row = await self.store.claim(found)
+                if row is not None and await self._continue(row):
+                    resumed.append(row.run_id)
+            finally:
+                self._recovering.discard(found.run_id)
         return resumed
+
+    async def _continue(self, row: RunRow) -> bool:
+        """Launch a claimed run again from its thread; False (and marked failed) if it cannot."""
+        try:
+            resolved = await self.resolve(row)
+            state = None
+            if row.thread_id is not None and resolved.checkpointed:
+                with contextlib.suppress(ResumeError):  # no checkpoint yet: state None
+                    state = await resolved.state(self.executor.runner, row.thread_id)
+        except Exception as exc:
+            # One run that cannot be read again must not keep the server from starting.
+            await self.store.update(
+                ended(row, "failed", error=f"the server restarted and cannot resume: {exc}")
+            )
+            return False
+        if row.thread_id is None or not resolved.checkpointed:
+            await self.store.update(
+                ended(
+                    row,
+                    "failed",
+                    error="the server stopped during the run, which had no thread to resume",
+                )
+            )
+            return False
+        log = await self.store.events(row.run_id)
+        resume: Any = UNSET
+        # Stopped before its first checkpoint: start it again with its own input.
+        run_input = dict(row.input or {}) if state is None and row.resume is None else None
+        if row.resume is not None and state is not None and state.waiting:
+            interrupt_id = row.resume.get("interrupt_id")
+            value = row.resume.get("value")
+            resume = Resume(by_id={interrupt_id: value}) if interrupt_id else Resume(value)
+        await self._launch(
+            row.user_id,
+            row.target,
+            resolved,
+            run_input,
+            row.thread_id,
+            resume=resume,
+            continues=row.continues,
+            run_id=row.run_id,
+            log=log,
+            row=row,
+        )
+        return True

@@ -11,7 +11,7 @@ import json
 import time
 
 from flowcore.pipeline.model import Pipeline
-from flowcore.server.db import ServerDatabase
+from flowcore.server.schema import ServerDb
 
 __all__ = ["PipelineStore"]
 
@@ -24,7 +24,7 @@ class PipelineStore:
         >>> # await store.save(pipeline); await store.get(pipeline.id)
     """
 
-    def __init__(self, db: ServerDatabase) -> None:
+    def __init__(self, db: ServerDb) -> None:
         self.db = db
 
     async def save(self, pipeline: Pipeline) -> Pipeline:
@@ -35,8 +35,9 @@ class PipelineStore:
         """
         text = pipeline.model_dump_json(by_alias=True)
         await self.db.execute(
-            "INSERT OR REPLACE INTO flowcore_server_pipelines (pipeline_id, definition, saved_at) "
-            "VALUES (?, ?, ?)",
+            "INSERT INTO flowcore_server_pipelines (pipeline_id, definition, saved_at) "
+            "VALUES (?, ?, ?) ON CONFLICT (pipeline_id) DO UPDATE SET "
+            "definition = excluded.definition, saved_at = excluded.saved_at",
             (pipeline.id, text, time.time()),
         )
         return pipeline

@@ -1,8 +1,11 @@
 """Building the server on the CLI's database, and loading graphs named ``module:attr``.
 
-:func:`open_server` opens the same stores the CLI opens (one SQLite file:
-blocks, memory, checkpoints, run history) plus the server's own tables, and
-builds the app on them. :func:`serve` runs it under uvicorn until SIGTERM
+:func:`open_server` opens the same stores the CLI opens (blocks, memory,
+checkpoints, run history: one SQLite file, or Postgres when
+``FLOWCORE_DATABASE_URL`` names one) plus the server's own tables on the
+same database, and builds the app on them. The executor that runs the API's
+runs comes from ``executor_factory`` (in process by default), so another
+one (a queue's, say) is one argument away. :func:`serve` runs it under uvicorn until SIGTERM
 or Ctrl-C, then stops running runs at a checkpoint (docs/serve.md).
 """
 
@@ -16,18 +19,33 @@ from pathlib import Path
 from typing import Any
 
 from flowcore.checkpoint.protocol import Checkpointer
-from flowcore.cli.workspace import CliError, open_workspace
+from flowcore.cli.workspace import CliError, Workspace, open_workspace
 from flowcore.graph.builder import Graph
 from flowcore.llm.protocol import LLMProvider
 from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.plan import TaskPlan
+from flowcore.pipeline.runner import PipelineRunner
 from flowcore.port.inproc import InProcExecutor
-from flowcore.secrets import NO_REDACTION, SecretRedactor
-from flowcore.server.db import ServerDatabase
+from flowcore.secrets import NO_REDACTION, Redactor, SecretRedactor
+from flowcore.server.db import open_server_database
+from flowcore.server.executor import ServerExecutor
 from flowcore.server.settings import ServerSettings
+from flowcore.storage import DatabaseTarget
 from flowcore.tools.runner import Tool
 
-__all__ = ["load_graphs", "open_server", "serve"]
+__all__ = ["ExecutorFactory", "inproc_executor", "load_graphs", "open_server", "serve"]
+
+ExecutorFactory = Callable[[Workspace, PipelineRunner, Redactor], ServerExecutor]
+"""Makes the executor the runs API submits to, from the open workspace, its runner, the redactor."""
+
+
+def inproc_executor(ws: Workspace, runner: PipelineRunner, redactor: Redactor) -> InProcExecutor:
+    """The default executor: runs go in this process, recorded in the workspace's history.
+
+    Example:
+        >>> # async with open_server(settings, ..., executor_factory=inproc_executor) as app: ...
+    """
+    return InProcExecutor(runner=runner, history=ws.history, redactor=redactor)
 
 
 # uvicorn's own formatters read a record's raw arguments, which flowcore's log redaction
@@ -115,6 +133,7 @@ async def open_server(
     settings: ServerSettings,
     *,
     db_path: Path,
+    database: DatabaseTarget | None = None,
     provider: LLMProvider,
     model: str | None = None,
     tools: Sequence[Tool] = (),
@@ -122,8 +141,13 @@ async def open_server(
     graphs: Mapping[str, Any] | None = None,
     redactor: SecretRedactor | None = None,
     recover: bool = True,
+    executor_factory: ExecutorFactory = inproc_executor,
 ) -> AsyncIterator[Any]:
     """The app on the database at ``db_path`` (opened for as long as the block runs).
+
+    A Postgres ``database`` (what ``FLOWCORE_DATABASE_URL`` names) is used
+    instead of ``db_path`` for every store and the server's own tables, so
+    several server processes can share it.
 
     Example:
         >>> # async with open_server(settings, db_path=p, provider=OfflineProvider()) as app:
@@ -132,13 +156,11 @@ async def open_server(
     from flowcore.server.app import create_app
 
     async with (
-        open_workspace(db_path, redactor=redactor) as ws,
-        ServerDatabase(db_path) as db,
+        open_workspace(db_path, redactor=redactor, database=database) as ws,
+        open_server_database(db_path, database) as db,
     ):
         runner = ws.runner(provider, model, list(tools))
-        executor = InProcExecutor(
-            runner=runner, history=ws.history, redactor=redactor or NO_REDACTION
-        )
+        executor = executor_factory(ws, runner, redactor or NO_REDACTION)
         registered = load_graphs(graph_specs, ws.checkpoints)
         registered.update(graphs or {})
         app = create_app(

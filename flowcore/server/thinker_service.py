@@ -7,8 +7,11 @@ registry, and the runner's model passed through
 :func:`~flowcore.thinker.thinker_model` (the offline stand-in becomes the
 Thinker's own offline model, as in ``flowcore create``).
 
-Clarifying conversations live in memory here, by thread id, each owned by
-the user who started it: another user's thread id is "not found".
+Clarifying conversations are kept in the server database
+(:class:`~flowcore.server.clarify_store.ClarifyStore`), by thread id, each
+owned by the user who started it: another user's thread id is "not found".
+A restarted server, or another server process on the same database,
+carries on the same conversation.
 
 Example:
     >>> # service = build_thinker_service(blocks, executor, history=history)
@@ -21,43 +24,26 @@ from __future__ import annotations
 import asyncio
 import copy
 import uuid
-from collections import OrderedDict
+import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from flowcore.blocks.postgres_store import PostgresBlockStore
 from flowcore.blocks.store import BlockStore, SqliteBlockStore
 from flowcore.history import RunHistory
 from flowcore.llm.registry import ProviderRegistry
 from flowcore.port.inproc import InProcExecutor
 from flowcore.search.block_search import BlockSearch
 from flowcore.secrets import NO_REDACTION, Redactor
+from flowcore.server.clarify_store import ClarifyStore, ClarifyThread
 from flowcore.server.errors import ConflictError, NotFoundError
+from flowcore.server.executor import ServerExecutor
 from flowcore.thinker.api import ClarifyResult, Thinker, ThinkerRunError
 from flowcore.thinker.clarifier import user_messages
 from flowcore.thinker.setup import default_search, thinker_model
 
 __all__ = ["ClarifyOutcome", "ClarifyThread", "ThinkerService", "build_thinker_service"]
-
-MAX_THREADS = 2048
-"""Clarifying conversations kept at once; the least recently used is dropped past this."""
-
-
-@dataclass(slots=True)
-class ClarifyThread:
-    """One clarifying conversation: whose it is, what was said, whether it is done.
-
-    Example:
-        >>> ClarifyThread("t1", "ada", [{"role": "user", "content": "x"}]).ready
-        False
-    """
-
-    thread_id: str
-    user_id: str
-    messages: list[dict[str, str]]
-    ready: bool = False
-    question: str | None = None
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +64,23 @@ class ThinkerService:
     """One Thinker for the app, its port, and the users' clarifying threads.
 
     Example:
-        >>> # service = ThinkerService(thinker, port, search)
+        >>> # service = ThinkerService(thinker, port, search, ClarifyStore(db))
         >>> # outcome = await service.clarify_answer("ada", thread_id, "a weekly report")
     """
 
-    def __init__(self, thinker: Thinker, port: InProcExecutor, search: BlockSearch | None) -> None:
+    def __init__(
+        self,
+        thinker: Thinker,
+        port: InProcExecutor,
+        search: BlockSearch | None,
+        threads: ClarifyStore,
+    ) -> None:
         self.thinker = thinker
         self.port = port
         self.search = search
-        self._threads: OrderedDict[str, ClarifyThread] = OrderedDict()
+        self.threads = threads
+        # One lock per thread id while someone holds it, so answers to one thread take turns.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._closed = False
 
     @property
@@ -111,20 +105,25 @@ class ThinkerService:
         await self.thinker.aclose()
         await self.port.aclose()
 
-    def thread(self, user_id: str, thread_id: str) -> ClarifyThread:
+    async def thread(self, user_id: str, thread_id: str) -> ClarifyThread:
         """The caller's clarifying thread; :class:`NotFoundError` for anyone else's or none.
 
         Example:
-            >>> # service.thread("ada", "clarify-1a2b")
+            >>> # await service.thread("ada", "clarify-1a2b")
         """
-        found = self._threads.get(thread_id)
+        found = await self.threads.get(thread_id)
         if found is None or found.user_id != user_id:
             raise NotFoundError(
                 f"no clarifying thread {thread_id!r} for this API key's user; start one with "
                 'POST /api/clarify {"intent": "..."}'
             )
-        self._threads.move_to_end(thread_id)
         return found
+
+    def _lock(self, thread_id: str) -> asyncio.Lock:
+        lock = self._locks.get(thread_id)
+        if lock is None:
+            lock = self._locks[thread_id] = asyncio.Lock()
+        return lock
 
     async def clarify_new(
         self, user_id: str, messages: Sequence[Mapping[str, Any]]
@@ -139,9 +138,8 @@ class ThinkerService:
         )
         outcome = await self._decide(thread)
         # Kept only once the conversation proved well-formed (the Clarifier checks it).
-        self._threads[thread.thread_id] = thread
-        while len(self._threads) > MAX_THREADS:
-            self._threads.popitem(last=False)
+        await self.threads.save(thread)
+        await self.threads.prune()
         return outcome
 
     async def clarify_answer(self, user_id: str, thread_id: str, answer: str) -> ClarifyOutcome:
@@ -154,8 +152,9 @@ class ThinkerService:
         Example:
             >>> # await service.clarify_answer("ada", "clarify-1a2b", "a news article")
         """
-        thread = self.thread(user_id, thread_id)
-        async with thread.lock:
+        async with self._lock(thread_id):
+            # Read under the lock: an answer that held it before may have changed the thread.
+            thread = await self.thread(user_id, thread_id)
             if thread.ready:
                 raise ConflictError(
                     f"clarifying thread {thread_id!r} is ready already (no question is "
@@ -170,6 +169,8 @@ class ThinkerService:
             outcome = await self._decide(thread)
             if outcome.result is None:
                 thread.messages = before  # the answer can be sent again
+            else:
+                await self.threads.save(thread)
             return outcome
 
     async def _decide(self, thread: ClarifyThread) -> ClarifyOutcome:
@@ -203,15 +204,18 @@ def _thinker_providers(registry: ProviderRegistry) -> ProviderRegistry:
 
 def build_thinker_service(
     blocks: BlockStore,
-    executor: InProcExecutor,
+    executor: ServerExecutor,
     *,
+    threads: ClarifyStore,
     history: RunHistory | None = None,
     redactor: Redactor = NO_REDACTION,
 ) -> ThinkerService | None:
     """The app's Thinker on its registry and runner; None when the executor has no runner.
 
+    ``threads`` keeps the clarifying conversations (in the server database).
+
     Example:
-        >>> # service = build_thinker_service(ws.blocks, executor, history=ws.history)
+        >>> # service = build_thinker_service(ws.blocks, executor, threads=ClarifyStore(db))
     """
     runner = executor.runner
     if runner is None:
@@ -220,8 +224,12 @@ def build_thinker_service(
     if block_executor.providers is not None:
         # Same tools, sandbox and memory as the server's runs; only the model differs.
         block_executor.providers = _thinker_providers(block_executor.providers)
-    search = default_search(blocks) if isinstance(blocks, SqliteBlockStore) else None
+    search = (
+        default_search(blocks)
+        if isinstance(blocks, SqliteBlockStore | PostgresBlockStore)
+        else None
+    )
     # Thinker runs are recorded like any run (history), so their tokens show.
     port = InProcExecutor(history=history, redactor=redactor)
     thinker = Thinker(blocks, block_executor, search, runner.checkpointer, runner=runner, port=port)
-    return ThinkerService(thinker, port, search)
+    return ThinkerService(thinker, port, search, threads)

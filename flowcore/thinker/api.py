@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from flowcore.blocks.executor import BlockExecutor
+from flowcore.blocks.postgres_store import PostgresBlockStore
 from flowcore.blocks.store import BlockStore, SqliteBlockStore
 from flowcore.checkpoint.memory import InMemoryCheckpointer
 from flowcore.checkpoint.protocol import Checkpointer
@@ -169,7 +170,7 @@ class Thinker:
     created blocks are saved there); ``executor`` runs the prompt blocks
     and tests created ones (it needs providers and a sandbox); ``search``
     defaults to full-text :class:`~flowcore.search.BlockSearch` on a SQLite
-    registry; ``checkpointer`` makes Thinker runs resumable (in memory by
+    or Postgres registry; ``checkpointer`` makes Thinker runs resumable (in memory by
     default: pass a :class:`~flowcore.checkpoint.SqliteCheckpointer` for
     threads that outlive the process); ``runner`` runs pipelines for
     :meth:`automate` (default: one on ``blocks`` and ``executor``).
@@ -192,7 +193,7 @@ class Thinker:
     ) -> None:
         self.blocks = blocks
         self.executor = executor
-        if search is None and isinstance(blocks, SqliteBlockStore):
+        if search is None and isinstance(blocks, SqliteBlockStore | PostgresBlockStore):
             search = BlockSearch(blocks)
         self.search = search
         self.checkpointer = checkpointer or InMemoryCheckpointer()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 
+from flowcore.blocks.postgres_store import PostgresBlockStore
 from flowcore.blocks.store import SqliteBlockStore
 from flowcore.llm.offline import OfflineProvider
 from flowcore.llm.protocol import LLMProvider
@@ -47,10 +48,14 @@ def default_embedder() -> Embedder | None:
     return WordLlamaEmbedder()
 
 
-def default_search(store: SqliteBlockStore) -> BlockSearch:
+def default_search(store: SqliteBlockStore | PostgresBlockStore) -> BlockSearch:
     """Hybrid block search on ``store`` when an embedder is installed, full text otherwise.
+
+    A Postgres registry is searched by full text (block vectors live in SQLite).
 
     Example:
         >>> # search = default_search(workspace.blocks)
     """
+    if isinstance(store, PostgresBlockStore):
+        return BlockSearch(store)
     return BlockSearch(store, default_embedder())

@@ -119,3 +119,21 @@ def cli(project: Project, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Outc
         return Outcome(code, out.getvalue(), err.getvalue())
 
     return call
+
+
+@pytest.fixture
+def env_cli(project: Project, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Outcome]:
+    """Call the CLI without --db: the database comes from the environment."""
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FLOWCORE_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    for var in ("FLOWCORE_PROVIDER", "FLOWCORE_MODEL", "FLOWCORE_DATABASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    # Where the SQLite default would go: the Postgres runs must leave it untouched.
+    monkeypatch.setenv("FLOWCORE_DB", str(project.db))
+
+    def call(*argv: str) -> Outcome:
+        out, err = io.StringIO(), io.StringIO()
+        code = main(list(argv), stdout=out, stderr=err)
+        return Outcome(code, out.getvalue(), err.getvalue())
+
+    return call

@@ -6,33 +6,12 @@ FLOWCORE_REQUIRE_POSTGRES=1.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from flowcore.cli import main
-
 from .conftest import Outcome, Project
-
-
-@pytest.fixture
-def env_cli(project: Project, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Outcome]:
-    """Call the CLI without --db: the database comes from the environment."""
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FLOWCORE_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-    for var in ("FLOWCORE_PROVIDER", "FLOWCORE_MODEL", "FLOWCORE_DATABASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-    # Where the SQLite default would go: the Postgres runs must leave it untouched.
-    monkeypatch.setenv("FLOWCORE_DB", str(project.db))
-
-    def call(*argv: str) -> Outcome:
-        out, err = io.StringIO(), io.StringIO()
-        code = main(list(argv), stdout=out, stderr=err)
-        return Outcome(code, out.getvalue(), err.getvalue())
-
-    return call
 
 
 def test_a_paused_plan_resumes_and_is_listed_all_in_postgres(

@@ -31,7 +31,7 @@ from flowcore import (
 )
 from flowcore.events import Event
 from flowcore.port.mapping import AiEventMapper, Correlation, map_event
-from flowcore.scheduler import engine as engine_module
+from flowcore.scheduler import engine_checkpoints
 
 GUARD = 5.0
 
@@ -178,7 +178,7 @@ async def test_a_run_nobody_streams_builds_no_checkpoint_event(
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a checkpoint event was built for a run nobody streams")
 
-    monkeypatch.setattr(engine_module, "CheckpointEvent", refuse)
+    monkeypatch.setattr(engine_checkpoints, "CheckpointEvent", refuse)
     graph = chain("a", "b", store=InMemoryCheckpointer())
 
     result = await graph.run({}, thread_id="t1")

@@ -1,8 +1,14 @@
-"""The server under test: ``open_server`` on a fresh database file, served over ASGI to httpx."""
+"""The server under test: ``open_server`` on a fresh database, served over ASGI to httpx.
+
+Every spec that takes ``server`` or ``make_server`` runs twice: on an SQLite
+file and on Postgres (a fresh schema of the throwaway cluster, tests/pg.py;
+skipped without Postgres unless ``FLOWCORE_REQUIRE_POSTGRES=1``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +22,9 @@ from flowcore.llm.offline import OfflineProvider
 from flowcore.port.sse import parse_sse
 from flowcore.server import ServerSettings
 from flowcore.server.serve import open_server
+from flowcore.storage import DatabaseTarget
 from tests.server.graphs import Gate, approval_graph, echo_graph, gated_graph
+from tests.server.live import Served
 
 
 @dataclass
@@ -26,6 +34,7 @@ class Server:
     app: Any
     path: Path
     gate: Gate
+    database: DatabaseTarget | None = None
     clients: dict[str, httpx.AsyncClient] = field(default_factory=dict)
     tokens: dict[str, str] = field(default_factory=dict)
 
@@ -62,45 +71,57 @@ def client_for(app: Any, token: str | None) -> httpx.AsyncClient:
 MakeServer = Callable[..., Awaitable[Server]]
 
 
-@pytest.fixture
-async def make_server(tmp_path: Path) -> AsyncIterator[MakeServer]:
-    """Build a server (settings overridable); everything is closed after the test."""
-    from contextlib import AsyncExitStack
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest) -> DatabaseTarget | None:
+    """Where the server keeps everything: None (the SQLite file) or a Postgres schema."""
+    if request.param == "sqlite":
+        return None
+    url: str = request.getfixturevalue("pg_schema_url")
+    return DatabaseTarget("postgres", url)
 
+
+async def start_server(
+    stack: AsyncExitStack, path: Path, database: DatabaseTarget | None, **overrides: Any
+) -> Server:
+    """A server on ``database`` (else the file at ``path``), closed when ``stack`` closes."""
+    redactor = overrides.pop("redactor", None)
+    settings = ServerSettings(**overrides)
+    gate = Gate()
+    app = await stack.enter_async_context(
+        open_server(
+            settings,
+            db_path=path,
+            database=database,
+            provider=OfflineProvider(),
+            graphs={},
+            recover=False,
+            redactor=redactor,
+        )
+    )
+    checkpointer = app.state.services.runs.executor.runner.checkpointer
+    for name, graph in {
+        "echo": echo_graph(checkpointer),
+        "approval": approval_graph(),
+        "gated": gated_graph(gate),
+    }.items():
+        app.state.services.runs.executor.register(name, graph.compile(checkpointer=checkpointer))
+    server = Server(app, path, gate, database)
+    for user in ("ada", "bob"):
+        _, token = await app.state.services.keys.create(user)
+        server.tokens[user] = token
+        server.clients[user] = await stack.enter_async_context(client_for(app, token))
+    server.clients["anonymous"] = await stack.enter_async_context(client_for(app, None))
+    stack.push_async_callback(_open_gate, gate)
+    return server
+
+
+@pytest.fixture
+async def make_server(tmp_path: Path, database: DatabaseTarget | None) -> AsyncIterator[MakeServer]:
+    """Build a server (settings overridable); everything is closed after the test."""
     async with AsyncExitStack() as stack:
 
         async def make(**overrides: Any) -> Server:
-            redactor = overrides.pop("redactor", None)
-            settings = ServerSettings(**overrides)
-            gate = Gate()
-            path = tmp_path / "flowcore.db"
-            app = await stack.enter_async_context(
-                open_server(
-                    settings,
-                    db_path=path,
-                    provider=OfflineProvider(),
-                    graphs={},
-                    recover=False,
-                    redactor=redactor,
-                )
-            )
-            checkpointer = app.state.services.runs.executor.runner.checkpointer
-            for name, graph in {
-                "echo": echo_graph(checkpointer),
-                "approval": approval_graph(),
-                "gated": gated_graph(gate),
-            }.items():
-                app.state.services.runs.executor.register(
-                    name, graph.compile(checkpointer=checkpointer)
-                )
-            server = Server(app, path, gate)
-            for user in ("ada", "bob"):
-                _, token = await app.state.services.keys.create(user)
-                server.tokens[user] = token
-                server.clients[user] = await stack.enter_async_context(client_for(app, token))
-            server.clients["anonymous"] = await stack.enter_async_context(client_for(app, None))
-            stack.push_async_callback(_open_gate, gate)
-            return server
+            return await start_server(stack, tmp_path / "flowcore.db", database, **overrides)
 
         yield make
 
@@ -113,3 +134,12 @@ async def _open_gate(gate: Gate) -> None:
 async def server(make_server: MakeServer) -> Server:
     """A server with default settings."""
     return await make_server()
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Served]]:
+    """Real ``flowcore serve`` processes a spec starts (tests/server/live.py); ended after it."""
+    started: list[Served] = []
+    yield started
+    for served in started:
+        served.kill()

@@ -24,11 +24,15 @@ def _free_port() -> int:
 
 
 class Served:
-    """One ``flowcore serve`` process and everything it printed and answered."""
+    """One ``flowcore serve`` process and everything it printed and answered.
+
+    ``db`` None: no ``--db``, so the database comes from the environment
+    (``FLOWCORE_DATABASE_URL``).
+    """
 
     def __init__(
         self,
-        db: Path,
+        db: Path | None,
         env: dict[str, str],
         log: Path,
         started: list[Served],
@@ -43,8 +47,7 @@ class Served:
                 "-m",
                 "flowcore",
                 "serve",
-                "--db",
-                str(db),
+                *(("--db", str(db)) if db is not None else ()),
                 "--port",
                 str(self.port),
                 "--graphs",
@@ -96,8 +99,9 @@ def cli(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-def new_key(env: dict[str, str], db: Path, user: str) -> str:
-    """A fresh API key for ``user``, made with ``flowcore keys create``."""
-    created = json.loads(cli(env, "keys", "create", "--user", user, "--db", str(db), "--json"))
+def new_key(env: dict[str, str], db: Path | None, user: str) -> str:
+    """A fresh API key for ``user`` from ``flowcore keys create`` (``db`` None: the env's)."""
+    where = ("--db", str(db)) if db is not None else ()
+    created = json.loads(cli(env, "keys", "create", "--user", user, *where, "--json"))
     key: str = created["key"]
     return key

@@ -11,7 +11,6 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +23,6 @@ from flowcore.secrets import SecretRedactor
 from tests.server.live import GUARD, ROOT, Served, cli
 
 SECRET = "sk-test-Zq8Nf3Lr9Wv2Kx7Pd4Hs6Tb1"
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Served]]:
-    started: list[Served] = []
-    yield started
-    for served in started:
-        served.kill()
 
 
 @pytest.fixture
