@@ -111,7 +111,9 @@ class Workers:
         self.started += 1
         cmd = [sys.executable, "-m", "flowcore", "worker", "--graphs"]
         cmd += ["bench.queue_fault_graph:build", "--concurrency", str(self.concurrency)]
-        cmd += ["--heartbeat", "0.5", "--stalled-after", "3", "--lease-ttl", "3"]
+        # A worker starved of CPU for longer than --stalled-after would look dead and have
+        # its runs re-queued while alive: keep a margin for a busy 2-core machine.
+        cmd += ["--heartbeat", "1", "--stalled-after", "6", "--lease-ttl", "4"]
         cmd += ["--name", f"fault-worker-{self.started}"]
         with open(self.out, "ab") as sink:
             return subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=sink, stderr=sink)

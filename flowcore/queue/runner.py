@@ -220,6 +220,8 @@ class JobRunner:
         self.executor = executor
         self.checkpointer = checkpointer
         self.lease_wait = lease_wait
+        self.active_jobs: set[int] = set()
+        """Ids of the procrastinate jobs this runner is executing right now."""
 
     async def __call__(self, context: Any, job: Mapping[str, Any]) -> str:
         """Run the job; return the run's final status (procrastinate logs it).
@@ -234,6 +236,9 @@ class JobRunner:
         from procrastinate.exceptions import JobAborted
 
         run_job = RunJob.from_json(job)
+        job_id = getattr(getattr(context, "job", None), "id", None)
+        if job_id is not None:
+            self.active_jobs.add(job_id)
         try:
             return await self._execute(context, run_job)
         except (RunNeedsRetry, JobAborted):
@@ -249,6 +254,9 @@ class JobRunner:
             if row is not None and row.active:
                 await self._fail_unstarted(run_job, row, exc)
             return "failed"
+        finally:
+            if job_id is not None:
+                self.active_jobs.discard(job_id)
 
     async def _execute(self, context: Any, run_job: RunJob) -> str:
         try:
@@ -272,13 +280,17 @@ class JobRunner:
             return "cancelled"
         continuing = False
         if thread_id is not None and checkpointed:
+            # Only once no run holds the thread is its latest checkpoint the one to go on from.
+            await self._wait_for_lease(thread_id)
+            now = await self.tables.get_run(run_job.run_id)
+            if now is None or not now.active:
+                return now.status if now is not None else "unknown"
             latest = await self.checkpointer.get(thread_id)
             if latest is not None and latest.metadata.get("run_id") == run_job.run_id:
                 if latest.cursor is None or await self._waits_for_answer(target, thread_id):
                     # It had ended (or paused for a human) when its worker died.
                     return await self._finish_from_checkpoint(run_job, row, target, thread_id)
                 continuing = True
-            await self._wait_for_lease(thread_id)
         request = RunRequest(
             target=target,
             input=None if continuing else _start_input(run_job),

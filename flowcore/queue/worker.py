@@ -172,29 +172,28 @@ class QueueWorker:
             executor = self.build_executor(backends)
             stack.push_async_callback(executor.aclose)
             app = build_app(self.url, max_connections=self.concurrency + 4)
-            register_task(
-                app,
-                JobRunner(tables, executor, checkpoints, lease_wait=self.lease_ttl * 3),
-                retry_delay=self.retry_delay,
-            )
+            runner = JobRunner(tables, executor, checkpoints, lease_wait=self.lease_ttl * 3)
+            register_task(app, runner, retry_delay=self.retry_delay)
             await stack.enter_async_context(app.open_async())
-            worker = asyncio.ensure_future(
-                app.run_worker_async(
-                    name=self.name,
-                    concurrency=self.concurrency,
-                    wait=True,
-                    install_signal_handlers=False,
-                    update_heartbeat_interval=self.heartbeat,
-                    stalled_worker_timeout=self.stalled_after,
-                    abort_job_polling_interval=min(1.0, self.heartbeat),
-                    fetch_job_polling_interval=min(2.0, self.heartbeat),
-                    shutdown_graceful_timeout=self.shutdown_grace,
-                    listen_notify=True,
-                    # A finished run's record is flowcore_queue_runs; its job row is spent.
-                    delete_jobs="successful",
-                )
+            from procrastinate.worker import Worker
+
+            procrastinate_worker: Any = Worker(
+                app,
+                name=self.name,
+                concurrency=self.concurrency,
+                wait=True,
+                install_signal_handlers=False,
+                update_heartbeat_interval=self.heartbeat,
+                stalled_worker_timeout=self.stalled_after,
+                abort_job_polling_interval=min(1.0, self.heartbeat),
+                fetch_job_polling_interval=min(2.0, self.heartbeat),
+                shutdown_graceful_timeout=self.shutdown_grace,
+                listen_notify=True,
+                # A finished run's record is flowcore_queue_runs; its job row is spent.
+                delete_jobs="successful",
             )
-            sweeper = asyncio.ensure_future(self._sweep(app))
+            worker = asyncio.ensure_future(procrastinate_worker.run())
+            sweeper = asyncio.ensure_future(self._sweep(app, procrastinate_worker, runner))
             stopping = asyncio.ensure_future(self._stop.wait())
             try:
                 await asyncio.wait({worker, sweeper, stopping}, return_when="FIRST_COMPLETED")
@@ -209,11 +208,23 @@ class QueueWorker:
             if not self._stop.is_set():
                 raise ConnectionError("the procrastinate worker stopped by itself")
 
-    async def _sweep(self, app: Any) -> None:
-        """Re-queue the runs of workers whose heartbeat went stale (crashed or frozen)."""
+    async def _sweep(self, app: Any, worker: Any, runner: JobRunner) -> None:
+        """Re-queue the runs of workers whose heartbeat went stale (crashed or frozen).
+
+        Also this worker's own orphans: a job procrastinate still has as
+        ``doing`` here although no run of it is going (its end could not be
+        written because the database was away at that moment). Seen so in
+        two sweeps in a row, it is put back in the queue; its run then ends
+        from its checkpoints.
+        """
         manager = app.job_manager
+        suspects: set[int] = set()
         while True:
             await asyncio.sleep(self.heartbeat)
+            try:
+                suspects = await self._requeue_orphans(app, worker, runner, suspects)
+            except Exception:  # the database is away; try again next time
+                suspects = set()
             try:
                 stalled = await manager.get_stalled_jobs(
                     task_name=TASK_NAME, seconds_since_heartbeat=self.stalled_after
@@ -222,13 +233,54 @@ class QueueWorker:
                 continue
             for job in stalled:
                 try:
-                    await manager.retry_job(job)
-                except Exception:  # another worker re-queued it first
+                    requeued = await _retry_if_still(app, job.id, job.worker_id)
+                except Exception:  # the database is away: next time
                     continue
-                _log.warning(
-                    "flowcore worker %s: re-queued job %s of a worker without heartbeat",
-                    self.name,
-                    job.id,
-                )
+                if requeued:
+                    _log.warning(
+                        "flowcore worker %s: re-queued job %s of a worker without heartbeat",
+                        self.name,
+                        job.id,
+                    )
             with contextlib.suppress(Exception):
                 await manager.prune_stalled_workers(self.stalled_after)
+
+    async def _requeue_orphans(
+        self, app: Any, worker: Any, runner: JobRunner, suspects: set[int]
+    ) -> set[int]:
+        """Retry this worker's ``doing`` jobs that no run is executing; returns new suspects."""
+        if worker.worker_id is None:
+            return set()
+        rows = await app.connector.execute_query_all_async(
+            "SELECT id FROM procrastinate_jobs WHERE status = 'doing' "
+            "AND worker_id = %(worker_id)s AND task_name = %(task)s",
+            worker_id=worker.worker_id,
+            task=TASK_NAME,
+        )
+        idle = {int(row["id"]) for row in rows} - runner.active_jobs
+        for job_id in idle & suspects:
+            if await _retry_if_still(app, job_id, worker.worker_id):
+                _log.warning(
+                    "flowcore worker %s: re-queued job %s, whose end could not be written",
+                    self.name,
+                    job_id,
+                )
+        return idle - suspects
+
+
+# Retry a job only if it is still "doing" on the worker it was found on. Another sweeper may
+# have re-queued it already, and a live worker taken it since: retrying it then would hand
+# one job to two workers. The row lock makes the check and the retry one step.
+_RETRY_IF_STILL = (
+    "WITH job AS (SELECT id FROM procrastinate_jobs WHERE id = %(job_id)s "
+    "AND status = 'doing' AND worker_id IS NOT DISTINCT FROM %(worker_id)s FOR UPDATE) "
+    "SELECT procrastinate_retry_job_v2(job.id, now(), NULL, NULL, NULL) AS retried FROM job"
+)
+
+
+async def _retry_if_still(app: Any, job_id: int, worker_id: int | None) -> bool:
+    """Put the job back in the queue if it is still doing on ``worker_id``; True if it was."""
+    rows = await app.connector.execute_query_all_async(
+        _RETRY_IF_STILL, job_id=job_id, worker_id=worker_id
+    )
+    return bool(rows)
