@@ -46,6 +46,7 @@ PUBLIC_MODULES = [
     "flowcore.budgets",
     "flowcore.server",
     "flowcore.search",
+    "flowcore.queue",
 ]
 FORBIDDEN_IMPORTS = ("langgraph", "langchain")
 

@@ -17,6 +17,7 @@ from typing import TextIO
 
 from flowcore.cli.commands import COMMANDS
 from flowcore.cli.create_commands import THINKER_COMMANDS, add_thinker_commands
+from flowcore.cli.queue_commands import QUEUE_COMMANDS, add_queue_commands
 from flowcore.cli.redaction import redacted_output
 from flowcore.cli.render import one_line
 from flowcore.cli.schedule_commands import SCHEDULE_COMMANDS, add_schedule_commands
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         _common(p)
 
     add_thinker_commands(command)
+    add_queue_commands(command)
 
     runs = command("runs", "the run history")
     rsub = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION")
@@ -219,6 +221,7 @@ def main(
                 SCHEDULE_COMMANDS.get(args.command)
                 or COMMANDS.get(args.command)
                 or SERVER_COMMANDS.get(args.command)
+                or QUEUE_COMMANDS.get(args.command)
                 or THINKER_COMMANDS[args.command]
             )
             return asyncio.run(command(args, out))
