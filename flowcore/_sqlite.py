@@ -366,7 +366,7 @@ class SqliteFile:
         self,
         conn: aiosqlite.Connection,
         sql: str,
-        params: Mapping[str, Any],
+        params: Mapping[str, Any] | Sequence[Any],
         *,
         failed: Callable[[sqlite3.Error], Exception],
     ) -> list[Any]:
