@@ -25,9 +25,9 @@ REPO = HERE.parents[1]
 PREFS = ("users", "ada", "preferences")
 
 
-def _start(script: str, *args: str) -> subprocess.Popen[str]:
+def _start(script: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, str(HERE / script), *args],
+        [sys.executable, str(script), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -43,7 +43,7 @@ async def test_a_put_waits_for_another_process_while_a_read_of_the_same_store_is
     async with SqliteStore(db) as store:
         for key in ("food", "drink", "city"):  # a read with rows left to step through
             await store.put(PREFS, key, key.upper())
-        holder = _start("lock_holder.py", str(db))
+        holder = _start(REPO / "tests" / "sqlite_lock_holder.py", str(db))
         try:
             assert await asyncio.to_thread(holder.stdout.readline) == "locked\n"  # type: ignore[union-attr]
 
@@ -78,11 +78,11 @@ def test_processes_each_running_pipelines_at_once_on_one_file_save_every_memory(
     db = tmp_path / "flowcore.db"
     processes, runs, rounds = 3, 6, 4
     # The first process creates the file alone; the rest start together.
-    first = _start("pipeline_process.py", str(db), "p0", "1", "1")
+    first = _start(HERE / "pipeline_process.py", str(db), "p0", "1", "1")
     out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err[-2000:]
     procs = [
-        _start("pipeline_process.py", str(db), f"p{k}", str(runs), str(rounds))
+        _start(HERE / "pipeline_process.py", str(db), f"p{k}", str(runs), str(rounds))
         for k in range(1, processes + 1)
     ]
     reports = []

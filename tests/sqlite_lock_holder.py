@@ -1,9 +1,10 @@
 """Another process holding a SQLite file's write lock until told to let go.
 
-    python tests/memory/lock_holder.py DATABASE
+    python tests/sqlite_lock_holder.py DATABASE
 
-Takes the write lock (``BEGIN IMMEDIATE`` and a write to the memory table),
-prints ``locked``, waits for a line on stdin, commits and prints ``released``.
+Takes the write lock (``BEGIN IMMEDIATE``), prints ``locked``, waits for a
+line on stdin, commits and prints ``released``. Used by the specs of the
+SQLite stores (tests/memory, tests/blocks).
 """
 
 from __future__ import annotations
@@ -15,10 +16,6 @@ import sys
 def main(database: str) -> None:
     conn = sqlite3.connect(database, timeout=30, isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
-    conn.execute(
-        "INSERT OR REPLACE INTO flowcore_memory (namespace, key, value, updated_at) "
-        "VALUES ('other', 'k', '1', 0)"
-    )
     print("locked", flush=True)
     sys.stdin.readline()
     conn.execute("COMMIT")
