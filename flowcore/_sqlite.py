@@ -4,9 +4,10 @@ Private. The SQLite stores (checkpoints, run history, memory) share these
 steps; each keeps its own error type and wording, held in a
 :class:`SqliteFile`:
 
-* A file that is not SQLite at all is refused before SQLite touches it, and
-  a file is only read until its schema version has been accepted, so a
-  refused file is left byte-identical.
+* A file that is not SQLite at all is refused after a read of its header,
+  and a file is only read until its schema version has been accepted, so a
+  refused file is left byte-identical. The file is never opened other than
+  through SQLite: closing a descriptor of it would drop this process's locks.
 * Every connection waits ``busy_timeout`` for another process's lock.
 * The switch to WAL journaling is retried by hand while another process
   holds the file, since SQLite runs no busy handler for it.
@@ -48,10 +49,11 @@ T = TypeVar("T")
 MIN_BUSY_TIMEOUT = 5.0
 """The shortest busy timeout (seconds) a store accepts; shorter ones fail under load."""
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 # SQLite primary result codes (the low byte of extended codes).
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
+_SQLITE_CANTOPEN = 14
+_SQLITE_NOTADB = 26  # the header is not SQLite's
 # busy_timeout has already waited this many times before we give up on a lock.
 _BEGIN_ATTEMPTS = 3
 
@@ -113,10 +115,16 @@ async def close_quietly(*conns: aiosqlite.Connection | None) -> None:
                 await conn.close()
 
 
-def _is_busy(exc: sqlite3.Error) -> bool:
+def _code(exc: sqlite3.Error) -> int | None:
+    """SQLite's primary result code of ``exc`` (the low byte of its extended code)."""
     code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return (code & 0xFF) in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = _code(exc)
+    if code is not None:
+        return code in (_SQLITE_BUSY, _SQLITE_LOCKED)
     return "locked" in str(exc) or "busy" in str(exc)
 
 
@@ -217,23 +225,36 @@ class SqliteFile:
         return writer, reader
 
     def check_magic(self) -> None:
-        """Refuse a file that is not SQLite at all, before SQLite opens it (blocking I/O).
+        """Refuse a file that is not SQLite at all, before a store uses it (blocking I/O).
+
+        The file is read through SQLite, never opened by Python: closing any
+        descriptor of the file drops every POSIX lock this process holds on it,
+        SQLite's own connections' included. Another process closing its last
+        connection then believes it is alone, checkpoints and deletes the WAL
+        and its index under the live connections (reads then fail with "disk
+        I/O error", commits can be lost). SQLite keeps such descriptors open
+        until its locks are released.
 
         Example:
             >>> # await asyncio.to_thread(file.check_magic)
         """
-        try:
-            with self.path.open("rb") as handle:
-                head = handle.read(len(_SQLITE_MAGIC))
-        except FileNotFoundError:
+        if not self.path.exists():
             return  # a new store
-        except OSError as exc:
+        try:
+            probe = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+        except sqlite3.Error as exc:
             raise self.error(f"cannot read {self.path}: {exc}") from exc
-        if head and head != _SQLITE_MAGIC:
-            raise self.error(
-                f"{self.path} is not an SQLite database (corrupt, or another kind of file); "
-                f"point {self.store} at a new file or at one flowcore created"
-            )
+        try:
+            # Reads the header only; nothing is written to a file that is refused.
+            probe.execute("PRAGMA schema_version").fetchall()
+        except sqlite3.Error as exc:
+            if _code(exc) == _SQLITE_CANTOPEN:
+                raise self.error(f"cannot read {self.path}: {exc}") from exc
+            if _code(exc) != _SQLITE_NOTADB:
+                return  # busy, locked, ...: the store's own open waits or words it
+            raise self.open_error(exc) from exc
+        finally:
+            probe.close()
 
     async def connect(self, synchronous: str | None = None) -> aiosqlite.Connection:
         """:func:`connect` to this file, failing with the store's error.
@@ -366,7 +387,7 @@ class SqliteFile:
         self,
         conn: aiosqlite.Connection,
         sql: str,
-        params: Mapping[str, Any],
+        params: Mapping[str, Any] | Sequence[Any],
         *,
         failed: Callable[[sqlite3.Error], Exception],
     ) -> list[Any]:

@@ -9,14 +9,18 @@ ranked by BM25.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sqlite3
 import time
-from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import aiosqlite
 
 from flowcore._async_context import AsyncOpenClose
+from flowcore._sqlite import MIN_BUSY_TIMEOUT, SqliteFile, close_quietly
 from flowcore.blocks.builtins import builtin_blocks
 from flowcore.blocks.definition import BlockDefinition
 from flowcore.blocks.exchange import (
@@ -31,6 +35,8 @@ from flowcore.blocks.exchange import (
 from flowcore.errors import FlowcoreError
 
 __all__ = ["BlockNotFoundError", "BlockStore", "BlockStoreError", "SqliteBlockStore"]
+
+_T = TypeVar("_T")
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS flowcore_blocks_meta (
@@ -111,6 +117,12 @@ class BlockStore(Protocol):
 class SqliteBlockStore(AsyncOpenClose):
     """A :class:`BlockStore` in one SQLite file, seeded with the builtin blocks.
 
+    The runs of a process share one connection, and other processes may write
+    the file: each read is one call (its statement stepped to the end, so no
+    read snapshot is left for a write to upgrade, which SQLite would refuse at
+    once with "database is locked" while another process writes), and writes
+    are ``BEGIN IMMEDIATE`` transactions, one at a time (:meth:`transaction`).
+
     Example:
         >>> # async with SqliteBlockStore("blocks.db") as store:
         >>> #     hits = await store.search("summarize a text")
@@ -120,6 +132,12 @@ class SqliteBlockStore(AsyncOpenClose):
         self.path = os.fspath(path)
         self.seed_builtins = seed_builtins
         self._conn: aiosqlite.Connection | None = None
+        self._file = SqliteFile(
+            Path(self.path), MIN_BUSY_TIMEOUT, BlockStoreError, "SqliteBlockStore", "block store "
+        )
+        # One transaction at a time on the shared connection: another run's
+        # statements must not land inside it.
+        self._write_lock = asyncio.Lock()
 
     async def _enter(self) -> None:
         await self.open()
@@ -128,31 +146,65 @@ class SqliteBlockStore(AsyncOpenClose):
         """Open the file, create the tables, and seed builtins into a new store."""
         if self._conn is not None:
             return
-        conn = await aiosqlite.connect(self.path, timeout=5.0, isolation_level=None)
         try:
-            await conn.execute("PRAGMA busy_timeout=5000")
-            await conn.execute("PRAGMA journal_mode=WAL")
-            await conn.execute("BEGIN IMMEDIATE")
-            for sql in _SCHEMA:
-                await conn.execute(sql)
-            async with conn.execute(
-                "SELECT value FROM flowcore_blocks_meta WHERE key = 'seeded'"
-            ) as cur:
-                seeded = await cur.fetchone() is not None
-            if not seeded and self.seed_builtins:
-                for block in builtin_blocks():
-                    await self._insert(conn, block, block.version)
-            await conn.execute(
-                "INSERT OR REPLACE INTO flowcore_blocks_meta (key, value) VALUES ('seeded', '1')"
+            conn = await aiosqlite.connect(
+                self.path, timeout=MIN_BUSY_TIMEOUT, isolation_level=None
             )
-            await conn.execute("COMMIT")
-        except Exception as exc:
-            await conn.close()
-            raise BlockStoreError(
-                f"cannot open block store {self.path}: {exc}; point it at a new file or at "
-                "one it created"
-            ) from exc
+        except sqlite3.Error as exc:
+            raise self._open_failed(exc) from exc
+        try:
+            await conn.execute_fetchall(f"PRAGMA busy_timeout={int(MIN_BUSY_TIMEOUT * 1000)}")
+            if self.path != ":memory:":
+                # Retried while another process opens the file (no busy handler for it).
+                await self._file.enable_wal(conn)
+
+            async def create(conn: aiosqlite.Connection) -> None:
+                for sql in _SCHEMA:
+                    await conn.execute_fetchall(sql)
+                seeded = await conn.execute_fetchall(
+                    "SELECT value FROM flowcore_blocks_meta WHERE key = 'seeded'"
+                )
+                if not list(seeded) and self.seed_builtins:
+                    for block in builtin_blocks():
+                        await self._insert(conn, block, block.version)
+                await conn.execute_fetchall(
+                    "INSERT OR REPLACE INTO flowcore_blocks_meta (key, value) "
+                    "VALUES ('seeded', '1')"
+                )
+
+            await self._file.transaction(conn, create, failed=self._open_failed)
+        except BaseException as exc:
+            await close_quietly(conn)
+            if isinstance(exc, sqlite3.Error) or (
+                isinstance(exc, BlockStoreError) and "cannot open" not in str(exc)
+            ):
+                raise self._open_failed(exc) from exc
+            raise
         self._conn = conn
+
+    def _open_failed(self, exc: Exception) -> BlockStoreError:
+        return BlockStoreError(
+            f"cannot open block store {self.path}: {exc}; point it at a new file or at "
+            "one it created"
+        )
+
+    async def transaction(self, run: Callable[[aiosqlite.Connection], Awaitable[_T]]) -> _T:
+        """Run ``run`` in one ``BEGIN IMMEDIATE`` transaction, one at a time per store.
+
+        For tables kept beside the blocks (``flowcore.search``): their writes
+        go through here, never as loose statements on :meth:`connection`.
+        Rolled back whole on any failure; an ``sqlite3.Error`` becomes
+        :class:`BlockStoreError`.
+
+        Example:
+            >>> # await store.transaction(lambda conn: conn.execute_fetchall("DELETE ..."))
+        """
+        conn = self._db()
+        async with self._write_lock:
+            return await self._file.transaction(conn, run, failed=self._write_failed)
+
+    def _write_failed(self, exc: sqlite3.Error) -> BlockStoreError:
+        return BlockStoreError(f"write to block store {self.path} failed: {exc}")
 
     async def aclose(self) -> None:
         """Close the connection."""
@@ -175,43 +227,38 @@ class SqliteBlockStore(AsyncOpenClose):
         Example:
             >>> # v2 = await store.save(block.model_copy(update={"description": "better"}))
         """
-        conn = self._db()
-        await conn.execute("BEGIN IMMEDIATE")
-        try:
+
+        async def save(conn: aiosqlite.Connection) -> BlockDefinition:
             latest = await self._latest(conn, block.id)
             if latest is not None and _same(latest, block):
-                await conn.execute("COMMIT")
                 return latest
             version = 1 if latest is None else latest.version + 1
-            stored = await self._insert(conn, block, version)
-            await conn.execute("COMMIT")
-        except BaseException:
-            await conn.execute("ROLLBACK")
-            raise
-        return stored
+            return await self._insert(conn, block, version)
+
+        return await self.transaction(save)
 
     async def _insert(
         self, conn: aiosqlite.Connection, block: BlockDefinition, version: int
     ) -> BlockDefinition:
         stored = block.model_copy(update={"version": version})
-        await conn.execute(
+        await conn.execute_fetchall(
             "INSERT INTO blocks (id, version, category, definition, saved_at) "
             "VALUES (?, ?, ?, ?, ?)",
             (stored.id, version, stored.category, stored.model_dump_json(), time.time()),
         )
-        async with conn.execute(
+        rows = await conn.execute_fetchall(
             "SELECT MAX(version) FROM blocks WHERE id = ?", (stored.id,)
-        ) as cur:
-            row = await cur.fetchone()
+        )
+        row = next(iter(rows), None)
         if row is not None and row[0] is not None and row[0] > version:
             return stored  # an older version (from an import): search keeps the latest text
-        await conn.execute("DELETE FROM block_tags WHERE id = ?", (stored.id,))
+        await conn.execute_fetchall("DELETE FROM block_tags WHERE id = ?", (stored.id,))
         await conn.executemany(
             "INSERT OR IGNORE INTO block_tags (id, tag) VALUES (?, ?)",
             [(stored.id, tag) for tag in stored.tags],
         )
-        await conn.execute("DELETE FROM blocks_fts WHERE id = ?", (stored.id,))
-        await conn.execute(
+        await conn.execute_fetchall("DELETE FROM blocks_fts WHERE id = ?", (stored.id,))
+        await conn.execute_fetchall(
             "INSERT INTO blocks_fts (id, name, description, use_when, tags) VALUES (?, ?, ?, ?, ?)",
             (stored.id, stored.name, stored.description, stored.use_when, " ".join(stored.tags)),
         )
@@ -223,27 +270,25 @@ class SqliteBlockStore(AsyncOpenClose):
         Example:
             >>> # await store.delete("old_block")
         """
-        conn = self._db()
-        await conn.execute("BEGIN IMMEDIATE")
-        try:
-            cur = await conn.execute("DELETE FROM blocks WHERE id = ?", (block_id,))
-            if cur.rowcount == 0:
+
+        async def delete(conn: aiosqlite.Connection) -> None:
+            gone = await conn.execute_fetchall(
+                "DELETE FROM blocks WHERE id = ? RETURNING version", (block_id,)
+            )
+            if not list(gone):
                 raise BlockNotFoundError(f"no block {block_id!r} to delete", block=block_id)
-            await conn.execute("DELETE FROM block_tags WHERE id = ?", (block_id,))
-            await conn.execute("DELETE FROM blocks_fts WHERE id = ?", (block_id,))
-            await conn.execute("COMMIT")
-        except BaseException:
-            await conn.execute("ROLLBACK")
-            raise
+            await conn.execute_fetchall("DELETE FROM block_tags WHERE id = ?", (block_id,))
+            await conn.execute_fetchall("DELETE FROM blocks_fts WHERE id = ?", (block_id,))
+
+        await self.transaction(delete)
 
     # -------------------------------------------------------------- reading
     async def _latest(self, conn: aiosqlite.Connection, block_id: str) -> BlockDefinition | None:
-        async with conn.execute(
+        rows = await conn.execute_fetchall(
             "SELECT definition FROM blocks WHERE id = ? ORDER BY version DESC LIMIT 1",
             (block_id,),
-        ) as cur:
-            row = await cur.fetchone()
-        return definition_of(row)
+        )
+        return definition_of(next(iter(rows), None))
 
     async def get(self, block_id: str, version: int | None = None) -> BlockDefinition:
         """The latest version of a block, or the pinned ``version``.
@@ -255,11 +300,10 @@ class SqliteBlockStore(AsyncOpenClose):
         if version is None:
             found = await self._latest(conn, block_id)
         else:
-            async with conn.execute(
+            rows = await conn.execute_fetchall(
                 "SELECT definition FROM blocks WHERE id = ? AND version = ?", (block_id, version)
-            ) as cur:
-                row = await cur.fetchone()
-            found = definition_of(row)
+            )
+            found = definition_of(next(iter(rows), None))
         if found is None:
             raise _not_found(block_id, version, self.path)
         return found
@@ -270,10 +314,10 @@ class SqliteBlockStore(AsyncOpenClose):
         Example:
             >>> # await store.versions("summarize")   # [1, 2]
         """
-        async with self._db().execute(
+        rows = await self._db().execute_fetchall(
             "SELECT version FROM blocks WHERE id = ? ORDER BY version", (block_id,)
-        ) as cur:
-            return [int(r[0]) for r in await cur.fetchall()]
+        )
+        return [int(r[0]) for r in rows]
 
     async def list_blocks(
         self, *, category: str | None = None, tags: Sequence[str] = ()
@@ -285,8 +329,7 @@ class SqliteBlockStore(AsyncOpenClose):
         """
         sql, params = filter_sql(category, tags, "?")
         sql += " ORDER BY b.id"
-        async with self._db().execute(sql, params) as cur:
-            rows = await cur.fetchall()
+        rows = await self._db().execute_fetchall(sql, params)
         return [BlockDefinition.model_validate_json(r[0]) for r in rows]
 
     async def search(self, query: str, *, limit: int = 10) -> list[BlockDefinition]:
@@ -318,10 +361,10 @@ class SqliteBlockStore(AsyncOpenClose):
         if among is not None:
             sql += f" AND id IN ({','.join('?' * len(among))})"
             params.extend(among)
-        async with self._db().execute(
+        rows = await self._db().execute_fetchall(
             sql + " ORDER BY bm25(blocks_fts) LIMIT ?", (*params, limit)
-        ) as cur:
-            return [r[0] for r in await cur.fetchall()]
+        )
+        return [r[0] for r in rows]
 
     def connection(self) -> aiosqlite.Connection:
         """The open connection, for indexes kept in the same file (``flowcore.search``).
@@ -341,8 +384,9 @@ class SqliteBlockStore(AsyncOpenClose):
         Example:
             >>> # text = await store.export_json()
         """
-        async with self._db().execute("SELECT definition FROM blocks ORDER BY id, version") as cur:
-            rows = await cur.fetchall()
+        rows = await self._db().execute_fetchall(
+            "SELECT definition FROM blocks ORDER BY id, version"
+        )
         return export_document(r[0] for r in rows)
 
     async def import_json(self, text: str) -> int:
@@ -357,27 +401,24 @@ class SqliteBlockStore(AsyncOpenClose):
             >>> # added = await store.import_json(text)
         """
         blocks = await parse_document(text)
-        conn = self._db()
-        await conn.execute("BEGIN IMMEDIATE")
-        added = 0
-        try:
+
+        async def import_all(conn: aiosqlite.Connection) -> int:
+            added = 0
             # Version numbers are kept as exported, so pins in pipelines still resolve.
             for block in sorted(blocks, key=lambda b: (b.id, b.version)):
-                async with conn.execute(
+                rows = await conn.execute_fetchall(
                     "SELECT definition FROM blocks WHERE id = ? AND version = ?",
                     (block.id, block.version),
-                ) as cur:
-                    row = await cur.fetchone()
+                )
+                row = next(iter(rows), None)
                 if row is None:
                     await self._insert(conn, block, block.version)
                     added += 1
                 elif not _same(BlockDefinition.model_validate_json(row[0]), block):
                     raise conflict_error(block)
-            await conn.execute("COMMIT")
-        except BaseException:
-            await conn.execute("ROLLBACK")
-            raise
-        return added
+            return added
+
+        return await self.transaction(import_all)
 
 
 def _not_found(block_id: str, version: int | None, where: str) -> BlockNotFoundError:

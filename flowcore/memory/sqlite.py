@@ -1,18 +1,38 @@
-"""``SqliteStore``: long-term memory in one SQLite file, shared by processes and runs."""
+"""``SqliteStore``: long-term memory in one SQLite file, shared by processes and runs.
+
+Many runs of one process share a store, and other processes write the same
+file, so the store keeps SQLite's locking rules the way the other SQLite
+stores do (:mod:`flowcore._sqlite`):
+
+* **Reads and writes use two connections.** A read leaves no statement
+  half-stepped on the writer: a write on a connection that still holds a read
+  snapshot has to upgrade it, and SQLite fails that upgrade at once with
+  "database is locked" (``SQLITE_BUSY`` or ``SQLITE_BUSY_SNAPSHOT``) while
+  another process writes, without waiting for the busy timeout.
+* **Each read is one call** (``execute_fetchall``): its statement is stepped to
+  the end and reset before another run's call can use the connection.
+* **Each write takes the write lock first** (a lone statement, or
+  ``BEGIN IMMEDIATE`` for several), one at a time per process, and waits for
+  other processes' locks as the busy timeout allows.
+* **The switch to WAL is retried** while another process opens the file.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import json
 import os
+import sqlite3
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
 from flowcore._async_context import AsyncOpenClose
-from flowcore._sqlite import MIN_BUSY_TIMEOUT, connect
+from flowcore._sqlite import MIN_BUSY_TIMEOUT, SqliteFile, close_quietly
 from flowcore.errors import FlowcoreError
 from flowcore.memory.rows import RankedSearch, item_rows, match_vectors
 from flowcore.memory.rows import encode_namespace as _encode
@@ -37,6 +57,7 @@ _VECTORS = (
     " PRIMARY KEY (namespace, key, embedder, dimensions))"
 )
 _ROWS_PER_STATEMENT = 500  # parameters stay well under SQLite's limit
+_T = TypeVar("_T")
 
 
 class SqliteStore(RankedSearch, AsyncOpenClose):
@@ -54,7 +75,15 @@ class SqliteStore(RankedSearch, AsyncOpenClose):
     def __init__(self, path: str | os.PathLike[str], *, embedder: Embedder | None = None) -> None:
         self.path = os.fspath(path)
         self.embedder = embedder
-        self._conn: aiosqlite.Connection | None = None
+        self._file = SqliteFile(
+            Path(self.path), MIN_BUSY_TIMEOUT, FlowcoreError, "SqliteStore", "memory store "
+        )
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        # One write at a time per process: a transaction on the shared writer
+        # connection must not take in another run's statements.
+        self._write_lock = asyncio.Lock()
+        self._pending: set[asyncio.Future[Any]] = set()
         self._ranker: SemanticRanker | None = None
 
     async def _enter(self) -> None:
@@ -66,20 +95,32 @@ class SqliteStore(RankedSearch, AsyncOpenClose):
         Example:
             >>> # await SqliteStore("memory.db").open()
         """
-        if self._conn is not None:
+        if self._writer is not None:
             return
-        conn = await connect(self.path, busy_timeout=MIN_BUSY_TIMEOUT)
+        writer = await self._file.connect()
+        reader: aiosqlite.Connection | None = None
         try:
-            await conn.execute("PRAGMA journal_mode=WAL")
-            await conn.execute(_SCHEMA)
-            await conn.execute(_VECTORS)
-        except Exception as exc:
-            await conn.close()
-            raise FlowcoreError(
-                f"cannot open memory store {self.path}: {exc}; point it at a new file or at "
-                "one it created"
-            ) from exc
-        self._conn = conn
+            await self._file.enable_wal(writer)
+
+            async def create(conn: aiosqlite.Connection) -> None:
+                await conn.execute_fetchall(_SCHEMA)
+                await conn.execute_fetchall(_VECTORS)
+
+            await self._file.transaction(writer, create, failed=self._open_failed)
+            reader = await self._file.connect()
+        except BaseException:
+            await close_quietly(writer, reader)
+            raise
+        self._writer, self._reader = writer, reader
+
+    def _open_failed(self, exc: sqlite3.Error) -> FlowcoreError:
+        return FlowcoreError(
+            f"cannot open memory store {self.path}: {exc}; point it at a new file or at "
+            "one it created"
+        )
+
+    def _write_failed(self, exc: sqlite3.Error) -> FlowcoreError:
+        return FlowcoreError(f"write to memory store {self.path} failed: {exc}")
 
     async def aclose(self) -> None:
         """Close the connection.
@@ -87,17 +128,58 @@ class SqliteStore(RankedSearch, AsyncOpenClose):
         Example:
             >>> # await store.aclose()
         """
-        if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
+        if self._writer is None:
+            return
+        # Writes whose callers were cancelled still end (see _shielded) before closing.
+        while self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+        async with self._write_lock:
+            writer, reader, self._writer, self._reader = self._writer, self._reader, None, None
+            await close_quietly(writer, reader)
 
-    def _db(self) -> aiosqlite.Connection:
-        if self._conn is None:
+    def _connections(self) -> tuple[aiosqlite.Connection, aiosqlite.Connection]:
+        if self._writer is None or self._reader is None:
             raise FlowcoreError(
                 "SqliteStore is not open; use 'async with SqliteStore(path)' or "
                 "'await store.open()'"
             )
-        return self._conn
+        return self._writer, self._reader
+
+    async def _read(self, sql: str, params: Sequence[Any]) -> builtins.list[Any]:
+        """All rows of one query, read in one call on the reader connection."""
+        _, reader = self._connections()
+        try:
+            return list(await reader.execute_fetchall(sql, params))
+        except sqlite3.Error as exc:
+            raise FlowcoreError(f"read from memory store {self.path} failed: {exc}") from exc
+
+    async def _write(self, run: Callable[[aiosqlite.Connection], Awaitable[_T]]) -> _T:
+        """Run ``run`` in one ``BEGIN IMMEDIATE`` transaction on the writer, one at a time."""
+        writer, _ = self._connections()
+
+        async def locked() -> _T:
+            async with self._write_lock:
+                return await self._file.transaction(writer, run, failed=self._write_failed)
+
+        return await self._shielded(locked())
+
+    async def _lone_write(self, sql: str, params: Sequence[Any]) -> None:
+        """One writing statement as a transaction of its own (takes the lock before it reads)."""
+        writer, _ = self._connections()
+
+        async def locked() -> None:
+            async with self._write_lock:
+                await self._file.lone_write(writer, sql, params, failed=self._write_failed)
+
+        await self._shielded(locked())
+
+    async def _shielded(self, write: Awaitable[_T]) -> _T:
+        # A cancelled caller stops waiting, the write still ends whole (COMMIT or
+        # ROLLBACK) and aclose() waits for it.
+        task = asyncio.ensure_future(write)
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        return await asyncio.shield(task)
 
     async def put(self, namespace: Namespace, key: str, value: Any) -> None:
         """Store ``value`` (a JSON value) under ``key``, replacing what was there.
@@ -107,7 +189,7 @@ class SqliteStore(RankedSearch, AsyncOpenClose):
         """
         encoded = _encode(namespace)
         text = to_json(tuple(namespace), key, value)
-        await self._db().execute(
+        await self._lone_write(
             "INSERT OR REPLACE INTO flowcore_memory (namespace, key, value, updated_at) "
             "VALUES (?, ?, ?, ?)",
             (encoded, key, text, time.time()),
@@ -119,13 +201,13 @@ class SqliteStore(RankedSearch, AsyncOpenClose):
         Example:
             >>> # item = await store.get(("users", "ada", "preferences"), "food")
         """
-        async with self._db().execute(
+        rows = await self._read(
             "SELECT value, updated_at FROM flowcore_memory WHERE namespace = ? AND key = ?",
             (_encode(namespace), key),
-        ) as cur:
-            row = await cur.fetchone()
-        if row is None:
+        )
+        if not rows:
             return None
+        row = rows[0]
         return MemoryItem(tuple(namespace), key, json.loads(row[0]), row[1])
 
     async def delete(self, namespace: Namespace, key: str) -> bool:
@@ -135,13 +217,20 @@ class SqliteStore(RankedSearch, AsyncOpenClose):
             >>> # await store.delete(("users", "ada", "preferences"), "food")
         """
         encoded = _encode(namespace)
-        cur = await self._db().execute(
-            "DELETE FROM flowcore_memory WHERE namespace = ? AND key = ?", (encoded, key)
-        )
-        await self._db().execute(
-            "DELETE FROM flowcore_memory_vectors WHERE namespace = ? AND key = ?", (encoded, key)
-        )
-        return cur.rowcount > 0
+
+        async def remove(conn: aiosqlite.Connection) -> bool:
+            # The memory and its vectors go together, in one transaction.
+            gone = await conn.execute_fetchall(
+                "DELETE FROM flowcore_memory WHERE namespace = ? AND key = ? RETURNING key",
+                (encoded, key),
+            )
+            await conn.execute_fetchall(
+                "DELETE FROM flowcore_memory_vectors WHERE namespace = ? AND key = ?",
+                (encoded, key),
+            )
+            return len(list(gone)) > 0
+
+        return await self._write(remove)
 
     async def list(self, namespace: Namespace) -> builtins.list[MemoryItem]:
         """Every item directly in ``namespace``, newest first.
@@ -149,12 +238,11 @@ class SqliteStore(RankedSearch, AsyncOpenClose):
         Example:
             >>> # items = await store.list(("users", "ada", "preferences"))
         """
-        async with self._db().execute(
+        rows = await self._read(
             "SELECT key, value, updated_at FROM flowcore_memory WHERE namespace = ? "
             "ORDER BY updated_at DESC, key",
             (_encode(namespace),),
-        ) as cur:
-            rows = await cur.fetchall()
+        )
         ns = tuple(namespace)
         return [MemoryItem(ns, r[0], json.loads(r[1]), r[2]) for r in rows]
 
@@ -167,12 +255,11 @@ class SqliteStore(RankedSearch, AsyncOpenClose):
             >>> # hits = await store.search(("users", "ada"), "favourite food")
         """
         encoded = _encode(prefix)
-        async with self._db().execute(
+        rows = await self._read(
             "SELECT namespace, key, value, updated_at FROM flowcore_memory "
             "WHERE substr(namespace, 1, ?) = ?",
             (len(encoded), encoded),
-        ) as cur:
-            rows = await cur.fetchall()
+        )
         items = item_rows(rows)
         return await self._rank(items, query, limit)
 
@@ -190,12 +277,12 @@ class SqliteStore(RankedSearch, AsyncOpenClose):
         for start in range(0, len(namespaces), _ROWS_PER_STATEMENT):
             chunk = namespaces[start : start + _ROWS_PER_STATEMENT]
             marks = ",".join("?" * len(chunk))
-            async with self._db().execute(
+            rows = await self._read(
                 "SELECT namespace, key, text_hash, vector FROM flowcore_memory_vectors "
                 f"WHERE embedder = ? AND dimensions = ? AND namespace IN ({marks})",
                 (embedder, dimensions, *chunk),
-            ) as cur:
-                match_vectors(wanted, await cur.fetchall(), found)
+            )
+            match_vectors(wanted, rows, found)
         return found
 
     async def save_vectors(
@@ -213,11 +300,17 @@ class SqliteStore(RankedSearch, AsyncOpenClose):
             (_encode(ns), key, embedder, dimensions, digest, blob)
             for (ns, key), digest, blob in rows
         ]
-        for start in range(0, len(values), _ROWS_PER_STATEMENT):
-            chunk = values[start : start + _ROWS_PER_STATEMENT]
-            # One statement per chunk: one commit, not one per row.
-            await self._db().execute(
-                "INSERT OR REPLACE INTO flowcore_memory_vectors VALUES "
-                + ",".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk)),
-                [v for row in chunk for v in row],
-            )
+        if not values:
+            return
+
+        async def insert(conn: aiosqlite.Connection) -> None:
+            for start in range(0, len(values), _ROWS_PER_STATEMENT):
+                chunk = values[start : start + _ROWS_PER_STATEMENT]
+                # One statement per chunk, all in one transaction: one commit.
+                await conn.execute_fetchall(
+                    "INSERT OR REPLACE INTO flowcore_memory_vectors VALUES "
+                    + ",".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk)),
+                    [v for row in chunk for v in row],
+                )
+
+        await self._write(insert)

@@ -79,8 +79,12 @@ class BlockVectors:
     async def _conn(self) -> aiosqlite.Connection:
         conn = self.store.connection()
         if not self._ready:
-            await conn.execute(_SCHEMA)
-            await conn.execute(_HASH_INDEX)
+
+            async def create(conn: aiosqlite.Connection) -> None:
+                await conn.execute_fetchall(_SCHEMA)
+                await conn.execute_fetchall(_HASH_INDEX)
+
+            await self.store.transaction(create)
             self._ready = True
         return conn
 
@@ -98,8 +102,9 @@ class BlockVectors:
         async with self._lock:
             conn = await self._conn()
             name, dims = self.embedder.name, self.embedder.dimensions
-            async with conn.execute(_MISSING, (name, dims)) as cur:
-                missing = await cur.fetchall()
+            # Reads are one call each and writes go through the store's transaction:
+            # the connection is shared with the store's other users.
+            missing = list(await conn.execute_fetchall(_MISSING, (name, dims)))
             if not missing:
                 return 0
             texts = await asyncio.to_thread(_texts, [r[2] for r in missing])
@@ -116,17 +121,21 @@ class BlockVectors:
             rows = [
                 (r[0], r[1], name, dims, h, known[h]) for r, h in zip(missing, hashes, strict=True)
             ]
-            for start in range(0, len(rows), _ROWS_PER_INSERT):
-                chunk_rows = rows[start : start + _ROWS_PER_INSERT]
-                # One statement per chunk: one commit, not one per row.
-                sql = "INSERT OR REPLACE INTO block_vectors VALUES " + ",".join(
-                    ["(?, ?, ?, ?, ?, ?)"] * len(chunk_rows)
+
+            async def store_rows(conn: aiosqlite.Connection) -> None:
+                for start in range(0, len(rows), _ROWS_PER_INSERT):
+                    chunk_rows = rows[start : start + _ROWS_PER_INSERT]
+                    # One statement per chunk, all in one transaction: one commit.
+                    sql = "INSERT OR REPLACE INTO block_vectors VALUES " + ",".join(
+                        ["(?, ?, ?, ?, ?, ?)"] * len(chunk_rows)
+                    )
+                    await conn.execute_fetchall(sql, [v for row in chunk_rows for v in row])
+                # Vectors of deleted blocks go too (kept versions stay for reuse).
+                await conn.execute_fetchall(
+                    "DELETE FROM block_vectors WHERE id NOT IN (SELECT DISTINCT id FROM blocks)"
                 )
-                await conn.execute(sql, [v for row in chunk_rows for v in row])
-            # Vectors of deleted blocks go too (kept versions stay for reuse).
-            await conn.execute(
-                "DELETE FROM block_vectors WHERE id NOT IN (SELECT DISTINCT id FROM blocks)"
-            )
+
+            await self.store.transaction(store_rows)
             return len(todo)
 
     async def _known(self, conn: aiosqlite.Connection, hashes: list[str]) -> dict[str, bytes]:
@@ -135,13 +144,12 @@ class BlockVectors:
         for start in range(0, len(hashes), 500):
             chunk = hashes[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            async with conn.execute(
+            for h, blob in await conn.execute_fetchall(
                 "SELECT text_hash, vector FROM block_vectors WHERE embedder = ? AND "
                 f"dimensions = ? AND text_hash IN ({marks})",
                 (name, dims, *chunk),
-            ) as cur:
-                for h, blob in await cur.fetchall():
-                    found[h] = bytes(blob)
+            ):
+                found[h] = bytes(blob)
         return found
 
     async def nearest(self, query: str, *, limit: int) -> list[tuple[str, float]]:
@@ -158,10 +166,11 @@ class BlockVectors:
         await self.sync()
         [query_vector] = check_vectors(self.embedder, [query], await self.embedder.embed([query]))
         conn = await self._conn()
-        async with conn.execute(
-            _LATEST_VECTORS, (self.embedder.name, self.embedder.dimensions)
-        ) as cur:
-            rows = await cur.fetchall()
+        rows = list(
+            await conn.execute_fetchall(
+                _LATEST_VECTORS, (self.embedder.name, self.embedder.dimensions)
+            )
+        )
         ids = [str(r[0]) for r in rows]
         blobs = [bytes(r[1]) for r in rows]
         return await asyncio.to_thread(rank_by_cosine, query_vector, ids, blobs, limit)
