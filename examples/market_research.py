@@ -138,6 +138,14 @@ async def main(db: pathlib.Path, topic: str) -> RunResult:
         (record,) = await history.list(thread_id=result.thread_id)
 
     print(f"\nstatus: {result.status} (recorded in the run history: {record.status})")
+    # on_error="skip_dependents" completes a run around a failed node: say which and why
+    # rather than reading a report that was never written.
+    missed = [r for r in result.node_runs if r.status != "completed"]
+    if missed:
+        for r in missed:
+            why = r.error if r.error is not None else r.skip_reason
+            print(f"node {r.node} {r.status}: {why!r}", file=sys.stderr)
+        raise SystemExit(1)
     print("supersteps:")
     for step, nodes in supersteps(result).items():
         together = "   <- in parallel" if len(nodes) > 1 else ""
