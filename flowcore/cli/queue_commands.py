@@ -64,6 +64,12 @@ def add_queue_commands(command: Any) -> None:
     )
     worker.add_argument("--name", help="the worker's name in logs (default: host and pid)")
     worker.add_argument(
+        "--no-schedules",
+        action="store_true",
+        help="do not fire due schedule slots from this worker (by default every worker ticks "
+        "the schedules when the schedules extra is installed; each slot still fires once)",
+    )
+    worker.add_argument(
         "--init-schema",
         action="store_true",
         help="create the queue's tables (and procrastinate's) and exit; workers and "
@@ -157,6 +163,7 @@ async def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
             stalled_after=args.stalled_after,
             lease_ttl=args.lease_ttl,
             name=args.name,
+            schedules=False if args.no_schedules else None,
         )
     except QueueConfigError as exc:
         raise CliError(str(exc).replace("concurrency", "--concurrency")) from None
@@ -167,7 +174,8 @@ async def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     out.write(
         f"flowcore worker {worker.name} · concurrency {args.concurrency} · "
         f"db {args.database.display} · model {choice.name} · "
-        f"graphs: {', '.join(args.graphs) or 'none'}\n"
+        f"graphs: {', '.join(args.graphs) or 'none'} · "
+        f"schedules: {'fired here too' if worker.schedules else 'not fired here'}\n"
     )
     out.flush()
     try:

@@ -36,6 +36,7 @@ from flowcore.schedules import (
     open_schedule_store,
 )
 from flowcore.schedules.postgres import PostgresScheduleStore
+from flowcore.schedules.scheduler import SlotSink
 from flowcore.schedules.sqlite import SqliteScheduleStore
 from flowcore.storage import DatabaseTarget
 
@@ -101,6 +102,12 @@ def add_schedule_commands(
         metavar="ISO-8601",
         help="with --once: tick as if it were this instant (replays, tests), e.g. "
         "2030-01-01T09:00:05Z",
+    )
+    loop.add_argument(
+        "--in-process",
+        action="store_true",
+        help="on Postgres: run slots in this process instead of queueing them for "
+        "flowcore worker (the default when the queue extra is installed)",
     )
     model_options(loop)
 
@@ -258,13 +265,25 @@ def _clock(args: argparse.Namespace) -> ManualClock | None:
     return ManualClock(when)
 
 
+def _queue_app(args: argparse.Namespace) -> Any:
+    """On Postgres with the queue extra (and no --in-process): a procrastinate app, else None."""
+    target = _target(args)
+    if target.kind != "postgres" or args.in_process:
+        return None
+    if importlib.util.find_spec("procrastinate") is None:
+        return None  # no queue installed: the slots run here, as on SQLite
+    from flowcore.queue.app import build_app
+
+    return build_app(str(target.location), max_connections=2)
+
+
 async def cmd_scheduler(args: argparse.Namespace, out: TextIO) -> int:
     """Run the scheduler loop on the database until SIGTERM or Ctrl-C (or one tick)."""
     _need_cronsim()
     clock = _clock(args)
     provider, choice = choose_provider(args.provider, args.model)
     tools = load_tools(args.tools)
-    async with _open(args) as (ws, store):
+    async with _open(args) as (ws, store), contextlib.AsyncExitStack() as stack:
 
         def ran(due: DueSlot, result: RunResult) -> None:
             out.write(
@@ -274,7 +293,16 @@ async def cmd_scheduler(args: argparse.Namespace, out: TextIO) -> int:
             )
             out.flush()
 
-        sink = RunnerSink(ws.runner(provider, choice.model, tools), store, on_run=ran)
+        sink: SlotSink = RunnerSink(ws.runner(provider, choice.model, tools), store, on_run=ran)
+        app = _queue_app(args)
+        if app is not None:
+            # Postgres with the queue installed: claimed slots become jobs flowcore worker runs.
+            from flowcore.queue.slots import QueueSlotSink
+            from flowcore.queue.tables import QueueTables
+
+            await stack.enter_async_context(QueueTables(str(_target(args).location)))  # schema
+            await stack.enter_async_context(app.open_async())
+            sink = QueueSlotSink(app)
 
         def failed(due: DueSlot, exc: BaseException) -> None:
             out.write(
@@ -298,7 +326,8 @@ async def cmd_scheduler(args: argparse.Namespace, out: TextIO) -> int:
         enabled = await store.list(enabled=True)
         out.write(
             f"flowcore scheduler {scheduler.name} · db {ws.path} · model {choice.name}: "
-            f"{choice.reason} · {len(enabled)} enabled schedule(s)\n"
+            f"{choice.reason} · {len(enabled)} enabled schedule(s) · slots "
+            f"{'queued for flowcore worker' if app is not None else 'run in this process'}\n"
         )
         out.flush()
         if args.once:

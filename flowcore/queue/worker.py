@@ -21,6 +21,14 @@ with fresh connections. The process keeps running: no outside supervisor is
 needed for that (one is still advised for crashes, e.g. systemd's
 ``Restart=always``).
 
+**Schedules.** Like procrastinate's periodic tasks, schedules are fired by
+the workers themselves: with the ``schedules`` extra installed, each worker
+also runs a :class:`~flowcore.schedules.Scheduler` tick loop beside its
+procrastinate worker, whose sink (:class:`~flowcore.queue.slots.QueueSlotSink`)
+defers every slot it claims as a ``flowcore.schedule_slot`` job. Any worker
+runs that job (:class:`~flowcore.queue.slots.SlotJobRunner`). However many
+workers tick, the schedule store's claim table gives each slot to one.
+
 Example:
     >>> # worker = QueueWorker(url, build_executor, concurrency=4)
     >>> # await worker.run()          # until worker.stop() or cancellation
@@ -30,12 +38,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import logging
 import os
 import socket
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowcore._postgres import is_postgres_url, redact_url
 from flowcore.port.inproc import InProcExecutor
@@ -43,8 +52,12 @@ from flowcore.queue.app import build_app, register_task, require_procrastinate
 from flowcore.queue.errors import QueueConfigError
 from flowcore.queue.jobs import TASK_NAME
 from flowcore.queue.runner import JobRunner
+from flowcore.queue.slots import QueueSlotSink, SlotJobRunner, register_slot_task
 from flowcore.queue.tables import QueueTables
 from flowcore.storage import Backends, open_backends
+
+if TYPE_CHECKING:
+    from flowcore.schedules.scheduler import Clock, Scheduler
 
 __all__ = ["QueueWorker"]
 
@@ -85,7 +98,12 @@ class QueueWorker:
         lease_ttl: Seconds a run's thread lease lasts without renewal (how
             long a crashed run keeps its thread).
         retry_delay: Seconds before a run cut short by the database is retried.
-        name: The worker's name in procrastinate's logs.
+        name: The worker's name in procrastinate's logs (and on the slots it claims).
+        schedules: Fire due schedule slots from this worker (None: when the
+            ``schedules`` extra, cronsim, is installed).
+        schedule_clock: The schedules' clock (tests replay time with one).
+        schedule_poll: Seconds between schedule ticks.
+        schedule_grace: Seconds a slot may be late and still fire.
 
     Example:
         >>> # await QueueWorker(url, lambda b: InProcExecutor(graphs=...)).run()
@@ -103,8 +121,18 @@ class QueueWorker:
         retry_delay: float = 0.5,
         shutdown_grace: float = 2.0,
         name: str | None = None,
+        schedules: bool | None = None,
+        schedule_clock: Clock | None = None,
+        schedule_poll: float = 1.0,
+        schedule_grace: float = 60.0,
     ) -> None:
         check_queue_url(url, "QueueWorker")
+        has_cronsim = importlib.util.find_spec("cronsim") is not None
+        if schedules and not has_cronsim:
+            raise QueueConfigError(
+                "firing schedules needs the schedules extra (cronsim is missing): "
+                "pip install 'flowcore[schedules]'"
+            )
         if concurrency < 1:
             raise QueueConfigError(f"concurrency must be at least 1, got {concurrency}")
         if stalled_after <= heartbeat:
@@ -121,8 +149,16 @@ class QueueWorker:
         self.retry_delay = retry_delay
         self.shutdown_grace = shutdown_grace
         self.name = name or f"flowcore-{socket.gethostname()}-{os.getpid()}"
+        self.schedules = has_cronsim if schedules is None else schedules
+        self.schedule_clock = schedule_clock
+        self.schedule_poll = schedule_poll
+        self.schedule_grace = schedule_grace
         self.sessions = 0
         """How many times the worker (re)connected: 1 plus one per lost database."""
+        self.slot_runner: SlotJobRunner | None = None
+        """The current session's schedule-slot job body (its counters)."""
+        self.scheduler: Scheduler | None = None
+        """The current session's schedule tick loop, when the worker fires schedules."""
         self._stop = asyncio.Event()
 
     def stop(self) -> None:
@@ -174,6 +210,11 @@ class QueueWorker:
             app = build_app(self.url, max_connections=self.concurrency + 4)
             runner = JobRunner(tables, executor, checkpoints, lease_wait=self.lease_ttl * 3)
             register_task(app, runner, retry_delay=self.retry_delay)
+            from flowcore.schedules.postgres import PostgresScheduleStore
+
+            schedules = await stack.enter_async_context(PostgresScheduleStore(self.url))
+            self.slot_runner = SlotJobRunner(getattr(executor, "runner", None), schedules)
+            register_slot_task(app, self.slot_runner)
             await stack.enter_async_context(app.open_async())
             from procrastinate.worker import Worker
 
@@ -195,18 +236,48 @@ class QueueWorker:
             worker = asyncio.ensure_future(procrastinate_worker.run())
             sweeper = asyncio.ensure_future(self._sweep(app, procrastinate_worker, runner))
             stopping = asyncio.ensure_future(self._stop.wait())
+            helpers = [sweeper, stopping]
+            if self.schedules:
+                helpers.append(asyncio.ensure_future(self._fire_schedules(app, schedules)))
             try:
-                await asyncio.wait({worker, sweeper, stopping}, return_when="FIRST_COMPLETED")
+                await asyncio.wait({worker, *helpers}, return_when="FIRST_COMPLETED")
             finally:
-                for task in (sweeper, stopping, worker):
+                for task in (*helpers, worker):
                     task.cancel()
-                for task in (sweeper, stopping):
+                for task in helpers:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
                 with contextlib.suppress(asyncio.CancelledError):
                     await worker  # re-raises a database failure: the supervisor reconnects
             if not self._stop.is_set():
                 raise ConnectionError("the procrastinate worker stopped by itself")
+
+    async def _fire_schedules(self, app: Any, store: Any) -> None:
+        """Tick the schedules until stopped, deferring each slot this worker claims as a job."""
+        from flowcore.schedules.scheduler import Scheduler
+
+        def failed(due: Any, exc: BaseException) -> None:
+            _log.warning(
+                "flowcore worker %s: could not queue slot %s of schedule %s: %s",
+                self.name,
+                due.claim.slot_time.isoformat(),
+                due.claim.schedule_id,
+                str(exc)[:200],
+            )
+
+        self.scheduler = Scheduler(
+            store,
+            QueueSlotSink(app),
+            clock=self.schedule_clock,
+            poll_interval=self.schedule_poll,
+            grace=self.schedule_grace,
+            name=self.name,
+            on_error=failed,
+            on_tick_error=lambda exc: _log.warning(
+                "flowcore worker %s: schedule tick failed: %s", self.name, str(exc)[:200]
+            ),
+        )
+        await self.scheduler.run(stop=self._stop)
 
     async def _sweep(self, app: Any, worker: Any, runner: JobRunner) -> None:
         """Re-queue the runs of workers whose heartbeat went stale (crashed or frozen).

@@ -317,6 +317,19 @@ class PostgresScheduleStore(PostgresStoreBase):
             (run_id, status, schedule_id, float(slot)),
         )
 
+    async def get_slot(self, schedule_id: str, slot: float) -> SlotClaim | None:
+        """The claim of one slot, or None if no scheduler claimed it.
+
+        Example:
+            >>> # claim = await store.get_slot("lunch", 1711845000.0)
+        """
+        rows = await self._rows(
+            "get slot",
+            f"SELECT {SLOT_COLUMNS} FROM schedule_slots WHERE schedule_id = %s AND slot = %s",
+            (schedule_id, float(slot)),
+        )
+        return slot_from_row(rows[0]) if rows else None
+
     async def slots(
         self, schedule_id: str | None = None, *, limit: int | None = None
     ) -> builtins.list[SlotClaim]:

@@ -11,9 +11,9 @@ each slot is claimed by exactly one of them.
   :class:`~flowcore.pipeline.runner.PipelineRunner`, on thread
   ``schedule-<id>-<slot>``, so the run history records the schedule id and
   the slot time with the run, and notes the run id and status on the claim.
-* A queue-backed sink (a worker pool's) implements the same one-method
-  protocol: ``fire`` defers a job instead of running it, and the worker that
-  runs the job calls :meth:`~flowcore.schedules.store.ScheduleStore.finish_slot`.
+* ``flowcore.queue.slots.QueueSlotSink`` (Postgres, the queue extra)
+  implements the same one-method protocol: ``fire`` defers a job instead of
+  running it, and the worker that runs the job calls :func:`run_slot`.
 
 The clock is injectable, so tests drive time by hand (:class:`ManualClock`)
 and never sleep.

@@ -131,3 +131,39 @@ def test_a_submitted_plan_pauses_on_a_worker_and_resumes_with_submit_resume(
     assert finished.code == 0, finished.err
     assert "completed on thread check-in-1" in finished.out
     assert "node_start" in finished.out
+
+
+def test_a_slot_flowcore_scheduler_queues_runs_on_a_flowcore_worker_process(
+    cli: Callable[..., Outcome],
+    project: Project,
+    pg_schema_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    worker_process: subprocess.Popen[bytes],
+    tmp_path: Path,
+) -> None:
+    import time
+
+    monkeypatch.setenv("FLOWCORE_DATABASE_URL", pg_schema_url)
+    assert cli("blocks", "add", str(project.blocks)).code == 0  # the workers read blocks there
+    added = cli(
+        "schedule", "add", str(project.greeting), "--blocks", str(project.blocks),
+        "--user", "ada", "--input", "name=Ada", "--id", "nine", "--cron", "0 9 * * *",
+    )  # fmt: skip
+    assert added.code == 0, added.err
+
+    queued = cli("scheduler", "--once", "--at", "2099-01-01T09:00:05Z")
+    assert "slots queued for flowcore worker" in queued.out, queued.err
+
+    deadline = time.monotonic() + 60  # a guard for a failing spec only, never asserted on
+    slots: list[dict[str, object]] = []
+    while time.monotonic() < deadline:
+        slots = cli("schedule", "slots", "nine", "--json").json()
+        if slots and slots[0]["status"] is not None:
+            break
+        time.sleep(0.1)
+    [slot] = slots
+    assert slot["status"] == "completed"
+    [run] = cli("runs", "list", "--json").json()
+    assert (run["run_id"], run["user_id"], run["status"]) == (slot["run_id"], "ada", "completed")
+    assert run["thread_id"] == "schedule-nine-20990101T0900Z"
+    assert b"schedules: fired here too" in (tmp_path / "worker.log").read_bytes()

@@ -140,9 +140,54 @@ def test_a_task_plan_brings_its_own_schedule_and_runs_in_postgres(
     )  # fmt: skip
     assert added.code == 0, added.err
     assert "every Tuesday at 1pm (0 13 * * TUE America/New_York)" in added.out
-    fired = env_cli("scheduler", "--once", "--at", "2099-01-06T18:00:30Z")  # Tue 13:00 EST
+    fired = env_cli("scheduler", "--once", "--in-process", "--at", "2099-01-06T18:00:30Z")
     assert "fired tue slot 2099-01-06 13:00 EST (on_time)" in fired.out, fired.err
     assert " · db postgresql://" in fired.out.splitlines()[0]
     [run] = env_cli("runs", "list", "--json").json()
     assert (run["user_id"], run["status"]) == ("bob", "completed")
     assert not project.db.exists()  # nothing went to the SQLite default
+
+
+def test_on_postgres_the_scheduler_queues_its_slots_for_the_workers(
+    env_cli: Callable[..., Outcome],
+    project: Project,
+    pg_schema_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("procrastinate")
+    import asyncio
+
+    import psycopg
+
+    from flowcore.queue.slots import slot_key
+    from flowcore.schedules.postgres import PostgresScheduleStore
+
+    monkeypatch.setenv("FLOWCORE_DATABASE_URL", pg_schema_url)
+    at = "2099-01-01T09:00:05Z"
+    added = env_cli(
+        "schedule", "add", str(project.greeting), "--blocks", str(project.blocks),
+        "--user", "ada", "--input", "name=Ada", "--id", "nine", "--cron", "0 9 * * *",
+    )  # fmt: skip
+    assert added.code == 0, added.err
+    queued = env_cli("scheduler", "--once", "--at", at)
+    again = env_cli("scheduler", "--once", "--at", at)  # a second scheduler: nothing left
+    assert queued.code == 0, queued.err
+    assert "slots queued for flowcore worker" in queued.out.splitlines()[0]
+    assert "scheduler stopped: 1 fired, 0 failed" in queued.out
+    assert "scheduler stopped: 0 fired, 0 failed" in again.out
+
+    async def recorded() -> tuple[list[object], list[object]]:
+        async with PostgresScheduleStore(pg_schema_url) as store:
+            claims = await store.slots("nine")
+        async with await psycopg.AsyncConnection.connect(pg_schema_url) as conn:
+            cur = await conn.execute(
+                "SELECT args->>'schedule_id' FROM procrastinate_jobs WHERE queueing_lock = %s",
+                (slot_key("nine", claims[0].slot),),
+            )
+            jobs = [row[0] for row in await cur.fetchall()]
+        return [(c.status, c.run_id) for c in claims], jobs
+
+    claims, jobs = asyncio.run(recorded())
+    assert claims == [(None, None)]  # claimed, not run here: a worker runs it
+    assert jobs == ["nine"]
+    assert env_cli("runs", "list", "--json").json() == []
