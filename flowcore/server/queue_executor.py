@@ -22,13 +22,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from flowcore.pipeline.model import Pipeline
 from flowcore.pipeline.plan import TaskPlan
 from flowcore.pipeline.runner import PipelineRunner
+from flowcore.port.events import AiEvent
 from flowcore.port.inproc import Target
 from flowcore.port.protocol import RunHandle, RunRequest
 from flowcore.secrets import Redactor
@@ -104,6 +105,29 @@ class QueueServerExecutor:
             >>> # handle = executor.attach("r1")
         """
         return self.queue.attach(run_id)
+
+    async def queued(self, run_id: str) -> bool:
+        """Whether the queue has the run ``run_id`` (a server may stop before queueing it).
+
+        Example:
+            >>> # await executor.queued("r1")
+        """
+        return await self.queue.tables.get_run(run_id) is not None
+
+    async def follow(self, run_id: str) -> AsyncIterator[AiEvent]:
+        """The run's events from the first, live to ``done``, followed from any process.
+
+        Leaving early stops only the following, never the run.
+
+        Example:
+            >>> # async for event in executor.follow("r1"): ...
+        """
+        handle = self.queue.attach(run_id)
+        try:
+            async for event in handle:
+                yield event
+        finally:
+            handle.close()
 
     async def aclose(self) -> None:
         """Stop following runs and close the connections; the runs go on in the workers.

@@ -22,10 +22,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
+from flowcore.port.events import AiEvent
 from flowcore.server.manager import LiveRun, RunManager
-from flowcore.server.run_store import RunRow
+from flowcore.server.run_store import ACTIVE, RunRow, ended
 from flowcore.server.targets import ResolvedTarget
 
 __all__ = ["DetachingRunManager", "detaches"]
@@ -64,8 +66,31 @@ class DetachingRunManager(RunManager):
         # Only now: no reader here records anything more, so another server may take them.
         await self.presence.stop()
 
+    async def follow(self, user_id: str, run_id: str) -> AsyncIterator[AiEvent]:
+        """The run's events from the first, then live, ending after ``done``.
+
+        A run another API process follows is streamed from the queue here
+        too, live (the workers store every event as it happens).
+
+        Example:
+            >>> # async for event in manager.follow("ada", "r1"): ...
+        """
+        row = await self.get(user_id, run_id)
+        if run_id in self._live or row.status not in ACTIVE or self.stopping:
+            async for event in super().follow(user_id, run_id):
+                yield event
+            return
+        async for event in self.executor.follow(run_id):  # type: ignore[attr-defined]
+            yield event
+
     async def _continue(self, row: RunRow) -> bool:
         """Follow a claimed run again by its run id: every event from the first, then live."""
+        if not await self.executor.queued(row.run_id):  # type: ignore[attr-defined]
+            # Its server stopped between recording the run and queueing it.
+            await self.store.update(
+                ended(row, "failed", error="the server stopped before the run was queued")
+            )
+            return False
         try:
             resolved = await self.resolve(row)
         except Exception:

@@ -23,7 +23,12 @@ from .conftest import Outcome, Project
 def cli(project: Project, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Outcome]:
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FLOWCORE_BASE_URL", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
-    for var in ("FLOWCORE_PROVIDER", "FLOWCORE_MODEL", "FLOWCORE_DATABASE_URL", "FLOWCORE_EXECUTOR"):
+    for var in (
+        "FLOWCORE_PROVIDER",
+        "FLOWCORE_MODEL",
+        "FLOWCORE_DATABASE_URL",
+        "FLOWCORE_EXECUTOR",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("FLOWCORE_DB", str(project.db))
 

@@ -188,3 +188,31 @@ async def test_a_cancel_through_the_api_cancels_the_queued_and_the_running_run(
     assert [r.status for r in rows if r is not None] == ["cancelled", "cancelled"]
     assert rows[0] is not None
     assert rows[0].attempts == 0  # the queued one never ran
+
+
+async def test_another_api_process_streams_a_running_run_live_from_the_queue(
+    tmp_path: Path, pg_schema_url: str
+) -> None:
+    gate = tmp_path / "gate"
+    async with (
+        queue_server(tmp_path, pg_schema_url, recover=False) as first,
+        queue_server(tmp_path, pg_schema_url, recover=False) as second,
+        running_worker(pg_schema_url, _worker_graphs),
+    ):
+        _, token = await first.state.services.keys.create("ada")
+        async with client_for(first, token) as ada, asyncio.timeout(GUARD):
+            run_id = await _start(ada, gate, "c")
+            assert second.state.services.runs.live(run_id) is None  # the first one follows it
+            stream = second.state.services.runs.follow("ada", run_id)
+            # Held at s1's gate, the run has not ended, yet the second process sees it start.
+            seen = [await anext(stream)]
+            while seen[-1].type != "node_start":
+                seen.append(await anext(stream))
+            assert (await ada.get(f"/api/runs/{run_id}")).json()["status"] == "running"
+            _open(gate, "c", *step_graph.STEPS)
+            seen += [event async for event in stream]
+
+    assert seen[0].type == "run_start"
+    assert seen[-1].type == "done"
+    assert seen[-1].status == "completed"
+    assert [e.seq for e in seen] == list(range(len(seen)))
