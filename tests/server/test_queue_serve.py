@@ -28,6 +28,7 @@ from flowcore.port.sse import parse_sse
 from flowcore.server import ServerSettings
 from flowcore.server.queue_executor import QueueServerExecutor, queue_executor_factory
 from flowcore.server.queue_runs import DetachingRunManager
+from flowcore.server.run_store import RunRow, RunStore
 from flowcore.server.serve import open_server
 from flowcore.storage import Backends, DatabaseTarget
 from tests.queue_workers import step_graph
@@ -216,3 +217,21 @@ async def test_another_api_process_streams_a_running_run_live_from_the_queue(
     assert seen[-1].type == "done"
     assert seen[-1].status == "completed"
     assert [e.seq for e in seen] == list(range(len(seen)))
+
+
+async def test_a_recorded_run_that_never_reached_the_queue_fails_on_recovery(
+    tmp_path: Path, pg_schema_url: str
+) -> None:
+    async with queue_server(tmp_path, pg_schema_url, recover=False) as app:
+        manager = app.state.services.runs
+        # A server that stopped between recording the run and queueing it (never beat).
+        gone = RunStore(manager.store.db, server_id="server-gone")
+        await gone.insert(
+            RunRow("lost-run", "ada", None, {"graph": "steps"}, "steps", {}, "running", 0.0)
+        )
+        assert await manager.recover() == []
+        row = await manager.store.get("lost-run")
+
+    assert row is not None
+    assert row.status == "failed"
+    assert row.error == "the server stopped before the run was queued"
