@@ -83,6 +83,20 @@ class DetachingRunManager(RunManager):
         async for event in self.executor.follow(run_id):  # type: ignore[attr-defined]
             yield event
 
+    async def wait(self, user_id: str, run_id: str) -> RunRow:
+        """Wait until the run has ended, or this server stopped following it; its record.
+
+        Example:
+            >>> # row = await manager.wait("ada", "r1")
+        """
+        await self.get(user_id, run_id)
+        live = self._live.get(run_id)
+        if live is not None and live.task is not None:
+            # asyncio.wait, not the task itself: a shutdown cancels the following, and the
+            # caller then gets the run as recorded (still running), not a cancellation.
+            await asyncio.wait({live.task})
+        return await self.get(user_id, run_id)
+
     async def _continue(self, row: RunRow) -> bool:
         """Follow a claimed run again by its run id: every event from the first, then live."""
         if not await self.executor.queued(row.run_id):  # type: ignore[attr-defined]
