@@ -177,6 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--rate-limit", type=int, default=600, help="requests per minute per API key (429 above)"
     )
+    serve.add_argument(
+        "--executor",
+        default=None,
+        metavar="KIND",
+        help="where runs execute: inproc (this process, the default) or queue ('flowcore "
+        "worker' processes; needs FLOWCORE_DATABASE_URL=postgresql://...); default "
+        "$FLOWCORE_EXECUTOR, else inproc",
+    )
     _model_options(serve)
 
     keys = command("keys", "API keys of the HTTP server")

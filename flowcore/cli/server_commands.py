@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-from typing import TextIO
+import os
+from typing import Any, TextIO
 
 from flowcore.cli.render import table
 from flowcore.cli.workspace import CliError, choose_provider, load_tools
@@ -32,6 +33,7 @@ def _need_server_extra() -> None:
 async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     """Serve the HTTP API on the database until SIGTERM or Ctrl-C."""
     _need_server_extra()
+    from flowcore.server.queue_executor import executor_kind, queue_executor_factory
     from flowcore.server.serve import open_server, serve
 
     if not 0 < args.port < 65536:
@@ -46,6 +48,16 @@ async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     provider, choice = choose_provider(args.provider, args.model)
     tools = load_tools(args.tools)
     database = getattr(args, "database", None)
+    options: dict[str, Any] = {}
+    kind = executor_kind(getattr(args, "executor", None) or os.environ.get("FLOWCORE_EXECUTOR"))
+    if kind == "queue":
+        if database is None or database.kind != "postgres":
+            raise CliError(
+                "'flowcore serve --executor queue' needs a Postgres database: set "
+                "FLOWCORE_DATABASE_URL=postgresql://user:password@host:5432/dbname (the "
+                "database 'flowcore worker' processes use)"
+            )
+        options["executor_factory"] = queue_executor_factory(str(database.location))
     async with open_server(
         settings,
         db_path=args.db,
@@ -55,11 +67,12 @@ async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         tools=tools,
         graph_specs=args.graphs,
         redactor=args.redactor,
+        **options,
     ) as app:
         graphs = sorted(app.state.services.runs.executor.graphs)
         out.write(
             f"flowcore serve · db {database.display if database else args.db} · "
-            f"model {choice.name}: {choice.reason} · "
+            f"model {choice.name}: {choice.reason} · executor {kind} · "
             f"graphs: {', '.join(graphs) or 'none'}\n"
         )
         out.flush()

@@ -183,6 +183,16 @@ class QueueRunHandle:
             return  # refused: it has ended already
         await self._executor._stop_run(self.run_id, "cancel", None)
 
+    def close(self) -> None:
+        """Stop following the run here (the run itself goes on); ``cancel()`` stops it.
+
+        Example:
+            >>> # handle.close()  # a reader went away
+        """
+        if self._task is not None:
+            self._task.cancel()
+        self._executor._handles.discard(self)
+
     async def wait_closed(self) -> None:
         """Wait until the handle's task has finished."""
         if self._task is not None:

@@ -31,6 +31,7 @@ from flowcore.server.limits import BodyLimitMiddleware, RateLimiter
 from flowcore.server.manager import RunManager
 from flowcore.server.models import Health
 from flowcore.server.pipeline_store import PipelineStore
+from flowcore.server.queue_runs import DetachingRunManager, detaches
 from flowcore.server.run_store import RunStore
 from flowcore.server.schema import ServerDb
 from flowcore.server.services import Services
@@ -161,7 +162,9 @@ def create_app(
     """
     for name, graph in (graphs or {}).items():
         executor.register(name, graph)
-    manager = RunManager(
+    # Runs on queue workers outlive this process: its shutdown detaches from them instead.
+    manager_type = DetachingRunManager if detaches(executor) else RunManager
+    manager = manager_type(
         executor=executor,
         store=RunStore(db),
         pipelines=PipelineStore(db),

@@ -161,6 +161,9 @@ async def open_server(
     ):
         runner = ws.runner(provider, model, list(tools))
         executor = executor_factory(ws, runner, redactor or NO_REDACTION)
+        opener = getattr(executor, "open", None)
+        if opener is not None:  # one that connects somewhere (the queue's) does it here
+            await opener()
         registered = load_graphs(graph_specs, ws.checkpoints)
         registered.update(graphs or {})
         app = create_app(
