@@ -6,7 +6,8 @@ flowcore`` never needs it.
 
 Several stores may share one database; ``flowcore_schema_versions`` keeps one
 schema version per store kind, and each store migrates its own tables under a
-transaction-scoped advisory lock, so processes opening at once never race.
+transaction-scoped advisory lock shared by all stores, so processes opening at once
+never race.
 """
 
 from __future__ import annotations
@@ -150,8 +151,10 @@ async def migrate(
         >>> # await migrate(conn, store="checkpoint", steps=_MIGRATIONS, error=..., where=url)
     """
     async with conn.transaction():
-        # One lock per store kind: the first opener migrates, the others wait and see it done.
-        await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"flowcore:{store}",))
+        # One lock for every store's migration: they share the versions table, and two
+        # CREATE TABLE IF NOT EXISTS of it at once fail in Postgres (a duplicate pg_type row)
+        # even though each says IF NOT EXISTS. The first opener migrates; the others wait.
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext('flowcore:migrations'))")
         await conn.execute(_VERSIONS)
         cur = await conn.execute(
             "SELECT version FROM flowcore_schema_versions WHERE store = %s", (store,)
