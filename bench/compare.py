@@ -25,7 +25,10 @@ store: (e) and (i) at each saver's defaults, (k) and (l) per-step durable
 (``durability="sync"``) at LangGraph's ``synchronous=FULL`` on every backend.
 Medians and minima are reported, with the ratios LangGraph/compat and
 LangGraph/native (above 1 means flowcore is faster). Peak memory comes from
-a separate, untimed run under ``tracemalloc``.
+a separate, untimed run under ``tracemalloc``. A full run measures each
+workload in a fresh interpreter of its own (``--in-process``: all in one), so
+what one workload leaves on the heap does not slow the next one's garbage
+collections.
 
 This is a benchmark, not a test: nothing here asserts a time. See
 bench/README.md for what each workload is.
@@ -43,6 +46,7 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -792,6 +796,46 @@ class Row:
         }
 
 
+_ROW_KEYS = frozenset(
+    {"workload", "key", "backend", "status", "reason", "rounds", "median_ms", "min_ms"}
+    | {"times_ms", "peak_bytes", "node_executions", "durability", "store"}
+)
+
+
+def row_from_json(data: Mapping[str, Any]) -> Row:
+    """The :class:`Row` that :meth:`Row.as_json` wrote (a child process's figures)."""
+    return Row(
+        workload=data["workload"],
+        key=data["key"],
+        backend=data["backend"],
+        status=data["status"],
+        reason=data["reason"],
+        times_ms=list(data["times_ms"]),
+        peak_bytes=data["peak_bytes"],
+        executions=data["node_executions"],
+        durability=data["durability"],
+        store=data["store"],
+        extra={k: v for k, v in data.items() if k not in _ROW_KEYS},
+    )
+
+
+def run_isolated(key: str, rounds: int, tmp: Path) -> list[Row]:
+    """Workload ``key`` measured in a fresh interpreter (this script, ``--only key``).
+
+    Each workload gets a process of its own, as pyperf gives each benchmark:
+    the objects an earlier workload left on the heap (LangGraph's 10,000-node
+    graphs, say) would otherwise make every garbage collection of a later one
+    longer, and by more for whichever system allocates more.
+    """
+    out = tmp / f"workload-{key}.json"
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--in-process", "--only", key]
+    cmd += ["--rounds", str(rounds), "--json", str(out)]
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"workload ({key}) failed in its own process (exit {done.returncode})")
+    return [row_from_json(r) for r in json.loads(out.read_text())["rows"]]
+
+
 def _state_of(result: Any) -> Mapping[str, Any]:
     if isinstance(result, RunResult):
         if result.status != "completed":
@@ -969,7 +1013,8 @@ def render(rows: list[Row], meta: dict[str, Any]) -> str:
         "# flowcore vs LangGraph",
         "",
         f"Python {meta['python']} · {meta['cpus']} CPUs · langgraph {meta['langgraph']} · "
-        f"flowcore {meta['flowcore']} · {meta['settings']}, {meta['rounds']} rounds",
+        f"flowcore {meta['flowcore']} · {meta['settings']}, {meta['rounds']} rounds, "
+        f"{meta.get('processes', 'one process')}",
         "",
         TABLE_HEADER,
         "|---|---|--:|--:|--:|--:|--:|--:|---|",
@@ -1074,6 +1119,11 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=15, help="timed rounds per workload")
     parser.add_argument("--only", default="", help="workloads to run, e.g. a,b,c")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run every workload in this process (default: each in a fresh one; --smoke: here)",
+    )
     args = parser.parse_args(argv)
     sizes = SMOKE if args.smoke else FULL
     rounds = 1 if args.smoke else max(1, args.rounds)
@@ -1086,8 +1136,12 @@ async def main(argv: list[str]) -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
+        isolate = not (args.in_process or args.smoke) and len(chosen) > 1
         for w in chosen:
             print(f"running {describe(w, sizes)}", file=sys.stderr, flush=True)
+            if isolate:
+                rows += run_isolated(w.key, rounds, tmp)
+                continue
             found = await run_workload(w, sizes, rounds, backends, tmp)
             await peak_memory(w, sizes, backends, found, tmp)
             if w.key == "i":
@@ -1106,6 +1160,7 @@ async def main(argv: list[str]) -> int:
         "langgraph": _langgraph_version(),
         "settings": sizes.label,
         "rounds": rounds,
+        "processes": "one process per workload" if isolate else "one process",
         "chain_sizes": [sizes.chain, sizes.long_chain],
         "seconds": round(time.perf_counter() - started, 1),
     }
