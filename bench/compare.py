@@ -27,8 +27,7 @@ Medians and minima are reported, with the ratios LangGraph/compat and
 LangGraph/native (above 1 means flowcore is faster). Peak memory comes from
 a separate, untimed run under ``tracemalloc``. A full run measures each
 workload in a fresh interpreter of its own (``--in-process``: all in one), so
-what one workload leaves on the heap does not slow the next one's garbage
-collections.
+nothing one workload leaves behind (heap, caches, threads) can slow the next.
 
 This is a benchmark, not a test: nothing here asserts a time. See
 bench/README.md for what each workload is.
@@ -823,9 +822,9 @@ def run_isolated(key: str, rounds: int, tmp: Path) -> list[Row]:
     """Workload ``key`` measured in a fresh interpreter (this script, ``--only key``).
 
     Each workload gets a process of its own, as pyperf gives each benchmark:
-    the objects an earlier workload left on the heap (LangGraph's 10,000-node
-    graphs, say) would otherwise make every garbage collection of a later one
-    longer, and by more for whichever system allocates more.
+    what an earlier workload left behind can slow a later one (compat's 10,000
+    node DAG took 322 ms alone and 417 ms after the other workloads; why is
+    not pinned down).
     """
     out = tmp / f"workload-{key}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--in-process", "--only", key]
