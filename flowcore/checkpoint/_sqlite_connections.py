@@ -24,11 +24,11 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal, Self
 
 import aiosqlite
 
+from flowcore._async_context import AsyncOpenClose
 from flowcore._sqlite import (
     MIN_BUSY_TIMEOUT,
     MigrationStep,
@@ -95,7 +95,7 @@ class _Open:
     task: asyncio.Task[None] = field(init=False)
 
 
-class SqliteConnections:
+class SqliteConnections(AsyncOpenClose):
     """The lifecycle, writer task and reads of a ``SqliteCheckpointer`` (its base class).
 
     Takes the store's arguments (see
@@ -179,17 +179,8 @@ class SqliteConnections:
         await store._open()
         return store
 
-    async def __aenter__(self) -> Self:
+    async def _enter(self) -> None:
         await self._open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Finish every queued write, stop the writer task, close both connections.

@@ -8,7 +8,6 @@ to set.
 
 from __future__ import annotations
 
-import io
 import os
 import signal
 import subprocess
@@ -18,27 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from flowcore.cli import main
-
 from .conftest import Outcome, Project
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def cli(project: Project, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Outcome]:
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FLOWCORE_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-    for var in ("FLOWCORE_PROVIDER", "FLOWCORE_MODEL", "FLOWCORE_DATABASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("FLOWCORE_DB", str(project.db))
-
-    def call(*argv: str) -> Outcome:
-        out, err = io.StringIO(), io.StringIO()
-        code = main(list(argv), stdout=out, stderr=err)
-        return Outcome(code, out.getvalue(), err.getvalue())
-
-    return call
+def cli(env_cli: Callable[..., Outcome]) -> Callable[..., Outcome]:
+    """The CLI with its database from the environment (conftest's ``env_cli``)."""
+    return env_cli
 
 
 @pytest.mark.parametrize("command", [["worker"], ["submit", "--graph", "chat"]])
